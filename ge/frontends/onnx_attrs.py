@@ -1,0 +1,45 @@
+"""ONNX attributes and tensors -> plain Python values (ints, floats, str, lists, ndarrays, subgraphs)."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import AttributeProto, numpy_helper
+
+from ..errors import ModelLoadError
+
+
+def tensor_to_array(t, base_dir: str | None = None) -> np.ndarray:
+    """A TensorProto as an ndarray; external data is read by the caller (see onnx.load_external)."""
+    try:
+        return np.array(numpy_helper.to_array(t, base_dir=base_dir or ""))
+    except Exception as e:  # noqa: BLE001 - any decode failure is a bad model
+        raise ModelLoadError(f"cannot decode tensor '{t.name}': {e}") from e
+
+
+def attribute_value(a, subgraph=None):
+    """Python value of one AttributeProto; `subgraph(GraphProto)` converts graph attributes."""
+    T = AttributeProto
+    if a.type == T.FLOAT:
+        return float(a.f)
+    if a.type == T.INT:
+        return int(a.i)
+    if a.type == T.STRING:
+        return a.s.decode("utf-8", errors="replace")
+    if a.type == T.TENSOR:
+        return tensor_to_array(a.t)
+    if a.type == T.FLOATS:
+        return [float(x) for x in a.floats]
+    if a.type == T.INTS:
+        return [int(x) for x in a.ints]
+    if a.type == T.STRINGS:
+        return [s.decode("utf-8", errors="replace") for s in a.strings]
+    if a.type == T.TENSORS:
+        return [tensor_to_array(t) for t in a.tensors]
+    if a.type == T.GRAPH:
+        return subgraph(a.g) if subgraph else a.g
+    if a.type == T.GRAPHS:
+        return [subgraph(g) if subgraph else g for g in a.graphs]
+    raise ModelLoadError(f"attribute '{a.name}' has an unsupported type {a.type}")
+
+
+def node_attributes(node, subgraph=None) -> dict:
+    return {a.name: attribute_value(a, subgraph) for a in node.attribute}

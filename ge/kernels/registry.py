@@ -1,0 +1,173 @@
+"""One registry for kernels, keyed by (op_type, domain) and an opset range.
+
+The contract, shared by both runtimes (DESIGN.md §4):
+- `infer(ctx) -> [TensorSpec]` gives output shapes and dtypes from input specs (and from input values the
+  kernel declares in `value_inputs`, such as Reshape's shape).
+- `prepare(ctx) -> Launch | None` picks the compiled function and its static arguments once the shapes are
+  known. None means "no task": the output is a view of an input (declared by `alias`).
+- Destination passing: `fn(*inputs, *outputs, *workspaces, *args)`. Every tensor reaches a kernel as a flat,
+  contiguous 1-D array (a view cut from device memory); shapes and attributes travel in `args` as ints,
+  floats and int64 arrays. So one compiled specialization serves every shape, and runtime_v1's task
+  interpreter can call the same functions from jitted code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import ShapeError, UnsupportedOpError
+
+AICORE, AICPU, DVPP, HCCL = "AICORE", "AICPU", "DVPP", "HCCL"
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """One kernel call: fn(*inputs, *outputs, *workspaces, *args)."""
+    fn: Callable
+    args: tuple = ()
+    workspaces: tuple[TensorSpec, ...] = ()
+    inputs: tuple[int, ...] | None = None  # which node inputs are passed, in order; None: all present
+
+
+@dataclass(slots=True)
+class KernelContext:
+    """What infer and prepare see of a node."""
+    op_type: str
+    name: str
+    attrs: dict[str, Any]
+    inputs: list[TensorSpec | None]
+    values: list[np.ndarray | None]
+    opset: int
+    outputs: list[TensorSpec] = field(default_factory=list)
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+    def has(self, i: int) -> bool:
+        return i < len(self.inputs) and self.inputs[i] is not None
+
+    def value(self, i: int) -> np.ndarray:
+        """The value of input i, which must be known (a constant, or fed at run time by runtime_v2)."""
+        v = self.values[i] if i < len(self.values) else None
+        if v is None:
+            raise self.error(f"input {i} must have a known value (it sets a shape or an index)")
+        return v
+
+    def error(self, msg: str) -> ShapeError:
+        return ShapeError(f"{self.op_type} node '{self.name}': {msg}")
+
+    def require_dtype(self, i: int, allowed) -> None:
+        dt = self.inputs[i].dtype
+        if dt not in {np.dtype(a) for a in allowed}:
+            raise self.error(f"input {i} has dtype {dt}, supported: {', '.join(map(str, allowed))}")
+
+
+@dataclass(frozen=True, slots=True)
+class OpKernel:
+    op_type: str
+    domain: str
+    since: int
+    until: int
+    infer: Callable[[KernelContext], list[TensorSpec]]
+    prepare: Callable[[KernelContext], Launch | None]
+    value_inputs: tuple[int, ...] = ()   # inputs whose values infer/prepare read
+    alias: int | None = None             # output 0 is a view of this input (no task)
+    inplace: tuple[tuple[int, int], ...] = ()  # (input, output) pairs the kernel may share
+    engine: str = AICORE
+
+
+_REGISTRY: dict[tuple[str, str], list[OpKernel]] = {}
+MAX_OPSET = 10 ** 6
+
+
+def register(op_type: str | list[str], *, infer, domain: str = "", since: int = 1,
+             until: int = MAX_OPSET, value_inputs=(), alias=None, inplace=(), engine=AICORE):
+    """Decorator on a prepare function: registers it for one op type or several."""
+    def deco(prepare):
+        for op in [op_type] if isinstance(op_type, str) else op_type:
+            _REGISTRY.setdefault((op, domain), []).append(OpKernel(
+                op, domain, since, until, infer, prepare, tuple(value_inputs), alias, tuple(inplace),
+                engine))
+        return prepare
+    return deco
+
+
+def lookup(op_type: str, domain: str = "", opset: int = MAX_OPSET, node: str = "?") -> OpKernel:
+    domain = "" if domain == "ai.onnx" else domain
+    for k in _REGISTRY.get((op_type, domain), ()):
+        if k.since <= opset <= k.until:
+            return k
+    raise UnsupportedOpError(op_type, domain, opset, node, registered_ops())
+
+
+def registered_ops() -> list[str]:
+    return sorted(f"{d}::{op}" if d else op for op, d in _REGISTRY)
+
+
+def is_registered(op_type: str, domain: str = "") -> bool:
+    return (op_type, "" if domain == "ai.onnx" else domain) in _REGISTRY
+
+
+def run_kernel(kernel: OpKernel, ctx: KernelContext, arrays: list[np.ndarray | None]) -> list[np.ndarray]:
+    """Infer, prepare and run one node on numpy arrays: used by constant folding and by tests."""
+    ctx.outputs = kernel.infer(ctx)
+    launch = kernel.prepare(ctx)
+    if launch is None:
+        src = arrays[kernel.alias]
+        return [np.ascontiguousarray(src).reshape(ctx.outputs[0].shape)]
+    outs = [np.empty(s.shape, s.dtype) for s in ctx.outputs]
+    call(launch, arrays, outs)
+    return outs
+
+
+def call(launch: Launch, arrays: list, outs: list[np.ndarray]) -> None:
+    """Call a launch on whole arrays (flattened here), allocating its workspaces."""
+    picked = (launch.inputs if launch.inputs is not None
+              else [i for i, a in enumerate(arrays) if a is not None])
+    flat_in = [np.ascontiguousarray(arrays[i]).reshape(-1) for i in picked]
+    ws = [np.empty(w.size, w.dtype) for w in launch.workspaces]
+    launch.fn(*flat_in, *[o.reshape(-1) for o in outs], *ws, *launch.args)
+
+
+# -- infer helpers shared by many kernels ---------------------------------------------------------
+
+def same_as_input(i: int = 0, dtype=None):
+    """infer: one output shaped like input i (with input i's dtype unless given)."""
+    def infer(ctx: KernelContext) -> list[TensorSpec]:
+        spec = ctx.inputs[i]
+        return [TensorSpec(spec.shape, spec.dtype if dtype is None else dtype)]
+    return infer
+
+
+def broadcast_shapes(ctx: KernelContext, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """Numpy/ONNX multidirectional broadcasting, with a ShapeError naming the node."""
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ctx.error(f"cannot broadcast shapes {', '.join(map(str, shapes))}") from None
+
+
+def normalize_axis(ctx: KernelContext, axis: int, rank: int) -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise ctx.error(f"axis {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
