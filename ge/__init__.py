@@ -1,1 +1,18 @@
-"""ge: a graph compiler and two runtimes for a modelled NPU, after Huawei's GE."""
+"""ge: a graph compiler and two runtimes for a modelled NPU, after Huawei's GE.
+
+    import ge
+    sess = ge.Session("model.onnx", runtime="v2")
+    y, = sess.run(None, {"x": x})
+"""
+from . import errors
+from .api import NodeArg, Session, available_runtimes
+from .compiler import compile
+from .errors import (DeviceMemoryError, ExecutionError, GEError, InputError, ModelLoadError, ShapeError,
+                     UnsupportedOpError)
+from .options import Options
+from .plan import Plan
+
+__all__ = ["Session", "NodeArg", "Options", "Plan", "compile", "available_runtimes", "errors", "GEError",
+           "ModelLoadError", "UnsupportedOpError", "ShapeError", "InputError", "DeviceMemoryError",
+           "ExecutionError"]
+__version__ = "0.1.0"

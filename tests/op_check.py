@@ -47,7 +47,7 @@ def run_ge(model, feeds):
     values = [env[n] if n in consts else None for n in node.input]
     specs = [None if a is None else TensorSpec(a.shape, a.dtype) for a in arrays]
     ctx = KernelContext(node.op_type, "n", node_attributes(node), specs, values,
-                        model.opset_import[0].version)
+                        model.opset_import[0].version, n_outputs=len(node.output))
     return run_kernel(kernel, ctx, arrays)
 
 

@@ -28,7 +28,7 @@ def run_case(case):
         kernel = lookup(node.op_type, node.domain, opset, node.name or node.op_type)
         values = [a if (i in kernel.value_inputs and a is not None) else None for i, a in enumerate(arrays)]
         ctx = KernelContext(node.op_type, node.name or node.op_type, node_attributes(node), specs, values,
-                            opset)
+                            opset, n_outputs=len(node.output))
         outs = run_kernel(kernel, ctx, arrays)
         for got, want in zip(outs, expected):
             want = np.asarray(want)

@@ -1,1 +1,305 @@
-"""(being written)"""
+"""Reductions: Reduce* (Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp), ArgMax, ArgMin.
+
+Every Reduce* op is one walk over the input in memory order that folds each element into its output slot,
+followed by an elementwise finish (scale for Mean, sqrt for L2, log for LogSum...). The input shape is
+collapsed first: size-1 dims are dropped and neighbouring dims that are both reduced or both kept merge,
+so (N, C, H, W) over (H, W) becomes (N*C, H*W). The walk then has two inner-loop forms:
+- last dim kept:    out[po + j] = f(out[po + j], x[pi + j])   (vectorizes across the kept run)
+- last dim reduced: acc = f(acc, x[pi + j]) over the run, then out[po] = acc
+The op picks the loop outside the inner loop. Sums use fastmath 'reassoc' only (so LLVM may vectorize the
+running sum; inf/nan semantics are kept). LogSumExp walks twice: a max pass into a workspace, then
+sum(exp(x - max)), so large inputs do not overflow.
+
+noop_with_empty_axes=1 with no axes reduces over no axis: each output sees one element, so the finish is
+still applied (ReduceSumSquare gives x*x), as the ONNX reference does.
+
+ArgMax/ArgMin view the input as (outer, n, inner) and keep the best value of each inner column in a
+workspace row, so the compare loop runs along contiguous memory.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register
+
+# walk modes: how an element folds into its slot
+SUM, PROD, MAX, MIN, ASUM, SQSUM, EXPSUM = range(7)
+# finishes
+NONE, MEAN, SQRT, LOG, LSE = range(5)
+
+
+@njit(nogil=True, cache=True, fastmath={"reassoc"})
+def _walk(x, out, m, mode, shape, so):
+    """Fold x into out over the collapsed `shape`; `so` are out's strides (0 on reduced dims).
+
+    m is LogSumExp's per-slot shift (read by EXPSUM only)."""
+    r = shape.shape[0]
+    n = shape[r - 1]
+    if x.size == 0:
+        return
+    kept_last = so[r - 1] != 0
+    idx = np.zeros(r, np.int64)
+    pi = po = 0
+    for _ in range(x.size // n):
+        if kept_last:
+            if mode == SUM:
+                for j in range(n):
+                    out[po + j] += x[pi + j]
+            elif mode == PROD:
+                for j in range(n):
+                    out[po + j] *= x[pi + j]
+            elif mode == MAX:
+                for j in range(n):
+                    v = x[pi + j]
+                    out[po + j] = v if v > out[po + j] else out[po + j]
+            elif mode == MIN:
+                for j in range(n):
+                    v = x[pi + j]
+                    out[po + j] = v if v < out[po + j] else out[po + j]
+            elif mode == ASUM:
+                for j in range(n):
+                    out[po + j] += abs(x[pi + j])
+            elif mode == SQSUM:
+                for j in range(n):
+                    v = x[pi + j]
+                    out[po + j] += v * v
+            else:
+                for j in range(n):
+                    out[po + j] += np.exp(x[pi + j] - m[po + j])
+        else:
+            acc = out[po]
+            if mode == SUM:
+                for j in range(n):
+                    acc += x[pi + j]
+            elif mode == PROD:
+                for j in range(n):
+                    acc *= x[pi + j]
+            elif mode == MAX:
+                for j in range(n):
+                    v = x[pi + j]
+                    acc = v if v > acc else acc
+            elif mode == MIN:
+                for j in range(n):
+                    v = x[pi + j]
+                    acc = v if v < acc else acc
+            elif mode == ASUM:
+                for j in range(n):
+                    acc += abs(x[pi + j])
+            elif mode == SQSUM:
+                for j in range(n):
+                    v = x[pi + j]
+                    acc += v * v
+            else:
+                s = m[po]
+                for j in range(n):
+                    acc += np.exp(x[pi + j] - s)
+            out[po] = acc
+        pi += n
+        d = r - 2
+        while d >= 0:  # carry the outer multi-index; out moves by its own strides
+            idx[d] += 1
+            po += so[d]
+            if idx[d] < shape[d]:
+                break
+            po -= so[d] * shape[d]
+            idx[d] = 0
+            d -= 1
+
+
+@njit(nogil=True, cache=True)
+def reduce(x, out, ws, mode, finish, ident, scale, shape, so):
+    """out = finish(fold of x over the reduced dims); ws holds LogSumExp's max (out-sized) or is unused."""
+    for i in range(out.size):
+        out[i] = ident
+    if finish == LSE:
+        for i in range(out.size):
+            ws[i] = -np.inf
+        _walk(x, ws, ws, MAX, shape, so)
+        for i in range(out.size):  # an all-inf slot would give inf - inf: shift it by 0 instead
+            if not np.isfinite(ws[i]):
+                ws[i] = 0
+    _walk(x, out, ws, mode, shape, so)
+    if finish == MEAN:
+        for i in range(out.size):
+            out[i] = out[i] * scale
+    elif finish == SQRT:
+        for i in range(out.size):
+            out[i] = np.sqrt(out[i])
+    elif finish == LOG:
+        for i in range(out.size):
+            out[i] = np.log(out[i])
+    elif finish == LSE:
+        for i in range(out.size):
+            out[i] = np.log(out[i]) + ws[i]
+
+
+@njit(nogil=True, cache=True)
+def reduce_bool(x, out, ws, mode, finish, ident, scale, shape, so):
+    """ReduceMax/Min on bool (any/all) through the uint8 walk; numba has no bool arithmetic to fold."""
+    reduce(x.view(np.uint8), out.view(np.uint8), ws, mode, finish, ident, scale, shape, so)
+
+
+def identity(mode: int, dtype: np.dtype):
+    """The value a slot starts from, as a Python float for float dtypes and an int otherwise."""
+    dtype = np.dtype(dtype)
+    if mode == PROD:
+        return 1.0 if dtype.kind == "f" else 1
+    if mode not in (MAX, MIN):
+        return 0.0 if dtype.kind == "f" else 0
+    if dtype.kind == "f":
+        return -math.inf if mode == MAX else math.inf
+    if dtype.kind == "b":
+        return 0 if mode == MAX else 1
+    info = np.iinfo(dtype)
+    return int(info.min if mode == MAX else info.max)
+
+
+def collapse(shape, axes) -> tuple[np.ndarray, np.ndarray]:
+    """(collapsed input shape, out strides with 0 on reduced dims) for reducing `shape` over `axes`."""
+    runs: list[list] = []  # [size, reduced]
+    for a, d in enumerate(shape):
+        if d == 1:
+            continue
+        red = a in axes
+        if runs and runs[-1][1] == red:
+            runs[-1][0] *= d
+        else:
+            runs.append([d, red])
+    runs = runs or [[1, False]]
+    so, acc = [0] * len(runs), 1
+    for i in range(len(runs) - 1, -1, -1):
+        if not runs[i][1]:
+            so[i] = acc
+            acc *= runs[i][0]
+    return np.array([r[0] for r in runs], np.int64), np.array(so, np.int64)
+
+
+def reduce_launch(shape, axes, dtype, mode: int, finish: int = NONE) -> Launch:
+    """A Launch of `reduce` over `axes` of an input of `shape`; also used by the global pools."""
+    dshape, so = collapse(shape, set(axes))
+    count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    n_out = int(np.prod([d for a, d in enumerate(shape) if a not in axes], dtype=np.int64))
+    ws = (TensorSpec((n_out if finish == LSE else 1,), dtype),)
+    fn = reduce_bool if np.dtype(dtype) == np.bool_ else reduce
+    scale = 1.0 / count if count else math.nan
+    return Launch(fn, (mode, finish, identity(mode, dtype), scale, dshape, so), ws, inputs=(0,))
+
+
+# -- Reduce* ops ------------------------------------------------------------------------------------
+
+_OPS = {  # op: (walk mode, finish)
+    "ReduceSum": (SUM, NONE), "ReduceMean": (SUM, MEAN), "ReduceMax": (MAX, NONE),
+    "ReduceMin": (MIN, NONE), "ReduceProd": (PROD, NONE), "ReduceL1": (ASUM, NONE),
+    "ReduceL2": (SQSUM, SQRT), "ReduceSumSquare": (SQSUM, NONE), "ReduceLogSum": (SUM, LOG),
+    "ReduceLogSumExp": (EXPSUM, LSE),
+}
+_DTYPES = (np.float32, np.float64, np.int32, np.int64, np.int8, np.uint8)
+
+
+def _reduced_axes(ctx: KernelContext, axes_from_input: bool) -> list[int]:
+    rank = len(ctx.inputs[0].shape)
+    if axes_from_input:
+        axes = [] if not ctx.has(1) else [int(a) for a in np.asarray(ctx.value(1)).reshape(-1)]
+        if not axes and ctx.attr("noop_with_empty_axes", 0):
+            return []
+    else:
+        axes = ctx.attr("axes") or []
+    if not axes:
+        return list(range(rank))
+    return sorted({normalize_axis(ctx, a, rank) for a in axes})
+
+
+def _check_dtype(ctx: KernelContext) -> None:
+    dt = ctx.inputs[0].dtype
+    if ctx.op_type in ("ReduceMax", "ReduceMin") and dt == np.bool_:
+        return
+    ctx.require_dtype(0, (np.float32, np.float64) if ctx.op_type == "ReduceLogSumExp" else _DTYPES)
+
+
+def _reduce_op(axes_from_input: bool):
+    def infer(ctx: KernelContext) -> list[TensorSpec]:
+        _check_dtype(ctx)
+        x = ctx.inputs[0]
+        axes = _reduced_axes(ctx, axes_from_input)
+        keep = ctx.attr("keepdims", 1)
+        shape = [1 if a in axes else d for a, d in enumerate(x.shape) if keep or a not in axes]
+        return [TensorSpec(shape, x.dtype)]
+
+    def prepare(ctx: KernelContext) -> Launch:
+        mode, finish = _OPS[ctx.op_type]
+        axes = _reduced_axes(ctx, axes_from_input)
+        return reduce_launch(ctx.inputs[0].shape, axes, ctx.inputs[0].dtype, mode, finish)
+    return infer, prepare
+
+
+for _op in _OPS:
+    _since = 13 if _op == "ReduceSum" else 18  # axes moved from attribute to input
+    _inf, _prep = _reduce_op(False)
+    register(_op, infer=_inf, until=_since - 1)(_prep)
+    _inf, _prep = _reduce_op(True)
+    register(_op, infer=_inf, since=_since, value_inputs=(1,))(_prep)
+
+# -- ArgMax / ArgMin --------------------------------------------------------------------------------
+
+
+@njit(nogil=True, cache=True)
+def arg_extreme(x, out, best, outer, n, inner, is_min, last):
+    """out[o, j] = index k of the max (min) of x[o, k, j]; ties go to the first (last) index."""
+    for o in range(outer):
+        base, ob = o * n * inner, o * inner
+        for j in range(inner):
+            best[j] = x[base + j]
+            out[ob + j] = 0
+        for k in range(1, n):
+            p = base + k * inner
+            if not is_min and not last:
+                for j in range(inner):
+                    if x[p + j] > best[j]:
+                        best[j] = x[p + j]
+                        out[ob + j] = k
+            elif not is_min:
+                for j in range(inner):
+                    if x[p + j] >= best[j]:
+                        best[j] = x[p + j]
+                        out[ob + j] = k
+            elif not last:
+                for j in range(inner):
+                    if x[p + j] < best[j]:
+                        best[j] = x[p + j]
+                        out[ob + j] = k
+            else:
+                for j in range(inner):
+                    if x[p + j] <= best[j]:
+                        best[j] = x[p + j]
+                        out[ob + j] = k
+
+
+def _arg_axis(ctx: KernelContext) -> int:
+    shape = ctx.inputs[0].shape
+    axis = normalize_axis(ctx, ctx.attr("axis", 0), len(shape))
+    if shape[axis] == 0:
+        raise ctx.error(f"cannot take {ctx.op_type} over axis {axis} of size 0")
+    return axis
+
+
+def _infer_arg(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, _DTYPES)
+    shape = ctx.inputs[0].shape
+    axis = _arg_axis(ctx)
+    keep = ctx.attr("keepdims", 1)
+    out = [1 if a == axis else d for a, d in enumerate(shape) if keep or a != axis]
+    return [TensorSpec(out, np.int64)]
+
+
+@register(["ArgMax", "ArgMin"], infer=_infer_arg)
+def _prepare_arg(ctx: KernelContext) -> Launch:
+    x = ctx.inputs[0]
+    axis = _arg_axis(ctx)
+    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+    inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    return Launch(arg_extreme, (outer, x.shape[axis], inner, ctx.op_type == "ArgMin",
+                                bool(ctx.attr("select_last_index", 0))),
+                  (TensorSpec((max(inner, 1),), x.dtype),))

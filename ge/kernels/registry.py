@@ -22,6 +22,10 @@ from ..errors import ShapeError, UnsupportedOpError
 AICORE, AICPU, DVPP, HCCL = "AICORE", "AICPU", "DVPP", "HCCL"
 
 
+class UnknownValueError(ShapeError):
+    """A shape depends on a value known only at run time (the node is dynamic at compile time)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TensorSpec:
     shape: tuple[int, ...]
@@ -59,6 +63,7 @@ class KernelContext:
     values: list[np.ndarray | None]
     opset: int
     outputs: list[TensorSpec] = field(default_factory=list)
+    n_outputs: int = 1  # how many outputs the node declares (optional outputs may be absent)
 
     def attr(self, name: str, default: Any = None) -> Any:
         return self.attrs.get(name, default)
@@ -70,7 +75,8 @@ class KernelContext:
         """The value of input i, which must be known (a constant, or fed at run time by runtime_v2)."""
         v = self.values[i] if i < len(self.values) else None
         if v is None:
-            raise self.error(f"input {i} must have a known value (it sets a shape or an index)")
+            raise UnknownValueError(f"{self.op_type} node '{self.name}': input {i} must have a known value "
+                                    "(it sets a shape or an index)")
         return v
 
     def error(self, msg: str) -> ShapeError:

@@ -1,0 +1,129 @@
+"""Session: compile a model once, run it many times on the chosen runtime (ONNX Runtime-like API)."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from .compiler import compile as compile_model
+from .errors import GEError, InputError
+from .ir.dtypes import to_onnx
+from .options import as_options
+from .plan import Plan
+
+RUNTIMES = ("v1", "v2")
+_ONNX_TYPE_NAMES = {"float32": "float", "float64": "double", "bool": "bool"}
+
+
+@dataclass(frozen=True)
+class NodeArg:
+    """An input or output as ONNX Runtime describes it: name, shape (ints or symbolic names), type."""
+    name: str
+    shape: list
+    type: str
+    dtype: np.dtype
+
+
+def _node_arg(t) -> NodeArg:
+    name = _ONNX_TYPE_NAMES.get(t.dtype.name, t.dtype.name)
+    to_onnx(t.dtype)  # only types ONNX knows reach here
+    return NodeArg(t.name, list(t.shape), f"tensor({name})", t.dtype)
+
+
+def available_runtimes() -> list[str]:
+    found = []
+    for rt in RUNTIMES:
+        try:
+            module = importlib.import_module(f"runtime_{rt}")
+        except ImportError:
+            continue
+        if hasattr(module, "Executor"):
+            found.append(rt)
+    return found
+
+
+class Session:
+    """ge.Session(model, runtime="v2", options=...) then run(output_names | None, feeds)."""
+
+    def __init__(self, model, runtime: str = "auto", options=None):
+        self.options = as_options(options)
+        self.plan: Plan = model if isinstance(model, Plan) else compile_model(model, self.options)
+        self.runtime = self._pick_runtime(runtime)
+        module = importlib.import_module(f"runtime_{self.runtime}")
+        self._executor = module.Executor(self.plan)
+        self._inputs = [self.plan.tensors[i] for i in self.plan.inputs]
+        self._outputs = [self.plan.tensors[i] for i in self.plan.outputs]
+        self._out_index = {t.name: k for k, t in enumerate(self._outputs)}
+
+    @staticmethod
+    def _pick_runtime(runtime: str) -> str:
+        have = available_runtimes()
+        if runtime == "auto":
+            return have[0]  # v1 first when it exists: it is the faster one for static plans
+        if runtime not in RUNTIMES:
+            raise GEError(f"unknown runtime '{runtime}': choose one of {', '.join(RUNTIMES)} or 'auto'")
+        if runtime not in have:
+            raise GEError(f"runtime_{runtime} is not available in this build; available: {', '.join(have)}")
+        return runtime
+
+    def get_inputs(self) -> list[NodeArg]:
+        return [_node_arg(t) for t in self._inputs]
+
+    def get_outputs(self) -> list[NodeArg]:
+        return [_node_arg(t) for t in self._outputs]
+
+    def run(self, output_names, feeds: dict, outputs: dict | None = None) -> list[np.ndarray]:
+        """Outputs named in output_names (all when None), computed from feeds {input name: array}.
+
+        `outputs={name: array}` writes those results into the caller's arrays (and returns them).
+        """
+        picked = self._pick_outputs(output_names)
+        results = self._executor.run(self._check_feeds(feeds))
+        if outputs:
+            for name, buf in outputs.items():
+                if name not in self._out_index:
+                    raise InputError(f"bound output '{name}' is not an output of the model; outputs: "
+                                     f"{', '.join(self._out_index)}")
+                r = results[self._out_index[name]]
+                if buf.shape != r.shape or buf.dtype != r.dtype:
+                    raise InputError(f"bound output '{name}' is {buf.dtype}{list(buf.shape)}, "
+                                     f"the model gives {r.dtype}{list(r.shape)}")
+                np.copyto(buf, r)
+                results[self._out_index[name]] = buf
+        return [results[k] for k in picked]
+
+    def _pick_outputs(self, names) -> list[int]:
+        if names is None:
+            return list(range(len(self._outputs)))
+        try:
+            return [self._out_index[n] for n in names]
+        except KeyError as e:
+            raise InputError(f"unknown output {e.args[0]!r}; outputs: {', '.join(self._out_index)}") from None
+
+    def _check_feeds(self, feeds: dict) -> dict[int, np.ndarray]:
+        if not isinstance(feeds, dict):
+            raise InputError(f"feeds must be a dict of input name -> array, not {type(feeds).__name__}")
+        expected = {t.name for t in self._inputs}
+        extra = sorted(set(feeds) - expected)
+        if extra:
+            raise InputError(f"unknown input(s) {', '.join(map(repr, extra))}; inputs: {', '.join(expected)}")
+        out, dims = {}, {}
+        for t in self._inputs:
+            if t.name not in feeds:
+                raise InputError(f"missing input '{t.name}' ({t.dtype}{list(t.shape)})")
+            a = feeds[t.name]
+            if not isinstance(a, np.ndarray):
+                a = np.asarray(a)
+            if a.dtype != t.dtype:
+                raise InputError(f"input '{t.name}' has dtype {a.dtype}, expected {t.dtype}")
+            if len(a.shape) != len(t.shape):
+                raise InputError(f"input '{t.name}' has shape {list(a.shape)}, expected {list(t.shape)}")
+            for got, want in zip(a.shape, t.shape):
+                if isinstance(want, str):
+                    want = dims.setdefault(want, got)  # a symbolic dim binds once per run
+                if got != want:
+                    raise InputError(f"input '{t.name}' has shape {list(a.shape)}, expected "
+                                     f"{list(t.shape)}" + (f" with {dims}" if dims else ""))
+            out[t.index] = np.ascontiguousarray(a)
+        return out

@@ -1,0 +1,87 @@
+"""compile(model, options) -> Plan: import, optimize, order, bind kernels. Each stage returns data."""
+from __future__ import annotations
+
+import logging
+import os
+
+from .errors import GEError
+from .ir import Graph
+from .kernels.bind import node_context, node_kernel, static_spec
+from .kernels.registry import UnknownValueError
+from .options import Options, as_options
+from .passes import PIPELINE, run_pipeline
+from .plan import ACTIVATION, CONST, INPUT, Plan, PlanNode, PlanTensor
+from .schedule.toposort import topological_order
+
+log = logging.getLogger("ge")
+
+
+def import_model(model) -> Graph:
+    """Any supported model form -> ir.Graph."""
+    if isinstance(model, Graph):
+        return model
+    if isinstance(model, (str, os.PathLike)) and str(model).endswith((".pb", ".pbtxt")):
+        from .frontends.tensorflow import import_tensorflow  # optional extra
+        return import_tensorflow(model)
+    from .frontends.onnx import import_onnx
+    return import_onnx(model)
+
+
+def optimize(graph: Graph, options: Options) -> Graph:
+    run_pipeline(graph, options)
+    return graph
+
+
+def compile(model, options: Options | dict | None = None) -> Plan:  # noqa: A001 - the public verb
+    options = as_options(options)
+    graph = optimize(import_model(model), options)
+    order = topological_order(graph, options.topo_sorting_mode)
+    return build_plan(graph, order, options)
+
+
+def build_plan(graph: Graph, order: list, options: Options) -> Plan:
+    """Number the tensors, bind each node's kernel and (where shapes are static) its launch."""
+    tensors: list[PlanTensor] = []
+    index: dict[int, int] = {}
+    constants = {}
+
+    def tensor_of(v) -> int:
+        if v is None:
+            return -1
+        if id(v) not in index:
+            if v.dtype is None:
+                raise GEError(f"value '{v.name}' of graph '{graph.name}' has no known dtype")
+            kind = CONST if v.is_const else INPUT if v in graph.inputs else ACTIVATION
+            i = index[id(v)] = len(tensors)
+            shape = v.shape if v.shape is not None else ("?",)
+            tensors.append(PlanTensor(i, v.name, v.dtype, tuple(shape), kind))
+            if v.is_const:
+                constants[i] = v.const
+        return index[id(v)]
+
+    inputs = tuple(tensor_of(v) for v in graph.inputs)
+    nodes = []
+    for step, node in enumerate(order):
+        kernel = node_kernel(graph, node)
+        ins = tuple(tensor_of(v) for v in node.inputs)
+        outs = tuple(tensor_of(v) for v in node.outputs)
+        nodes.append(PlanNode(step, node.name, node.op_type, node.domain, node_context(
+            graph, node, kernel).opset, dict(node.attrs), ins, outs, kernel,
+            _bind_launch(graph, node, kernel), kernel.engine))
+    outputs = tuple(tensor_of(v) for v in graph.outputs)
+    return Plan(graph.name, tuple(tensors), tuple(nodes), inputs, outputs, constants, options)
+
+
+def _bind_launch(graph, node, kernel):
+    """The node's Launch when everything it depends on is static; None for aliases and dynamic nodes."""
+    if kernel.alias is not None:
+        return None
+    specs = [static_spec(v) for v in node.inputs]
+    if any(v is not None and s is None for v, s in zip(node.inputs, specs)):
+        return None
+    ctx = node_context(graph, node, kernel, specs)
+    try:
+        ctx.outputs = kernel.infer(ctx)
+        return kernel.prepare(ctx)
+    except UnknownValueError:
+        return None

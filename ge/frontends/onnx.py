@@ -1,0 +1,179 @@
+"""ONNX frontend: a path, bytes or ModelProto -> ir.Graph.
+
+Step 1: parse the protobuf (a bad file is a ModelLoadError, never a crash).
+Step 2: load external initializer data, only from inside the model's folder.
+Step 3: run onnx.shape_inference for dtypes and (symbolic) shapes; ge's own inference refines them later.
+Step 4: build the Graph: inputs (initializers are constants, not feeds), constants, nodes in topological
+        order (a cycle or a dangling input is a ModelLoadError naming the node), outputs.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import external_data_helper, shape_inference
+
+from ..errors import ModelLoadError
+from ..ir import Graph
+from ..ir.dtypes import from_onnx
+from .onnx_attrs import node_attributes, tensor_to_array
+
+
+def load_model(model) -> tuple[onnx.ModelProto, str | None, str]:
+    """(ModelProto without external data resolved, its folder or None, a display name)."""
+    if isinstance(model, onnx.ModelProto):
+        return model, None, model.graph.name or "model"
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return _parse(bytes(model), "<bytes>"), None, "<bytes>"
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        if not path.is_file():
+            raise ModelLoadError(f"model file '{path}' does not exist")
+        return _parse(path.read_bytes(), str(path)), str(path.resolve().parent), str(path)
+    raise ModelLoadError(f"cannot load a model from {type(model).__name__}: give a path, bytes or ModelProto")
+
+
+def _parse(data: bytes, name: str) -> onnx.ModelProto:
+    m = onnx.ModelProto()
+    try:
+        m.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise ModelLoadError(f"'{name}' is not a valid ONNX model (protobuf parse failed: {e})") from None
+    if not m.HasField("graph") or not m.graph.node and not m.graph.output:
+        raise ModelLoadError(f"'{name}' is not an ONNX model: it has no graph")
+    return m
+
+
+def _load_external(t: onnx.TensorProto, base_dir: str | None, model_name: str) -> None:
+    """Fill an external tensor's raw_data, refusing locations outside the model's folder."""
+    info = {e.key: e.value for e in t.external_data}
+    location = info.get("location", "")
+    if base_dir is None:
+        raise ModelLoadError(f"{model_name}: tensor '{t.name}' has external data '{location}' but the model "
+                             "was not loaded from a file; pass its path instead")
+    root = os.path.realpath(base_dir)
+    target = os.path.realpath(os.path.join(root, location))
+    if os.path.isabs(location) or os.path.commonpath([root, target]) != root:
+        raise ModelLoadError(f"{model_name}: tensor '{t.name}' refers to external data '{location}' outside "
+                             "the model's folder; refused")
+    if not os.path.isfile(target):
+        raise ModelLoadError(f"{model_name}: external data file '{location}' of tensor '{t.name}' is missing")
+    try:
+        external_data_helper.load_external_data_for_tensor(t, root)
+    except Exception as e:  # noqa: BLE001
+        raise ModelLoadError(f"{model_name}: cannot read external data of tensor '{t.name}': {e}") from None
+    t.data_location = onnx.TensorProto.DEFAULT
+    del t.external_data[:]
+
+
+def _dims(type_proto, fresh) -> tuple | None:
+    tt = type_proto.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    out = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value"):
+            if d.dim_value < 0:
+                raise ModelLoadError(f"negative dimension {d.dim_value}")
+            out.append(int(d.dim_value))
+        else:
+            out.append(d.dim_param or fresh())
+    return tuple(out)
+
+
+def import_onnx(model) -> Graph:
+    proto, base_dir, name = load_model(model)
+    g = proto.graph
+    for t in g.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            _load_external(t, base_dir, name)
+    opsets = {(o.domain or ""): int(o.version) for o in proto.opset_import}
+    if "ai.onnx" in opsets:
+        opsets.setdefault("", opsets.pop("ai.onnx"))
+    try:
+        inferred = shape_inference.infer_shapes(proto, strict_mode=False).graph
+    except Exception:  # noqa: BLE001 - inference is a hint only; ge infers again
+        inferred = g
+    infos = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.input) + list(inferred.output)}
+    counter = iter(range(1 << 30))
+
+    def fresh():
+        return f"unk__{next(counter)}"
+
+    graph = Graph(g.name or Path(name).stem, opsets)
+
+    def typed(value_name, v):
+        vi = infos.get(value_name)
+        if vi is not None and vi.type.HasField("tensor_type"):
+            code = vi.type.tensor_type.elem_type
+            v.dtype = from_onnx(code, f"value '{value_name}' of {name}") if code else None
+            try:
+                v.shape = _dims(vi.type, fresh)
+            except ModelLoadError as e:
+                raise ModelLoadError(f"{name}: value '{value_name}': {e}") from None
+        return v
+
+    for t in g.initializer:
+        if t.name in graph.values:
+            raise ModelLoadError(f"{name}: initializer '{t.name}' is defined twice")
+        v = graph.add_value(t.name)
+        v.const = tensor_to_array(t)
+        v.dtype, v.shape = v.const.dtype, v.const.shape
+    for vi in g.input:
+        if vi.name in graph.values:
+            continue  # an initializer listed as input (IR < 4): a constant, not a feed
+        if not vi.type.HasField("tensor_type"):
+            raise ModelLoadError(f"{name}: input '{vi.name}' is not a tensor (sequences/maps are unsupported)")
+        v = graph.add_input(vi.name, None, None)
+        v.dtype = from_onnx(vi.type.tensor_type.elem_type, f"input '{vi.name}' of {name}")
+        try:
+            v.shape = _dims(vi.type, fresh)
+        except ModelLoadError as e:
+            raise ModelLoadError(f"{name}: input '{vi.name}': {e}") from None
+
+    used: set[str] = set()
+    for i, n in enumerate(_topological(g.node, set(graph.values), name)):
+        node_name = n.name or f"{n.op_type}_{i}"
+        if node_name in used:  # names must be unique in ge; ONNX only recommends it
+            node_name = f"{node_name}_{i}"
+        used.add(node_name)
+        ins = [graph.values[x] if x else None for x in n.input]
+        for out in n.output:
+            if out in graph.values:
+                raise ModelLoadError(f"{name}: value '{out}' is defined twice (again by node '{node_name}')")
+        node = graph.add_node(n.op_type, ins, [o or graph.fresh_name(f"{node_name}_unused")
+                                               for o in n.output],
+                              node_attributes(n), node_name, n.domain if n.domain != "ai.onnx" else "")
+        for v in node.outputs:
+            typed(v.name, v)
+    for vi in g.output:
+        if vi.name not in graph.values:
+            raise ModelLoadError(f"{name}: graph output '{vi.name}' is never produced")
+        graph.outputs.append(graph.values[vi.name])
+    return graph
+
+
+def _topological(nodes, available: set[str], model_name: str):
+    """Nodes in an order where every input is defined first (ONNX requires it; some exporters don't)."""
+    pending = list(nodes)
+    out = []
+    available = set(available) | {""}
+    while pending:
+        rest = []
+        for n in pending:
+            if all(x in available for x in n.input):
+                out.append(n)
+                available.update(n.output)
+            else:
+                rest.append(n)
+        if len(rest) == len(pending):
+            n = rest[0]
+            missing = [x for x in n.input if x not in available]
+            produced = {o for r in rest for o in r.output}
+            why = "a cycle" if all(x in produced for x in missing) else "an input nobody defines"
+            raise ModelLoadError(f"{model_name}: node '{n.name or n.op_type}' ({n.op_type}) reads "
+                                 f"{', '.join(repr(m) for m in missing)}: {why}")
+        pending = rest
+    return out

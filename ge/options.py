@@ -1,0 +1,78 @@
+"""Options: one typed dataclass; GE's option names are accepted as aliases (Options.from_dict)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from .errors import GEError
+
+TOPO_MODES = ("bfs", "dfs", "rdfs", "memory_priority")
+
+
+@dataclass(frozen=True)
+class Options:
+    # compile
+    disabled_passes: tuple[str, ...] = ()
+    dump_after: tuple[str, ...] = ()
+    verify_passes: bool = False
+    topo_sorting_mode: str = "dfs"
+    # memory
+    disable_reuse_memory: bool = False
+    # streams
+    enable_single_stream: bool = False
+    max_streams: int = 8
+    # threads: how many threads one kernel may use (BLAS); 0 = leave the library default
+    intra_op_threads: int = 1
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        mode = str(self.topo_sorting_mode).lower()
+        mode = {"0": "bfs", "1": "dfs", "2": "rdfs", "3": "rdfs", "memorypriority": "memory_priority"}.get(
+            mode, mode)
+        if mode not in TOPO_MODES:
+            raise GEError(f"topo_sorting_mode '{self.topo_sorting_mode}' is not one of {TOPO_MODES}")
+        object.__setattr__(self, "topo_sorting_mode", mode)
+        object.__setattr__(self, "disabled_passes", tuple(self.disabled_passes))
+        object.__setattr__(self, "dump_after", tuple(self.dump_after))
+        if self.max_streams < 1:
+            raise GEError(f"max_streams must be >= 1, got {self.max_streams}")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Options":
+        """Options from a dict of ge field names and/or GE option names ("ge.exec.disableReuseMemory": "1")."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw, extra = {}, {}
+        for key, value in d.items():
+            if key in GE_ALIASES:
+                key, value = GE_ALIASES[key](value)
+            if key in names:
+                kw[key] = value
+            else:
+                extra[key] = value
+        return cls(**kw, extra=extra)
+
+    def replace(self, **changes) -> "Options":
+        return dataclasses.replace(self, **changes)
+
+
+def _flag(v) -> bool:
+    return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+GE_ALIASES = {
+    "ge.exec.disableReuseMemory": lambda v: ("disable_reuse_memory", _flag(v)),
+    "ge.topoSortingMode": lambda v: ("topo_sorting_mode", str(v)),
+    "ge.enableSingleStream": lambda v: ("enable_single_stream", _flag(v)),
+    "ge.exec.memoryOptimizationPolicy": lambda v: (
+        ("topo_sorting_mode", "memory_priority") if str(v) == "MemoryPriority" else ("extra_policy", v)),
+}
+
+
+def as_options(options) -> Options:
+    if options is None:
+        return Options()
+    if isinstance(options, Options):
+        return options
+    if isinstance(options, dict):
+        return Options.from_dict(options)
+    raise GEError(f"options must be ge.Options or a dict, not {type(options).__name__}")

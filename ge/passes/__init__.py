@@ -1,0 +1,27 @@
+"""Graph passes, one per file, and the pipeline the compiler runs (names usable in disabled_passes)."""
+from __future__ import annotations
+
+from .eliminate_dead_code import eliminate_dead_code
+from .fold_constants import fold_constants
+from .infer_shapes import infer_shapes
+from .manager import PassManager
+
+# (name, pass); shapes are inferred again after passes that create nodes or constants
+PIPELINE = [
+    ("infer_shapes", infer_shapes),
+    ("fold_constants", fold_constants),
+    ("eliminate_dead_code", eliminate_dead_code),
+    ("infer_shapes", infer_shapes),
+]
+MAX_FOLD_ROUNDS = 8
+
+
+def run_pipeline(graph, options) -> PassManager:
+    pm = PassManager(PIPELINE, options.disabled_passes, options.dump_after, options.verify_passes)
+    # folding can make new shapes static, which can make more nodes foldable: run to a fixed point
+    for _ in range(MAX_FOLD_ROUNDS):
+        n_nodes = len(graph.nodes)
+        pm.run(graph)
+        if len(graph.nodes) == n_nodes:
+            break
+    return pm

@@ -1,0 +1,42 @@
+"""fold_constants: run nodes whose inputs are all constant at compile time, once, with ge's own kernels.
+
+Also folds Shape and Size of statically shaped values (their inputs need not be constant). The light
+models build every weight with ConstantOfShape: after this pass none of those runs at inference.
+Nodes are visited in order, so chains of constants fold in one sweep.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels.bind import node_context, node_kernel, static_spec
+from ..kernels.registry import run_kernel
+
+NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+              "Bernoulli"}
+
+
+def _shape_value(node, spec):
+    """Shape / Size of a statically shaped input, without materializing the input."""
+    if node.op_type == "Size":
+        return np.array(spec.size, np.int64)
+    rank = len(spec.shape)
+    start, end = node.attrs.get("start", 0), node.attrs.get("end", rank)
+    start, end = (min(max(x + rank if x < 0 else x, 0), rank) for x in (start, end))
+    return np.array(spec.shape[start:end], np.int64)
+
+
+def fold_constants(graph) -> bool:
+    changed = False
+    for node in list(graph.nodes):
+        if node.op_type in NEVER_FOLD or node.domain not in ("", "ge"):
+            continue
+        if node.op_type in ("Shape", "Size") and static_spec(node.inputs[0]) is not None:
+            graph.fold_node(node, [_shape_value(node, static_spec(node.inputs[0]))])
+            changed = True
+        elif all(v is None or v.is_const for v in node.inputs):  # Constant has no inputs at all
+            kernel = node_kernel(graph, node)
+            arrays = [None if v is None else v.const for v in node.inputs]
+            ctx = node_context(graph, node, kernel, values=arrays)
+            graph.fold_node(node, run_kernel(kernel, ctx, arrays))
+            changed = True
+    return changed

@@ -1,0 +1,49 @@
+"""Models that ship inside installed packages: the ONNX "light" models (onnx/backend/test/data/light).
+
+Each comes with the output ONNX's backend runner expects for its deterministic input
+(arange(n) / n over the input's shape), so they serve as end-to-end references.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+LIGHT_MODELS = ("bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
+                "squeezenet", "vgg19", "zfnet512")
+DEFAULT_MODEL = "resnet50"
+
+
+def light_dir() -> str:
+    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+
+
+def light_model_path(name: str = DEFAULT_MODEL) -> str:
+    name = name.removeprefix("light_").removesuffix(".onnx")
+    if name not in LIGHT_MODELS:
+        raise ValueError(f"unknown light model '{name}'; choose one of {', '.join(LIGHT_MODELS)}")
+    return os.path.join(light_dir(), f"light_{name}.onnx")
+
+
+def reference_feeds(session) -> dict[str, np.ndarray]:
+    """The inputs ONNX's backend runner uses for light models: arange(n) / n in each input's shape."""
+    feeds = {}
+    for i in session.get_inputs():
+        shape = tuple(d if isinstance(d, int) else 1 for d in i.shape)
+        n = int(np.prod(shape))
+        feeds[i.name] = (np.arange(n).reshape(shape) / n).astype(i.dtype)
+    return feeds
+
+
+def expected_outputs(name: str) -> list[np.ndarray]:
+    path = light_model_path(name)
+    outs, k = [], 0
+    while os.path.exists(f"{path[:-5]}_output_{k}.pb"):
+        t = onnx.TensorProto()
+        with open(f"{path[:-5]}_output_{k}.pb", "rb") as f:
+            t.ParseFromString(f.read())
+        outs.append(numpy_helper.to_array(t))
+        k += 1
+    return outs
