@@ -5,8 +5,9 @@
 applied row by row right after the GEMM wrote the row (while it is still in cache), in ONE pass: `s` is
 a per-row scalar (a conv bias, or a Gemm C broadcast along the row) and `v` an optional contiguous
 vector (a fused residual Z, or a Gemm C row). The activation is picked by one switch per row, never
-inside the loop (a switch there stops LLVM vectorizing): each kind has its own loop, made by passing a
-small jitted scalar function to `_rows`, which Numba specializes and inlines per function.
+inside the loop (a switch there stops LLVM vectorizing): each kind has its own loop calling a small
+jitted scalar function that LLVM inlines. (Passing the scalar function as an argument instead would
+bake its address into the machine code, and Numba then refuses to cache the caller.)
 
 Scalars (alpha, beta, bias, activation parameters) are cast to the output dtype once per row, so a
 float32 epilogue stays float32 and vectorizes 8 wide.
@@ -80,36 +81,71 @@ def _hard_swish(v, a, b, lo, hi):
 
 
 @njit(nogil=True, cache=True)
-def _rows(y, off, n, alpha, s, v, voff, beta, has_v, f, a, b, lo, hi):
-    if has_v:
-        for i in range(n):
-            y[off + i] = f(alpha * y[off + i] + s + beta * v[voff + i], a, b, lo, hi)
-    else:
-        for i in range(n):
-            y[off + i] = f(alpha * y[off + i] + s, a, b, lo, hi)
-
-
-@njit(nogil=True, cache=True)
 def epilogue(y, off, n, alpha, s, v, voff, beta, has_v, act, p0, p1):
     """y[off:off+n] = act(alpha*y + s + beta*v[voff:voff+n]), computed in y's dtype."""
     dt = y.dtype
-    alpha, s, beta, p0, p1 = dt.type(alpha), dt.type(s), dt.type(beta), dt.type(p0), dt.type(p1)
-    zero, one = dt.type(0), dt.type(1)
+    alpha, s, beta, a, b = dt.type(alpha), dt.type(s), dt.type(beta), dt.type(p0), dt.type(p1)
+    lo, hi = dt.type(0), dt.type(1)
+    if act == CLIP:
+        lo, hi = a, b
+    elif act == HARD_SWISH:
+        a, b = dt.type(1 / 6), dt.type(0.5)
+    if act == NONE and alpha == hi and s == lo and not has_v:
+        return
+    # one loop per (activation, has_v): the scalar helpers inline, so each loop vectorizes
     if act == NONE:
-        if alpha == one and s == zero and not has_v:
-            return
-        _rows(y, off, n, alpha, s, v, voff, beta, has_v, _identity, p0, p1, zero, one)
+        if has_v:
+            for i in range(n):
+                y[off + i] = _identity(alpha * y[off + i] + s + beta * v[voff + i], a, b, lo, hi)
+        else:
+            for i in range(n):
+                y[off + i] = _identity(alpha * y[off + i] + s, a, b, lo, hi)
     elif act == RELU:
-        _rows(y, off, n, alpha, s, v, voff, beta, has_v, _relu, p0, p1, zero, one)
+        if has_v:
+            for i in range(n):
+                y[off + i] = _relu(alpha * y[off + i] + s + beta * v[voff + i], a, b, lo, hi)
+        else:
+            for i in range(n):
+                y[off + i] = _relu(alpha * y[off + i] + s, a, b, lo, hi)
     elif act == LEAKY_RELU:
-        _rows(y, off, n, alpha, s, v, voff, beta, has_v, _leaky_relu, p0, p1, zero, one)
+        if has_v:
+            for i in range(n):
+                y[off + i] = _leaky_relu(alpha * y[off + i] + s + beta * v[voff + i], a, b, lo, hi)
+        else:
+            for i in range(n):
+                y[off + i] = _leaky_relu(alpha * y[off + i] + s, a, b, lo, hi)
     elif act == CLIP:
-        _rows(y, off, n, alpha, s, v, voff, beta, has_v, _clip, p0, p1, p0, p1)
+        if has_v:
+            for i in range(n):
+                y[off + i] = _clip(alpha * y[off + i] + s + beta * v[voff + i], a, b, lo, hi)
+        else:
+            for i in range(n):
+                y[off + i] = _clip(alpha * y[off + i] + s, a, b, lo, hi)
     elif act == SIGMOID:
-        _rows(y, off, n, alpha, s, v, voff, beta, has_v, _sigmoid, p0, p1, zero, one)
+        if has_v:
+            for i in range(n):
+                y[off + i] = _sigmoid(alpha * y[off + i] + s + beta * v[voff + i], a, b, lo, hi)
+        else:
+            for i in range(n):
+                y[off + i] = _sigmoid(alpha * y[off + i] + s, a, b, lo, hi)
     elif act == HARD_SIGMOID:
-        _rows(y, off, n, alpha, s, v, voff, beta, has_v, _hard_sigmoid, p0, p1, zero, one)
+        if has_v:
+            for i in range(n):
+                y[off + i] = _hard_sigmoid(alpha * y[off + i] + s + beta * v[voff + i], a, b, lo, hi)
+        else:
+            for i in range(n):
+                y[off + i] = _hard_sigmoid(alpha * y[off + i] + s, a, b, lo, hi)
     elif act == TANH:
-        _rows(y, off, n, alpha, s, v, voff, beta, has_v, _tanh, p0, p1, zero, one)
-    else:
-        _rows(y, off, n, alpha, s, v, voff, beta, has_v, _hard_swish, dt.type(1 / 6), dt.type(0.5), zero, one)
+        if has_v:
+            for i in range(n):
+                y[off + i] = _tanh(alpha * y[off + i] + s + beta * v[voff + i], a, b, lo, hi)
+        else:
+            for i in range(n):
+                y[off + i] = _tanh(alpha * y[off + i] + s, a, b, lo, hi)
+    else:  # HARD_SWISH
+        if has_v:
+            for i in range(n):
+                y[off + i] = _hard_swish(alpha * y[off + i] + s + beta * v[voff + i], a, b, lo, hi)
+        else:
+            for i in range(n):
+                y[off + i] = _hard_swish(alpha * y[off + i] + s, a, b, lo, hi)

@@ -139,7 +139,7 @@ def reduce(x, out, ws, mode, finish, ident, scale, shape, so):
 @njit(nogil=True, cache=True)
 def reduce_bool(x, out, ws, mode, finish, ident, scale, shape, so):
     """ReduceMax/Min on bool (any/all) through the uint8 walk; numba has no bool arithmetic to fold."""
-    reduce(x.view(np.uint8), out.view(np.uint8), ws, mode, finish, ident, scale, shape, so)
+    reduce(x.view(np.uint8), out.view(np.uint8), ws.view(np.uint8), mode, finish, ident, scale, shape, so)
 
 
 def identity(mode: int, dtype: np.dtype):
@@ -300,6 +300,6 @@ def _prepare_arg(ctx: KernelContext) -> Launch:
     axis = _arg_axis(ctx)
     outer = int(np.prod(x.shape[:axis], dtype=np.int64))
     inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
-    return Launch(arg_extreme, (outer, x.shape[axis], inner, ctx.op_type == "ArgMin",
-                                bool(ctx.attr("select_last_index", 0))),
+    return Launch(arg_extreme, (outer, x.shape[axis], inner, int(ctx.op_type == "ArgMin"),
+                                int(ctx.attr("select_last_index", 0) != 0)),
                   (TensorSpec((max(inner, 1),), x.dtype),))

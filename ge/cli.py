@@ -1,0 +1,78 @@
+"""The `ge` command line.
+
+    ge run [MODEL] [--runtime v2] [--repeat 10]     run a model (default: ONNX light ResNet-50) on ones
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from . import __version__
+from .api import Session
+from .errors import GEError
+from .zoo import DEFAULT_MODEL, light_model_path
+
+
+def _model_arg(model: str | None) -> str:
+    return light_model_path(DEFAULT_MODEL) if model is None else model
+
+
+def _fmt_bytes(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def cmd_run(args) -> int:
+    path = _model_arg(args.model)
+    t0 = time.perf_counter()
+    sess = Session(path, runtime=args.runtime)
+    compile_s = time.perf_counter() - t0
+    feeds = {}
+    for i in sess.get_inputs():
+        shape = tuple(d if isinstance(d, int) else 1 for d in i.shape)
+        feeds[i.name] = np.ones(shape, i.dtype)
+    t0 = time.perf_counter()
+    outs = sess.run(None, feeds)  # first run includes any kernel compilation
+    first_s = time.perf_counter() - t0
+    times = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        times.append(time.perf_counter() - t0)
+    plan = sess.plan
+    act = sum(t.nbytes or 0 for t in plan.tensors if t.kind == "activation")
+    weights = sum(a.nbytes for a in plan.constants.values())
+    print(f"model     {path}")
+    print(f"runtime   {sess.runtime}   nodes {len(plan.nodes)}   compile {compile_s:.2f} s   "
+          f"first run {first_s * 1e3:.1f} ms")
+    for o, a in zip(sess.get_outputs(), outs):
+        print(f"output    {o.name} {a.dtype}{list(a.shape)}  checksum sum={float(a.sum(dtype=np.float64)):.6f} "
+              f"argmax={int(a.argmax())}")
+    if times:
+        print(f"latency   median {np.median(times) * 1e3:.2f} ms   min {min(times) * 1e3:.2f} ms   "
+              f"({len(times)} runs)")
+    print(f"memory    weights {_fmt_bytes(weights)}   activations without reuse {_fmt_bytes(act)}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="ge", description="ge: graph compiler and runtimes for a modelled NPU")
+    p.add_argument("--version", action="version", version=f"ge {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a model on inputs of ones; print checksums, latency and memory")
+    r.add_argument("model", nargs="?", help="ONNX file (default: the ONNX light ResNet-50 inside onnx)")
+    r.add_argument("--runtime", default="auto", help="v1, v2 or auto (default)")
+    r.add_argument("--repeat", type=int, default=10, help="timed runs after the first (default 10)")
+    r.set_defaults(fn=cmd_run)
+    args = p.parse_args(argv)
+    try:
+        return args.fn(args)
+    except GEError as e:
+        print(f"ge: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
