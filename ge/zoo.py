@@ -47,3 +47,31 @@ def expected_outputs(name: str) -> list[np.ndarray]:
         outs.append(numpy_helper.to_array(t))
         k += 1
     return outs
+
+
+def with_random_weights(name: str, seed: int = 0) -> onnx.ModelProto:
+    """A light model whose ConstantOfShape weights are replaced by random initializers.
+
+    The shipped light models fill every weight with one constant, so every channel computes the same
+    thing; random weights (He-scaled, positive 1-D parameters so BatchNormalization variances stay
+    valid) make a comparison with another runtime meaningful.
+    """
+    model = onnx.load(light_model_path(name))
+    g = model.graph
+    rng = np.random.default_rng(seed)
+    shapes = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    keep = []
+    for node in g.node:
+        if node.op_type != "ConstantOfShape" or node.input[0] not in shapes:
+            keep.append(node)
+            continue
+        shape = tuple(int(d) for d in shapes[node.input[0]])
+        if len(shape) >= 2:
+            fan_in = int(np.prod(shape[1:]))
+            w = rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)
+        else:
+            w = rng.uniform(0.5, 1.5, shape)
+        g.initializer.append(numpy_helper.from_array(w.astype(np.float32), node.output[0]))
+    del g.node[:]
+    g.node.extend(keep)
+    return model

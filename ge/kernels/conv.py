@@ -1,1 +1,373 @@
-"""(being written)"""
+"""Conv, ConvTranspose and the fused "ge" FusedConv: convolution lowered to GEMM, batch loop outside.
+
+Every conv is seen as 3-D (1-D and 2-D get leading spatial dims of 1), so one compiled kernel per dtype
+serves all ranks. Per image and group, `prepare` picks one of three ways:
+  POINTWISE  1x1, stride 1, no pad: the input already is the GEMM operand, y[Mg,S] = W[Mg,Cg] @ x[Cg,S].
+  IM2COL     otherwise: unfold the input into col[Cg*kD*kH*kW, S] (a declared workspace), then one GEMM
+             W[Mg, Cg*k] @ col. Each col row is filled as runs of output rows: the valid middle of a run
+             is a straight (or strided) copy, the padded ends are zeroed, so no per-element bounds test.
+  DIRECT     one input channel per group (depthwise): a GEMM with K = kH*kW is all overhead, so each
+             output plane accumulates w[k] * shifted input plane, tap by tap, in vectorizable row loops.
+GEMMs are gemm.py's loops on the flat buffers (no copies, no BLAS: see gemm.py for why). Bias, FusedConv's residual Z and its activation are one epilogue pass per
+output row (see epilogue.py).
+
+ConvTranspose is the adjoint: col[Mg*k, S_in] = W_g^T @ x_g (W_g read transposed through strides), then
+col2im scatters and adds col into the zeroed output, and the bias epilogue runs.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .epilogue import activation_args, epilogue
+from .gemm import gemm_nn
+from .registry import KernelContext, Launch, TensorSpec, register
+
+POINTWISE, IM2COL, DIRECT = 0, 1, 2
+_FLOATS = (np.float32, np.float64)
+
+
+# -- kernels ----------------------------------------------------------------------------------------
+
+@njit(nogil=True, cache=True)
+def _valid(start, step, size, count):
+    """[lo, hi): the i in [0, count) with 0 <= start + i*step < size."""
+    lo = 0 if start >= 0 else (step - 1 - start) // step
+    hi = (size - 1 - start) // step + 1 if start < size else 0
+    hi = min(hi, count)
+    return lo, max(hi, lo)
+
+
+# Row primitives. Offsets go unsigned: Numba wraps negative signed indices, and that select in the
+# loop body stops LLVM vectorizing (measured 4x on these copies, 12x on the epilogue). The axpys are
+# inlined into DIRECT's short rows (25% faster there); inlining the copies slowed im2col 3x, so not those.
+
+@njit(nogil=True, cache=True)
+def _zero(dst, o, n):
+    uo = np.uint64(o)
+    for j in range(np.uint64(n)):
+        dst[uo + j] = 0
+
+
+@njit(nogil=True, cache=True)
+def _gather(dst, o, src, so, n, step):
+    """dst[o + j] = src[so + j*step] for j < n."""
+    uo, uso, ustep = np.uint64(o), np.uint64(so), np.uint64(step)
+    if step == 1:
+        for j in range(np.uint64(n)):
+            dst[uo + j] = src[uso + j]
+    else:
+        for j in range(np.uint64(n)):
+            dst[uo + j] = src[uso + j * ustep]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _axpy(dst, o, a, src, so, n, step):
+    """dst[o + j] += a * src[so + j*step] for j < n."""
+    uo, uso, ustep = np.uint64(o), np.uint64(so), np.uint64(step)
+    if step == 1:
+        for j in range(np.uint64(n)):
+            dst[uo + j] += a * src[uso + j]
+    else:
+        for j in range(np.uint64(n)):
+            dst[uo + j] += a * src[uso + j * ustep]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _axpy3(dst, o, a0, a1, a2, src, so, n, d):
+    """dst[o + j] += a0*src[so + j] + a1*src[so + d + j] + a2*src[so + 2d + j]: three taps, one pass."""
+    uo, s0 = np.uint64(o), np.uint64(so)
+    s1 = s0 + np.uint64(d)
+    s2 = s1 + np.uint64(d)
+    for j in range(np.uint64(n)):
+        dst[uo + j] += a0 * src[s0 + j] + a1 * src[s1 + j] + a2 * src[s2 + j]
+
+
+@njit(nogil=True, cache=True)
+def _scatter_add(dst, o, src, so, n, step):
+    """dst[o + j*step] += src[so + j] for j < n."""
+    uo, uso, ustep = np.uint64(o), np.uint64(so), np.uint64(step)
+    for j in range(np.uint64(n)):
+        dst[uo + j * ustep] += src[uso + j]
+
+
+@njit(nogil=True, cache=True)
+def _split_phases(x, xo, xs, rows, W, sw):
+    """xs[row, p, j] = x[xo + row*W + j*sw + p]: each input row cut into its sw stride phases."""
+    Wq = (W + sw - 1) // sw
+    for r in range(rows):
+        for p in range(sw):
+            n = (W - p + sw - 1) // sw
+            _gather(xs, (r * sw + p) * Wq, x, xo + r * W + p, n, sw)
+
+
+@njit(nogil=True, cache=True)
+def _im2col(x, xo, col, xs, C, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw):
+    """col[(c,kd,kh,kw), (od,oh,ow)] = x[xo + (c, od*sd-pd+kd*dd, ...)] or 0 in the padding.
+
+    With a column stride (sw > 1) and a wide kernel, the input rows are first split into their stride
+    phases (xs, when it has room), so that every run of col is a contiguous copy of one phase.
+    """
+    S = OD * OH * OW
+    phased = sw > 1 and xs.size > 0
+    if phased:
+        _split_phases(x, xo, xs, C * D * H, W, sw)
+    Wq = (W + sw - 1) // sw
+    r = 0
+    for c in range(C):
+        for kd in range(KD):
+            for kh in range(KH):
+                for kw in range(KW):
+                    start = kw * dw - pw
+                    lo, hi = _valid(start, sw, W, OW)
+                    iw = start + lo * sw  # first input column read, >= 0
+                    ip = (iw % sw) * Wq + iw // sw  # where it sits in its phase row
+                    for od in range(OD):
+                        i_d = od * sd - pd + kd * dd
+                        for oh in range(OH):
+                            ih = oh * sh - ph + kh * dh
+                            o = r * S + (od * OH + oh) * OW
+                            if i_d < 0 or i_d >= D or ih < 0 or ih >= H:
+                                _zero(col, o, OW)
+                                continue
+                            _zero(col, o, lo)
+                            row = (c * D + i_d) * H + ih
+                            if phased:
+                                _gather(col, o + lo, xs, row * sw * Wq + ip, hi - lo, 1)
+                            else:
+                                _gather(col, o + lo, x, xo + row * W + iw, hi - lo, sw)
+                            _zero(col, o + hi, OW - hi)
+                    r += 1
+
+
+@njit(nogil=True, cache=True)
+def _direct(x, xo, w, wo, y, yo, lohi, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw):
+    """One output plane y[yo:] from one input plane x[xo:], row by row: each output row (in L1) gets
+    the sum over taps of w[tap] * a shifted input row. lohi[kw], lohi[KW+kw]: the valid ow range."""
+    for od in range(OD):
+        for oh in range(OH):
+            yr = yo + (od * OH + oh) * OW
+            _zero(y, yr, OW)
+            for kd in range(KD):
+                i_d = od * sd - pd + kd * dd
+                for kh in range(KH):
+                    ih = oh * sh - ph + kh * dh
+                    if i_d < 0 or i_d >= D or ih < 0 or ih >= H:
+                        continue
+                    xr = xo + (i_d * H + ih) * W - pw
+                    wr = wo + (kd * KH + kh) * KW
+                    L, R = OW, OW  # a 3-tap stride-1 row does [L, R), where all taps are valid, in one pass
+                    if KW == 3 and sw == 1:
+                        l3, r3 = max(lohi[0], lohi[1], lohi[2]), min(lohi[3], lohi[4], lohi[5])
+                        if l3 < r3:
+                            _axpy3(y, yr + l3, w[wr], w[wr + 1], w[wr + 2], x, xr + l3, r3 - l3, dw)
+                            L, R = l3, r3
+                    for kw in range(KW):  # each tap over its valid range outside [L, R)
+                        lo, hi = lohi[kw], lohi[KW + kw]
+                        h, l = min(hi, L), max(lo, R)
+                        if lo < h:
+                            _axpy(y, yr + lo, w[wr + kw], x, xr + kw * dw + lo * sw, h - lo, sw)
+                        if l < hi:
+                            _axpy(y, yr + l, w[wr + kw], x, xr + kw * dw + l * sw, hi - l, sw)
+
+
+@njit(nogil=True, cache=True)
+def conv(x, w, b, z, y, col, geom, mode, has_b, has_z, act, p0, p1):
+    """y = act(conv(x, w) + b + z). geom: N C D H W, M OD OH OW, KD KH KW, strides, pads, dilations, G."""
+    N, C, D, H, W = geom[0], geom[1], geom[2], geom[3], geom[4]
+    M, OD, OH, OW = geom[5], geom[6], geom[7], geom[8]
+    KD, KH, KW, sd, sh, sw = geom[9], geom[10], geom[11], geom[12], geom[13], geom[14]
+    pd, ph, pw, dd, dh, dw, G = geom[15], geom[16], geom[17], geom[18], geom[19], geom[20], geom[21]
+    Cg, Mg = C // G, M // G
+    K, S_in, S = Cg * KD * KH * KW, D * H * W, OD * OH * OW
+    lohi = np.empty(2 * KW, np.int64)  # valid output columns of each kw tap, for DIRECT
+    for kw in range(KW):
+        lohi[kw], lohi[KW + kw] = _valid(kw * dw - pw, sw, W, OW)
+    for n in range(N):
+        for g in range(G):
+            xo, yo = (n * C + g * Cg) * S_in, (n * M + g * Mg) * S
+            wg, yg = w[g * Mg * K:(g + 1) * Mg * K], y[yo:yo + Mg * S]
+            if mode == POINTWISE:
+                gemm_nn(wg, x[xo:xo + Cg * S_in], yg, Mg, S, K, K, 1, False)
+            elif mode == IM2COL:
+                _im2col(x, xo, col, col[K * S:], Cg, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw,
+                        dd, dh, dw)
+                gemm_nn(wg, col, yg, Mg, S, K, K, 1, False)
+            else:
+                for m in range(Mg):
+                    _direct(x, xo, w, (g * Mg + m) * K, y, yo + m * S, lohi, D, H, W, OD, OH, OW, KD, KH, KW,
+                            sd, sh, sw, pd, ph, pw, dd, dh, dw)
+            for m in range(Mg):
+                bias = b[g * Mg + m] if has_b else 0.0
+                epilogue(y, yo + m * S, S, 1.0, bias, z, yo + m * S, 1.0, has_z, act, p0, p1)
+
+
+@njit(nogil=True, cache=True)
+def _col2im(col, y, yo, M, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw):
+    """y[yo + (m, i*s - p + k*d)] += col[(m,k), i] over the positions that land inside the output."""
+    S_in, S = D * H * W, OD * OH * OW
+    r = 0
+    for m in range(M):
+        for kd in range(KD):
+            for kh in range(KH):
+                for kw in range(KW):
+                    start = kw * dw - pw
+                    lo, hi = _valid(start, sw, OW, W)
+                    for i_d in range(D):
+                        od = i_d * sd - pd + kd * dd
+                        if od < 0 or od >= OD:
+                            continue
+                        for ih in range(H):
+                            oh = ih * sh - ph + kh * dh
+                            if 0 <= oh < OH:
+                                _scatter_add(y, yo + m * S + (od * OH + oh) * OW + start + lo * sw, col,
+                                             r * S_in + (i_d * H + ih) * W + lo, hi - lo, sw)
+                    r += 1
+
+
+@njit(nogil=True, cache=True)
+def conv_transpose(x, w, b, y, col, geom, has_b):
+    """y = conv_transpose(x, w) + b; geom as conv's, with D H W the input's and OD OH OW the output's."""
+    N, C, D, H, W = geom[0], geom[1], geom[2], geom[3], geom[4]
+    M, OD, OH, OW = geom[5], geom[6], geom[7], geom[8]
+    KD, KH, KW, sd, sh, sw = geom[9], geom[10], geom[11], geom[12], geom[13], geom[14]
+    pd, ph, pw, dd, dh, dw, G = geom[15], geom[16], geom[17], geom[18], geom[19], geom[20], geom[21]
+    Cg, Mg = C // G, M // G
+    R, S_in, S = Mg * KD * KH * KW, D * H * W, OD * OH * OW
+    for n in range(N):
+        for g in range(G):
+            xo, yo = (n * C + g * Cg) * S_in, (n * M + g * Mg) * S
+            # col[R, S_in] = w_g^T @ x_g, w_g[Cg, R] read transposed through its strides
+            gemm_nn(w[g * Cg * R:(g + 1) * Cg * R], x[xo:xo + Cg * S_in], col, R, S_in, Cg, 1, R, False)
+            _zero(y, yo, Mg * S)
+            _col2im(col, y, yo, Mg, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw)
+            if has_b:
+                for m in range(Mg):
+                    epilogue(y, yo + m * S, S, 1.0, float(b[g * Mg + m]), y, 0, 1.0, 0, 0, 0.0, 0.0)
+
+
+# -- shapes and attributes --------------------------------------------------------------------------
+
+def _ints(ctx, name, n, default):
+    v = ctx.attr(name)
+    v = [default] * n if v is None else [int(a) for a in v]
+    if len(v) != n:
+        raise ctx.error(f"attribute {name}={v} should have {n} values")
+    return v
+
+
+def _common(ctx: KernelContext, kernel_dims):
+    """Spatial rank, kernel, strides, dilations, group and the explicit pads (begin, end) of a conv node."""
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    nd = len(x.shape) - 2
+    if not 1 <= nd <= 3 or len(w.shape) != nd + 2:
+        raise ctx.error(f"expected 3-D to 5-D input and weight, got {x.shape} and {w.shape}")
+    if x.dtype not in _FLOATS or w.dtype != x.dtype:
+        raise ctx.error(f"input and weight must both be float32 or float64, got {x.dtype} and {w.dtype}")
+    k = _ints(ctx, "kernel_shape", nd, 0) if ctx.attr("kernel_shape") is not None else list(kernel_dims)
+    if k != list(kernel_dims):
+        raise ctx.error(f"kernel_shape {k} does not match the weight's {list(kernel_dims)}")
+    strides, dil = _ints(ctx, "strides", nd, 1), _ints(ctx, "dilations", nd, 1)
+    pads = _ints(ctx, "pads", 2 * nd, 0)
+    return nd, k, strides, dil, pads[:nd], pads[nd:], int(ctx.attr("group", 1))
+
+
+def _conv_shape(ctx: KernelContext):
+    """(geom list, output shape) of a Conv/FusedConv node, resolving auto_pad."""
+    x, w = ctx.inputs[0].shape, ctx.inputs[1].shape
+    nd, k, s, d, pb, pe, G = _common(ctx, w[2:])
+    (N, C), M, sp = x[:2], w[0], list(x[2:])
+    if G < 1 or C % G or M % G or w[1] * G != C:
+        raise ctx.error(f"input channels {C}, weight {w} and group {G} do not fit")
+    auto = ctx.attr("auto_pad", "NOTSET")
+    ext = [(k[i] - 1) * d[i] + 1 for i in range(nd)]  # dilated kernel extent
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        out = [-(-sp[i] // s[i]) for i in range(nd)]
+        total = [max((out[i] - 1) * s[i] + ext[i] - sp[i], 0) for i in range(nd)]
+        pb = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
+    else:
+        if auto == "VALID":
+            pb = pe = [0] * nd
+        out = [(sp[i] + pb[i] + pe[i] - ext[i]) // s[i] + 1 for i in range(nd)]
+    if min(out) < 1:
+        raise ctx.error(f"output spatial size {out} is empty (input {x}, kernel {k})")
+    return _geom(N, C, sp, M, out, k, s, pb, d, G), (N, M, *out)
+
+
+def _geom(N, C, sp, M, out, k, s, p, d, G):
+    """The int64 geometry array the kernels read: every spatial list padded to 3-D with neutral values."""
+    def three(v, fill):
+        return [fill] * (3 - len(v)) + list(v)
+    return np.array([N, C, *three(sp, 1), M, *three(out, 1), *three(k, 1), *three(s, 1), *three(p, 0),
+                     *three(d, 1), G], np.int64)
+
+
+def _infer_conv(ctx: KernelContext) -> list[TensorSpec]:
+    return [TensorSpec(_conv_shape(ctx)[1], ctx.inputs[0].dtype)]
+
+
+def _prepare_conv(ctx: KernelContext) -> Launch:
+    geom, _ = _conv_shape(ctx)
+    C, M, S, K, G = geom[1], geom[5], int(np.prod(geom[6:9])), int(np.prod(geom[9:12])), geom[21]
+    Cg, Mg = C // G, M // G
+    if K == 1 and (geom[12:15] == 1).all() and not geom[15:18].any():  # 1x1, stride 1, no pad
+        mode, ws = POINTWISE, 1
+    elif Cg == 1 and Mg <= 4:
+        mode, ws = DIRECT, 1
+    else:
+        mode, ws = IM2COL, Cg * K * S
+        D, H, W, KW, sw = geom[2], geom[3], geom[4], geom[11], geom[14]
+        if sw > 1 and KW > 1:  # room for the stride phases of one group's input rows
+            ws += Cg * D * H * sw * -(-W // sw)
+    has_b, has_z = ctx.has(2), ctx.has(3)
+    act, p0, p1 = activation_args(ctx)
+    # absent optional inputs are stood in for by W and X (never read), so one specialization serves all
+    inputs = (0, 1, 2 if has_b else 1, 3 if has_z else 0)
+    if has_z and ctx.inputs[3].shape != ctx.outputs[0].shape:
+        raise ctx.error(f"Z has shape {ctx.inputs[3].shape}, expected the output's {ctx.outputs[0].shape}")
+    return Launch(conv, (geom, mode, int(has_b), int(has_z), act, p0, p1),
+                  (TensorSpec((ws,), ctx.inputs[0].dtype),), inputs)
+
+
+register("Conv", infer=_infer_conv)(_prepare_conv)
+register("FusedConv", domain="ge", infer=_infer_conv)(_prepare_conv)
+
+
+def _conv_transpose_shape(ctx: KernelContext):
+    """(geom list, output shape) of a ConvTranspose node: output_shape, output_padding and auto_pad."""
+    x, w = ctx.inputs[0].shape, ctx.inputs[1].shape
+    nd, k, s, d, pb, pe, G = _common(ctx, w[2:])
+    (N, C), M, sp = x[:2], w[1] * G, list(x[2:])
+    if G < 1 or C % G or w[0] != C:
+        raise ctx.error(f"input channels {C}, weight {w} and group {G} do not fit")
+    opad = _ints(ctx, "output_padding", nd, 0)
+    auto = ctx.attr("auto_pad", "NOTSET")
+    full = [s[i] * (sp[i] - 1) + opad[i] + (k[i] - 1) * d[i] + 1 for i in range(nd)]  # before padding
+    out = ctx.attr("output_shape")
+    if out is not None:
+        out = [int(o) for o in out][-nd:]
+    elif auto in ("SAME_UPPER", "SAME_LOWER"):
+        out = [sp[i] * s[i] for i in range(nd)]
+    if out is not None and (ctx.attr("pads") is None or auto in ("SAME_UPPER", "SAME_LOWER")):
+        total = [full[i] - out[i] for i in range(nd)]
+        pb = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
+    elif out is None:
+        if auto == "VALID":
+            pb = pe = [0] * nd
+        out = [full[i] - pb[i] - pe[i] for i in range(nd)]
+    if min(out) < 1:
+        raise ctx.error(f"output spatial size {out} is empty")
+    return _geom(N, C, sp, M, out, k, s, pb, d, G), (N, M, *out)
+
+
+def _infer_conv_transpose(ctx: KernelContext) -> list[TensorSpec]:
+    return [TensorSpec(_conv_transpose_shape(ctx)[1], ctx.inputs[0].dtype)]
+
+
+@register("ConvTranspose", infer=_infer_conv_transpose)
+def _prepare_conv_transpose(ctx: KernelContext) -> Launch:
+    geom, _ = _conv_transpose_shape(ctx)
+    ws = int(geom[5] // geom[21] * np.prod(geom[9:12]) * np.prod(geom[2:5]))  # Mg*k rows of S_in
+    has_b = ctx.has(2)
+    return Launch(conv_transpose, (geom, int(has_b)), (TensorSpec((ws,), ctx.inputs[0].dtype),),
+                  (0, 1, 2 if has_b else 1))

@@ -1,111 +1,354 @@
-"""Elementwise kernels: unary activations and math, binary arithmetic with ONNX broadcasting.
+"""Unary elementwise kernels: math, rounding, Relu/Neg/Abs/Sign, IsNaN/IsInf, Not and Clip.
 
-Each op is its own small jitted loop (a switch inside the loop would stop LLVM vectorizing it, measured
-60x slower). Binary ops share one broadcasting walker: the output is visited as an outer multi-index
-over all dims but the last and a contiguous inner run; inputs advance by their own strides (0 where
-broadcast). Shapes are collapsed first so the inner run is as long as possible.
+A kernel is one flat loop over the tensor (broadcast.map1, written once for any scalar function f(v, p, q));
+a family kernel picks f by op code outside the loop (an op switch inside the loop stops LLVM vectorizing,
+measured 60x). Families group ops by the dtypes they accept, so a dtype only compiles what it can run:
+  math_float  exp, log, sqrt, reciprocal, erf, rounding: the common float math
+  trig        the trigonometric and hyperbolic functions, rarely used
+  signed      Relu, Neg, Abs, Sign on every numeric dtype
+Constants are made in the input's dtype (`type(v)(1)`) so float32 stays float32 (a Python literal would
+promote to float64). Activations live in activation.py, binary ops in binary.py, Cast in cast.py.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
 
-from .registry import KernelContext, Launch, TensorSpec, broadcast_shapes, register, same_as_input
+from .broadcast import broadcast_strides  # noqa: F401  (re-exported: it used to live here)
+from .broadcast import map1 as _map
+from .fastmath import exp
+from .registry import KernelContext, Launch, TensorSpec, register, same_as_input
 
-# -- unary ------------------------------------------------------------------------------------------
+F = tuple(np.dtype(t) for t in ("float32", "float64"))
+I = tuple(np.dtype(t) for t in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
+BOOL = np.dtype(np.bool_)
+
+
+# -- float math -------------------------------------------------------------------------------------
+
+@njit(inline="always")
+def _exp(v, p, q):
+    return exp(v)
+
+
+@njit(inline="always")
+def _log(v, p, q):
+    return math.log(v)
+
+
+@njit(inline="always")
+def _sqrt(v, p, q):
+    return math.sqrt(v)
+
+
+@njit(inline="always")
+def _reciprocal(v, p, q):
+    return type(v)(1) / v
+
+
+@njit(inline="always")
+def _erf(v, p, q):
+    return math.erf(v)
+
+
+@njit(inline="always")
+def _floor(v, p, q):
+    return np.floor(v)
+
+
+@njit(inline="always")
+def _ceil(v, p, q):
+    return np.ceil(v)
+
+
+@njit(inline="always")
+def _round(v, p, q):
+    return np.rint(v)  # halves to even, as numpy.round
+
+
+EXP, LOG, SQRT, RECIPROCAL, ERF, FLOOR, CEIL, ROUND = range(8)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def math_float(x, out, op):
+    if op == EXP:
+        _map(_exp, x, out, 0, 0)
+    elif op == LOG:
+        _map(_log, x, out, 0, 0)
+    elif op == SQRT:
+        _map(_sqrt, x, out, 0, 0)
+    elif op == RECIPROCAL:
+        _map(_reciprocal, x, out, 0, 0)
+    elif op == ERF:
+        _map(_erf, x, out, 0, 0)
+    elif op == FLOOR:
+        _map(_floor, x, out, 0, 0)
+    elif op == CEIL:
+        _map(_ceil, x, out, 0, 0)
+    else:
+        _map(_round, x, out, 0, 0)
+
+
+@njit(inline="always")
+def _sin(v, p, q):
+    return math.sin(v)
+
+
+@njit(inline="always")
+def _cos(v, p, q):
+    return math.cos(v)
+
+
+@njit(inline="always")
+def _tan(v, p, q):
+    return math.tan(v)
+
+
+@njit(inline="always")
+def _asin(v, p, q):
+    return math.asin(v)
+
+
+@njit(inline="always")
+def _acos(v, p, q):
+    return math.acos(v)
+
+
+@njit(inline="always")
+def _atan(v, p, q):
+    return math.atan(v)
+
+
+@njit(inline="always")
+def _sinh(v, p, q):
+    return math.sinh(v)
+
+
+@njit(inline="always")
+def _cosh(v, p, q):
+    return math.cosh(v)
+
+
+@njit(inline="always")
+def _asinh(v, p, q):
+    return math.asinh(v)
+
+
+@njit(inline="always")
+def _acosh(v, p, q):
+    return math.acosh(v)
+
+
+@njit(inline="always")
+def _atanh(v, p, q):
+    return math.atanh(v)
+
+
+SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, ASINH, ACOSH, ATANH = range(11)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def trig(x, out, op):
+    if op == SIN:
+        _map(_sin, x, out, 0, 0)
+    elif op == COS:
+        _map(_cos, x, out, 0, 0)
+    elif op == TAN:
+        _map(_tan, x, out, 0, 0)
+    elif op == ASIN:
+        _map(_asin, x, out, 0, 0)
+    elif op == ACOS:
+        _map(_acos, x, out, 0, 0)
+    elif op == ATAN:
+        _map(_atan, x, out, 0, 0)
+    elif op == SINH:
+        _map(_sinh, x, out, 0, 0)
+    elif op == COSH:
+        _map(_cosh, x, out, 0, 0)
+    elif op == ASINH:
+        _map(_asinh, x, out, 0, 0)
+    elif op == ACOSH:
+        _map(_acosh, x, out, 0, 0)
+    else:
+        _map(_atanh, x, out, 0, 0)
+
+
+# -- every numeric dtype ----------------------------------------------------------------------------
+
+@njit(inline="always")
+def _relu(v, p, q):
+    return type(v)(0) if v < 0 else v  # NaN stays NaN, as numpy.maximum
+
+
+@njit(inline="always")
+def _neg(v, p, q):
+    return -v
+
+
+@njit(inline="always")
+def _abs(v, p, q):
+    return abs(v)
+
+
+@njit(inline="always")
+def _sign(v, p, q):
+    return type(v)(1) if v > 0 else (-type(v)(1) if v < 0 else v)  # 0 and NaN map to themselves
+
+
+RELU, NEG, ABS, SIGN = range(4)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def signed(x, out, op):
+    if op == RELU:
+        _map(_relu, x, out, 0, 0)
+    elif op == NEG:
+        _map(_neg, x, out, 0, 0)
+    elif op == ABS:
+        _map(_abs, x, out, 0, 0)
+    else:
+        _map(_sign, x, out, 0, 0)
+
+
+# -- predicates and Not -----------------------------------------------------------------------------
+
+@njit(inline="always")
+def _isnan(v, p, q):
+    return v != v
+
+
+@njit(inline="always")
+def _isinf(v, p, q):
+    inf = type(v)(np.inf)
+    return (p and v == inf) or (q and v == -inf)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def is_nan_inf(x, out, isinf, positive, negative):
+    if isinf:
+        _map(_isinf, x, out, positive, negative, False)
+    else:
+        _map(_isnan, x, out, False, False, False)
+
+
+@njit(inline="always")
+def _not(v, p, q):
+    return not v
 
 
 @njit(nogil=True, cache=True)
-def relu(x, out):
-    for i in range(x.size):
-        v = x[i]
-        out[i] = v if v > 0 else v * 0
+def logical_not(x, out):
+    _map(_not, x, out, False, False)
 
 
-register("Relu", infer=same_as_input(), inplace=((0, 0),))(lambda ctx: Launch(relu))
+# -- Clip -------------------------------------------------------------------------------------------
 
-# -- binary with broadcasting -----------------------------------------------------------------------
-
-ADD, SUB, MUL, DIV = 0, 1, 2, 3
-
-
-@njit(nogil=True, cache=True)
-def binary_arith(a, b, out, op, shape, sa, sb):
-    """out = a <op> b over a collapsed broadcast `shape`, with per-input strides sa, sb (elements)."""
-    r = shape.shape[0]
-    n = shape[r - 1]
-    if out.size == 0:
-        return
-    ia, ib = sa[r - 1], sb[r - 1]
-    idx = np.zeros(r, np.int64)
-    pa = pb = po = 0
-    for _ in range(out.size // n):
-        if op == ADD:
-            for j in range(n):
-                out[po + j] = a[pa + j * ia] + b[pb + j * ib]
-        elif op == SUB:
-            for j in range(n):
-                out[po + j] = a[pa + j * ia] - b[pb + j * ib]
-        elif op == MUL:
-            for j in range(n):
-                out[po + j] = a[pa + j * ia] * b[pb + j * ib]
-        else:
-            for j in range(n):
-                out[po + j] = a[pa + j * ia] / b[pb + j * ib]
-        po += n
-        d = r - 2
-        while d >= 0:  # carry the outer multi-index
-            idx[d] += 1
-            pa += sa[d]
-            pb += sb[d]
-            if idx[d] < shape[d]:
-                break
-            pa -= sa[d] * shape[d]
-            pb -= sb[d] * shape[d]
-            idx[d] = 0
-            d -= 1
+@njit(inline="always")
+def _clip(v, lo, hi):
+    v = lo if v < lo else v  # lo first: with lo > hi every value becomes hi, as numpy.clip
+    return hi if v > hi else v
 
 
-def broadcast_strides(out_shape, *in_shapes):
-    """Collapse a broadcast to (shape, strides per input) as int64 arrays of rank >= 1.
-
-    Adjacent dims merge when every input is either contiguous across both or broadcast across both.
-    """
-    r = len(out_shape)
-    strides = []
-    for s in in_shapes:
-        s = (1,) * (r - len(s)) + tuple(s)
-        st, acc = [0] * r, 1
-        for d in range(r - 1, -1, -1):
-            st[d] = 0 if s[d] == 1 and out_shape[d] != 1 else acc
-            acc *= s[d]
-        strides.append(st)
-    shape = list(out_shape) or [1]
-    strides = [st or [0] for st in strides]
-    d = len(shape) - 1
-    while d > 0:  # merge dim d-1 into d when every input walks them as one
-        if all(st[d - 1] == st[d] * shape[d] for st in strides):
-            shape[d] *= shape[d - 1]
-            del shape[d - 1]
-            for st in strides:
-                del st[d - 1]
-        d -= 1
-    return (np.array(shape, np.int64),) + tuple(np.array(st, np.int64) for st in strides)
+@njit(inline="always")
+def _clip_lo(v, lo, hi):
+    return lo if v < lo else v
 
 
-def _infer_binary(ctx: KernelContext) -> list[TensorSpec]:
-    a, b = ctx.inputs[0], ctx.inputs[1]
-    if a.dtype != b.dtype:
-        raise ctx.error(f"inputs have different dtypes {a.dtype} and {b.dtype}")
-    return [TensorSpec(broadcast_shapes(ctx, a.shape, b.shape), a.dtype)]
+@njit(inline="always")
+def _clip_hi(v, lo, hi):
+    return hi if v > hi else v
 
 
-def _prepare_arith(op):
-    def prepare(ctx: KernelContext) -> Launch:
-        shape, sa, sb = broadcast_strides(ctx.outputs[0].shape, ctx.inputs[0].shape, ctx.inputs[1].shape)
-        return Launch(binary_arith, (op, shape, sa, sb))
-    return prepare
+@njit(inline="always")
+def _copy(v, lo, hi):
+    return v
 
 
-for _op, _code in (("Add", ADD), ("Sub", SUB), ("Mul", MUL), ("Div", DIV)):
-    register(_op, infer=_infer_binary, inplace=((0, 0), (1, 0)))(_prepare_arith(_code))
+@njit(nogil=True, cache=True, error_model="numpy")
+def clip(x, lo, hi, out, mode):
+    """Clip with tensor bounds. mode bit 0: min given, bit 1: max given; a missing bound's slot
+    carries another input and is not read."""
+    if mode == 3:
+        _map(_clip, x, out, lo[0], hi[0])
+    elif mode == 1:
+        _map(_clip_lo, x, out, lo[0], lo[0])
+    elif mode == 2:
+        _map(_clip_hi, x, out, hi[0], hi[0])
+    else:
+        _map(_copy, x, out, x[0], x[0])
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def clip_attr(x, out, lo, hi):
+    """Clip before opset 11: the bounds are float attributes."""
+    _map(_clip, x, out, x.dtype.type(lo), x.dtype.type(hi))
+
+
+# -- registration -----------------------------------------------------------------------------------
+
+def float_infer(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, F)
+    return same_as_input()(ctx)
+
+
+def _signed_infer(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, F + I)
+    return same_as_input()(ctx)
+
+
+for _kernel, _ops in ((math_float, ("Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Floor", "Ceil", "Round")),
+                      (trig, ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
+                              "Atanh"))):
+    for _code, _op in enumerate(_ops):
+        register(_op, infer=float_infer, inplace=((0, 0),))(
+            lambda ctx, k=_kernel, c=_code: Launch(k, (c,)))
+
+for _code, _op in enumerate(("Relu", "Neg", "Abs", "Sign")):
+    register(_op, infer=_signed_infer, inplace=((0, 0),))(lambda ctx, c=_code: Launch(signed, (c,)))
+
+
+def _predicate_infer(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, F)
+    return same_as_input(dtype=np.bool_)(ctx)
+
+
+@register("IsNaN", infer=_predicate_infer)
+def _prepare_isnan(ctx):
+    return Launch(is_nan_inf, (False, False, False))
+
+
+@register("IsInf", infer=_predicate_infer)
+def _prepare_isinf(ctx):
+    return Launch(is_nan_inf, (True, bool(ctx.attr("detect_positive", 1)), bool(ctx.attr("detect_negative", 1))))
+
+
+def _not_infer(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, (BOOL,))
+    return same_as_input()(ctx)
+
+
+register("Not", infer=_not_infer, inplace=((0, 0),))(lambda ctx: Launch(logical_not))
+
+
+def _clip_infer(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, F + I)
+    for i in (1, 2):
+        if ctx.has(i):
+            if ctx.inputs[i].dtype != ctx.inputs[0].dtype:
+                raise ctx.error(f"bound {i} has dtype {ctx.inputs[i].dtype}, input has {ctx.inputs[0].dtype}")
+            if ctx.inputs[i].size != 1:
+                raise ctx.error(f"bound {i} must be a scalar, got shape {ctx.inputs[i].shape}")
+    return same_as_input()(ctx)
+
+
+@register("Clip", infer=_clip_infer, inplace=((0, 0),), since=11)
+def _prepare_clip(ctx):
+    has_lo, has_hi = ctx.has(1), ctx.has(2)
+    return Launch(clip, (has_lo + 2 * has_hi,), inputs=(0, 1 if has_lo else 0, 2 if has_hi else 0))
+
+
+@register("Clip", infer=float_infer, inplace=((0, 0),), until=10)
+def _prepare_clip_attr(ctx):
+    return Launch(clip_attr, (float(ctx.attr("min", -np.inf)), float(ctx.attr("max", np.inf))))

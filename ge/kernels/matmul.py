@@ -1,1 +1,147 @@
-"""(being written)"""
+"""Gemm and MatMul, and their fused "ge" forms FusedGemm and FusedMatMul: gemm.py's GEMM plus one epilogue pass.
+
+Gemm: y = act(alpha * A' @ B' + beta * C). transA reads A through strides; transB (or N == 1) takes the
+dot-product form gemm_nt, and C is classified once in `prepare` by how it broadcasts to [M, N]:
+a scalar or a column [M, 1] is a per-row scalar of the epilogue, a row [N] or a full [M, N] matrix its
+vector operand (epilogue.py).
+
+MatMul: numpy semantics. A 1-D operand is promoted to a matrix and its dim dropped afterwards; batch
+dims broadcast. `prepare` lists the start offset of each batch's A and B matrices (broadcast batches
+repeat an offset), so the kernel is a flat loop of GEMMs. When B is one shared matrix and A's batches
+are contiguous, the batches fold into the rows of a single GEMM ([batch*M, K] @ [K, N]).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .epilogue import NONE, activation_args, epilogue
+from .gemm import gemm_nn, gemm_nt
+from .registry import KernelContext, Launch, TensorSpec, broadcast_shapes, register
+
+C_NONE, C_SCALAR, C_COLUMN, C_ROW, C_FULL = range(5)
+_FLOATS = (np.float32, np.float64)
+
+
+@njit(nogil=True, cache=True)
+def gemm(a, b, c, y, M, N, K, trans_a, trans_b, alpha, beta, c_mode, act, p0, p1):
+    """y[M,N] = act(alpha * op(a) @ op(b) + beta * c), c broadcast as c_mode says."""
+    sam, sak = (1, M) if trans_a else (K, 1)
+    if trans_b or N == 1:  # b is [N, K] (a [K, 1] column is the same memory)
+        gemm_nt(a, b, y, M, N, K, sam, sak, False)
+    else:
+        gemm_nn(a, b, y, M, N, K, sam, sak, False)
+    for i in range(M):
+        s = 0.0
+        if c_mode == C_SCALAR:
+            s = beta * c[0]
+        elif c_mode == C_COLUMN:
+            s = beta * c[i]
+        has_v = 1 if c_mode == C_ROW or c_mode == C_FULL else 0
+        voff = i * N if c_mode == C_FULL else 0
+        epilogue(y, i * N, N, alpha, s, c, voff, beta, has_v, act, p0, p1)
+
+
+def _gemm_dims(ctx: KernelContext):
+    a, b = ctx.inputs[0], ctx.inputs[1]
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise ctx.error(f"A and B must be matrices, got shapes {a.shape} and {b.shape}")
+    if a.dtype not in _FLOATS or b.dtype != a.dtype:
+        raise ctx.error(f"A and B must both be float32 or float64, got {a.dtype} and {b.dtype}")
+    M, K = a.shape[::-1] if ctx.attr("transA", 0) else a.shape
+    K2, N = b.shape[::-1] if ctx.attr("transB", 0) else b.shape
+    if K != K2:
+        raise ctx.error(f"inner dimensions differ: A {a.shape}, B {b.shape}, "
+                        f"transA={ctx.attr('transA', 0)}, transB={ctx.attr('transB', 0)}")
+    return M, N, K
+
+
+def _c_mode(ctx: KernelContext, M: int, N: int) -> int:
+    """How input C broadcasts to [M, N] (unidirectionally, as ONNX allows)."""
+    if not ctx.has(2):
+        return C_NONE
+    shape = tuple(ctx.inputs[2].shape)
+    if ctx.inputs[2].dtype != ctx.inputs[0].dtype:
+        raise ctx.error(f"C has dtype {ctx.inputs[2].dtype}, A has {ctx.inputs[0].dtype}")
+    if int(np.prod(shape)) == 1 and len(shape) <= 2:
+        return C_SCALAR
+    if shape == (M, N):
+        return C_FULL
+    if shape in ((N,), (1, N)):
+        return C_ROW
+    if shape == (M, 1):
+        return C_COLUMN
+    raise ctx.error(f"C of shape {shape} does not broadcast to ({M}, {N})")
+
+
+def _infer_gemm(ctx: KernelContext) -> list[TensorSpec]:
+    M, N, _ = _gemm_dims(ctx)
+    return [TensorSpec((M, N), ctx.inputs[0].dtype)]
+
+
+def _prepare_gemm(ctx: KernelContext) -> Launch:
+    M, N, K = _gemm_dims(ctx)
+    mode = _c_mode(ctx, M, N)
+    act, p0, p1 = activation_args(ctx)
+    args = (M, N, K, int(ctx.attr("transA", 0)), int(ctx.attr("transB", 0)), float(ctx.attr("alpha", 1.0)),
+            float(ctx.attr("beta", 1.0)), mode, act, p0, p1)
+    # an absent C is stood in for by A (never read), so one specialization serves both
+    return Launch(gemm, args, inputs=(0, 1, 2 if mode != C_NONE else 0))
+
+
+register("Gemm", infer=_infer_gemm)(_prepare_gemm)
+register("FusedGemm", domain="ge", infer=_infer_gemm)(_prepare_gemm)
+
+
+@njit(nogil=True, cache=True)
+def matmul(a, b, y, M, N, K, a_off, b_off, act, p0, p1):
+    """y[i] = act(a[a_off[i]:] @ b[b_off[i]:]) for each batch i, all matrices [M,K] @ [K,N]."""
+    for i in range(a_off.size):
+        yo = i * M * N
+        ai, bi, yi = a[a_off[i]:a_off[i] + M * K], b[b_off[i]:b_off[i] + K * N], y[yo:yo + M * N]
+        if N == 1:
+            gemm_nt(ai, bi, yi, M, N, K, K, 1, False)
+        else:
+            gemm_nn(ai, bi, yi, M, N, K, K, 1, False)
+        if act != NONE:
+            epilogue(y, yo, M * N, 1.0, 0.0, y, 0, 1.0, 0, act, p0, p1)
+
+
+def _matmul_dims(ctx: KernelContext):
+    """(batch shape, M, N, K, output shape, A batch shape, B batch shape) with 1-D operands promoted."""
+    a, b = ctx.inputs[0], ctx.inputs[1]
+    if a.dtype not in _FLOATS or b.dtype != a.dtype:
+        raise ctx.error(f"A and B must both be float32 or float64, got {a.dtype} and {b.dtype}")
+    if not a.shape or not b.shape:
+        raise ctx.error(f"MatMul operands must have rank >= 1, got {a.shape} and {b.shape}")
+    sa = (1,) + a.shape if len(a.shape) == 1 else a.shape
+    sb = b.shape + (1,) if len(b.shape) == 1 else b.shape
+    (M, K), (K2, N) = sa[-2:], sb[-2:]
+    if K != K2:
+        raise ctx.error(f"inner dimensions differ: {a.shape} @ {b.shape}")
+    batch = broadcast_shapes(ctx, sa[:-2], sb[:-2])
+    out = batch + ((M,) if len(a.shape) > 1 else ()) + ((N,) if len(b.shape) > 1 else ())
+    return batch, M, N, K, out, sa[:-2], sb[:-2]
+
+
+def _infer_matmul(ctx: KernelContext) -> list[TensorSpec]:
+    return [TensorSpec(_matmul_dims(ctx)[4], ctx.inputs[0].dtype)]
+
+
+def _batch_offsets(batch, own, matrix_size):
+    """Start offset of this operand's matrix for each output batch, in row-major batch order."""
+    idx = np.arange(int(np.prod(own, dtype=np.int64)), dtype=np.int64).reshape(own)
+    return np.ascontiguousarray(np.broadcast_to(idx, batch)).reshape(-1) * matrix_size
+
+
+def _prepare_matmul(ctx: KernelContext) -> Launch:
+    batch, M, N, K, _, ba, bb = _matmul_dims(ctx)
+    a_off, b_off = _batch_offsets(batch, ba, M * K), _batch_offsets(batch, bb, K * N)
+    if a_off.size > 1 and not b_off.any() and (a_off == np.arange(a_off.size) * M * K).all():
+        M, a_off, b_off = M * a_off.size, a_off[:1], b_off[:1]  # one shared B: fold batches into rows
+    act, p0, p1 = activation_args(ctx)
+    return Launch(matmul, (M, N, K, a_off, b_off, act, p0, p1))
+
+
+register("MatMul", infer=_infer_matmul)(_prepare_matmul)
+register("FusedMatMul", domain="ge", infer=_infer_matmul)(_prepare_matmul)

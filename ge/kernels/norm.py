@@ -1,1 +1,362 @@
-"""(being written)"""
+"""Normalizations: BatchNormalization, LayerNormalization, InstanceNormalization, GroupNormalization, LRN,
+LpNormalization, MeanVarianceNormalization. (Softmax, LogSoftmax and Hardmax live in softmax.py.)
+
+Each op views its input as rows that share statistics and normalizes a row at a time:
+- BatchNormalization (inference): per channel y = x * a + b with a = scale / sqrt(var + eps) and
+  b = bias - mean * a, folded once per (n, c) plane so the plane loop is one fused multiply-add.
+  training_mode=1 (opset 14+) first takes the batch mean and biased variance of each channel and also
+  writes the running statistics. Before opset 9, spatial=0 means per-activation statistics: the
+  parameters then cover C*H*W "channels" of one element each.
+- LayerNormalization: rows are x reshaped to (prod(shape[:axis]), prod(shape[axis:])); two passes per row
+  (mean, then mean of squared deviations), as the ONNX reference does.
+- InstanceNormalization and GroupNormalization share one kernel: a group is cpg channels of one image
+  (cpg = 1 for InstanceNormalization); scale and bias are per channel, or per group (GroupNormalization
+  before opset 21).
+- LRN sums squares over a window of neighbouring channels into a workspace row of H*W sums.
+- MeanVarianceNormalization reuses reduce.fold to get E[x] and E[x^2] over its axes, then walks x again.
+
+Statistics accumulate in float64 and are cast back to the tensor's dtype (a one-element scratch array)
+so the per-element loops stay in that dtype and vectorize. Optional outputs the node does not declare
+(LayerNormalization Mean/InvStdDev, BatchNormalization running stats) become workspaces in the same
+argument positions, so one compiled kernel serves both cases; a missing bias is passed as the scale
+again with has_bias=0 (Launch.inputs repeats the index).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import softmax  # noqa: F401  (registers Softmax, LogSoftmax, Hardmax)
+from .reduce import SQSUM, SUM, U, collapse, fold
+from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register, same_as_input
+
+_FLOATS = (np.float32, np.float64)
+
+
+def _infer_float(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, _FLOATS)
+    return same_as_input()(ctx)
+
+
+# -- BatchNormalization -----------------------------------------------------------------------------
+
+
+@njit(nogil=True, cache=True, fastmath={"reassoc"})
+def _moments(x, b, n, eps):
+    """(mean, 1 / sqrt(var + eps)) of x[b:b + n], two passes; reassociation lets the sums vectorize."""
+    s = 0.0
+    for j in range(U(n)):
+        s += x[U(b) + j]
+    mu = s / n
+    q = 0.0
+    for j in range(U(n)):
+        d = x[U(b) + j] - mu
+        q += d * d
+    return mu, 1.0 / np.sqrt(q / n + eps)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _affine(x, y, b, n, a, c, ab):
+    """y[b:b + n] = x * a + c, with a and c rounded to y's dtype first (ab: 2 scratch values)."""
+    ab[0], ab[1] = a, c
+    a1, c1 = ab[0], ab[1]
+    for j in range(U(n)):
+        y[U(b) + j] = x[U(b) + j] * a1 + c1
+
+
+@njit(nogil=True, cache=True)
+def batch_norm(x, scale, bias, mean, var, y, N, C, HW, eps):
+    """Inference: y = (x - mean) / sqrt(var + eps) * scale + bias per channel of (N, C, HW)."""
+    ab = np.empty(2, y.dtype)
+    for n in range(N):
+        for c in range(C):
+            a = scale[c] / np.sqrt(var[c] + eps)
+            _affine(x, y, (n * C + c) * HW, HW, a, bias[c] - mean[c] * a, ab)
+
+
+@njit(nogil=True, cache=True, fastmath={"reassoc"})
+def batch_norm_train(x, scale, bias, mean, var, y, run_mean, run_var, N, C, HW, eps, momentum):
+    """Training mode: normalize with the batch statistics and update the running ones."""
+    ab = np.empty(2, y.dtype)
+    cnt = N * HW
+    for c in range(C):
+        s = 0.0
+        for n in range(N):
+            p = U((n * C + c) * HW)
+            for j in range(U(HW)):
+                s += x[p + j]
+        mu = s / cnt
+        q = 0.0
+        for n in range(N):
+            p = U((n * C + c) * HW)
+            for j in range(U(HW)):
+                d = x[p + j] - mu
+                q += d * d
+        v = q / cnt
+        a = scale[c] / np.sqrt(v + eps)
+        for n in range(N):
+            _affine(x, y, (n * C + c) * HW, HW, a, bias[c] - mu * a, ab)
+        run_mean[c] = mean[c] * momentum + mu * (1 - momentum)
+        run_var[c] = var[c] * momentum + v * (1 - momentum)
+
+
+def _bn_training(ctx: KernelContext) -> bool:
+    return ctx.opset >= 14 and bool(ctx.attr("training_mode", 0))
+
+
+def _infer_bn(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, _FLOATS)
+    x = ctx.inputs[0]
+    if len(x.shape) < 2:
+        raise ctx.error(f"input must be (N, C, ...), got shape {x.shape}")
+    outs = [TensorSpec(x.shape, x.dtype)]
+    if ctx.n_outputs > 1:
+        if not _bn_training(ctx) or ctx.n_outputs > 3:
+            raise ctx.error("outputs other than Y are only supported with training_mode=1 (opset 14+): "
+                            "mean/var/saved statistics of opsets before 14 are not implemented")
+        outs += [TensorSpec(ctx.inputs[i].shape, ctx.inputs[i].dtype) for i in (3, 4)][:ctx.n_outputs - 1]
+    return outs
+
+
+@register("BatchNormalization", infer=_infer_bn)
+def _prepare_bn(ctx: KernelContext) -> Launch:
+    x = ctx.inputs[0]
+    N, C = x.shape[0], x.shape[1]
+    HW = int(np.prod(x.shape[2:], dtype=np.int64))
+    if ctx.opset < 9 and not ctx.attr("spatial", 1):  # per-activation parameters of C*H*W values
+        C, HW = C * HW, 1
+    for i in range(1, 5):
+        if ctx.inputs[i].size != C:
+            raise ctx.error(f"input {i} has {ctx.inputs[i].size} values, expected {C}")
+    eps = float(ctx.attr("epsilon", 1e-5))
+    if not _bn_training(ctx):
+        return Launch(batch_norm, (N, C, HW, eps))
+    ws = tuple(TensorSpec((C,), ctx.inputs[i].dtype) for i in (3, 4))[ctx.n_outputs - 1:]
+    return Launch(batch_norm_train, (N, C, HW, eps, float(ctx.attr("momentum", 0.9))), ws)
+
+
+# -- LayerNormalization -----------------------------------------------------------------------------
+
+
+@njit(nogil=True, cache=True)
+def layer_norm(x, scale, bias, y, mean, inv_std, rows, n, eps, has_bias):
+    """Normalize each row of x (rows, n), then scale and shift per column."""
+    mr = np.empty(2, y.dtype)
+    for r in range(rows):
+        b = U(r * n)
+        mr[0], mr[1] = _moments(x, b, n, eps)
+        m, rs = mr[0], mr[1]
+        mean[r], inv_std[r] = m, rs
+        if has_bias:
+            for j in range(U(n)):
+                y[b + j] = (x[b + j] - m) * rs * scale[j] + bias[j]
+        else:
+            for j in range(U(n)):
+                y[b + j] = (x[b + j] - m) * rs * scale[j]
+
+
+def _ln_axis(ctx: KernelContext) -> int:
+    return normalize_axis(ctx, ctx.attr("axis", -1), len(ctx.inputs[0].shape))
+
+
+def _infer_ln(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, _FLOATS)
+    x = ctx.inputs[0]
+    axis = _ln_axis(ctx)
+    stat = TensorSpec(x.shape[:axis] + (1,) * (len(x.shape) - axis), x.dtype)
+    return [TensorSpec(x.shape, x.dtype)] + [stat] * (min(ctx.n_outputs, 3) - 1)
+
+
+@register("LayerNormalization", infer=_infer_ln)
+def _prepare_ln(ctx: KernelContext) -> Launch:
+    x = ctx.inputs[0]
+    axis = _ln_axis(ctx)
+    rows = int(np.prod(x.shape[:axis], dtype=np.int64))
+    n = int(np.prod(x.shape[axis:], dtype=np.int64))
+    if any(ctx.inputs[i].size != n for i in (1, 2) if ctx.has(i)):
+        raise ctx.error(f"Scale and B must have the normalized shape {x.shape[axis:]} ({n} values); "
+                        "broadcasting them is not supported")
+    ws = (TensorSpec((rows,), x.dtype),) * (3 - min(ctx.n_outputs, 3))
+    return Launch(layer_norm, (rows, n, float(ctx.attr("epsilon", 1e-5)), int(ctx.has(2))), ws,
+                  inputs=(0, 1, 2 if ctx.has(2) else 1))
+
+
+# -- InstanceNormalization / GroupNormalization -----------------------------------------------------
+
+
+@njit(nogil=True, cache=True)
+def group_norm(x, scale, bias, y, NG, G, cpg, HW, eps, sdiv):
+    """Normalize each group of cpg channels x HW values; channel ch uses scale[ch // sdiv]."""
+    ab = np.empty(2, y.dtype)
+    m = cpg * HW
+    for ng in range(NG):
+        mu, rs = _moments(x, ng * m, m, eps)
+        for ci in range(cpg):
+            k = ((ng % G) * cpg + ci) // sdiv
+            a = scale[k] * rs
+            _affine(x, y, ng * m + ci * HW, HW, a, bias[k] - mu * a, ab)
+
+
+def _infer_groups(ctx: KernelContext) -> list[TensorSpec]:
+    x = ctx.inputs[0]
+    if len(x.shape) < 2:
+        raise ctx.error(f"input must be (N, C, ...), got shape {x.shape}")
+    return _infer_float(ctx)
+
+
+@register("InstanceNormalization", infer=_infer_groups)
+def _prepare_instance_norm(ctx: KernelContext) -> Launch:
+    x = ctx.inputs[0]
+    N, C = x.shape[0], x.shape[1]
+    HW = int(np.prod(x.shape[2:], dtype=np.int64))
+    if ctx.inputs[1].size != C or ctx.inputs[2].size != C:
+        raise ctx.error(f"scale and B must hold {C} values (one per channel)")
+    return Launch(group_norm, (N * C, C, 1, HW, float(ctx.attr("epsilon", 1e-5)), 1))
+
+
+@register("GroupNormalization", infer=_infer_groups, since=18)
+def _prepare_group_norm(ctx: KernelContext) -> Launch:
+    x = ctx.inputs[0]
+    N, C = x.shape[0], x.shape[1]
+    G = int(ctx.attr("num_groups", 0))
+    if G < 1 or C % G:
+        raise ctx.error(f"num_groups={G} must divide the {C} channels")
+    per_group = ctx.opset < 21  # scale and bias were per group until opset 21
+    want = G if per_group else C
+    if ctx.inputs[1].size != want or ctx.inputs[2].size != want:
+        raise ctx.error(f"scale and bias must hold {want} values at opset {ctx.opset}")
+    HW = int(np.prod(x.shape[2:], dtype=np.int64))
+    return Launch(group_norm, (N * G, G, C // G, HW, float(ctx.attr("epsilon", 1e-5)),
+                               C // G if per_group else 1))
+
+
+# -- LRN --------------------------------------------------------------------------------------------
+
+
+@njit(nogil=True, cache=True)
+def lrn(x, y, sq, N, C, HW, size, alpha, beta, bias):
+    """y = x / (bias + alpha / size * sum of x^2 over channels [c - (size-1)//2, c + ceil((size-1)/2)])^beta."""
+    before = (size - 1) // 2
+    after = size - 1 - before
+    k = alpha / size
+    for n in range(N):
+        for c in range(C):
+            for j in range(U(HW)):
+                sq[j] = 0
+            for cc in range(max(0, c - before), min(C, c + after + 1)):
+                p = U((n * C + cc) * HW)
+                for j in range(U(HW)):
+                    sq[j] += x[p + j] * x[p + j]
+            p = U((n * C + c) * HW)
+            if beta == 0.75:  # AlexNet's value: t^0.75 = sqrt(t) * sqrt(sqrt(t)) vectorizes, pow does not
+                for j in range(U(HW)):
+                    t = bias + k * sq[j]
+                    r = np.sqrt(t)
+                    y[p + j] = x[p + j] / (r * np.sqrt(r))
+            else:
+                for j in range(U(HW)):
+                    y[p + j] = x[p + j] / (bias + k * sq[j]) ** beta
+
+
+@register("LRN", infer=_infer_groups)
+def _prepare_lrn(ctx: KernelContext) -> Launch:
+    x = ctx.inputs[0]
+    size = int(ctx.attr("size", 0))
+    if size < 1:
+        raise ctx.error("attribute size must be >= 1")
+    HW = int(np.prod(x.shape[2:], dtype=np.int64))
+    return Launch(lrn, (x.shape[0], x.shape[1], HW, size, float(ctx.attr("alpha", 1e-4)),
+                        float(ctx.attr("beta", 0.75)), float(ctx.attr("bias", 1.0))),
+                  (TensorSpec((max(HW, 1),), x.dtype),))
+
+
+# -- LpNormalization --------------------------------------------------------------------------------
+
+
+@njit(nogil=True, cache=True)
+def lp_norm(x, y, norm, outer, n, inner, p):
+    """y = x / ||x||_p along the middle axis of (outer, n, inner); a zero norm gives 0 (as ONNX's cases)."""
+    for o in range(outer):
+        b = o * n * inner
+        for j in range(inner):
+            norm[j] = 0
+        for k in range(n):
+            q = b + k * inner
+            if p == 1:
+                for j in range(inner):
+                    norm[j] += abs(x[q + j])
+            else:
+                for j in range(inner):
+                    norm[j] += x[q + j] * x[q + j]
+        for j in range(inner):
+            s = norm[j] if p == 1 else np.sqrt(norm[j])
+            norm[j] = 1 / s if s != 0 else 0
+        for k in range(n):
+            q = b + k * inner
+            for j in range(inner):
+                y[q + j] = x[q + j] * norm[j]
+
+
+@register("LpNormalization", infer=_infer_float)
+def _prepare_lp_norm(ctx: KernelContext) -> Launch:
+    x = ctx.inputs[0]
+    axis = normalize_axis(ctx, ctx.attr("axis", -1), len(x.shape))
+    p = int(ctx.attr("p", 2))
+    if p not in (1, 2):
+        raise ctx.error(f"p must be 1 or 2, got {p}")
+    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+    inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    return Launch(lp_norm, (outer, x.shape[axis], inner, p), (TensorSpec((max(inner, 1),), x.dtype),))
+
+
+# -- MeanVarianceNormalization ----------------------------------------------------------------------
+
+
+@njit(nogil=True, cache=True)
+def mvn(x, y, mean, rstd, shape, so, scale, eps):
+    """y = (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + eps), statistics over the reduced dims of `shape`."""
+    mean[:] = 0
+    rstd[:] = 0
+    fold(x, mean, mean, SUM, shape, so)
+    fold(x, rstd, rstd, SQSUM, shape, so)
+    for i in range(mean.size):
+        mu = mean[i] * scale
+        var = max(rstd[i] * scale - mu * mu, 0.0)
+        mean[i] = mu
+        rstd[i] = 1.0 / (np.sqrt(var) + eps)
+    if x.size == 0:
+        return
+    r = shape.shape[0]
+    n = shape[r - 1]
+    idx = np.zeros(r, np.int64)
+    pi = po = 0
+    for _ in range(x.size // n):
+        if so[r - 1]:
+            for j in range(n):
+                y[pi + j] = (x[pi + j] - mean[po + j]) * rstd[po + j]
+        else:
+            for j in range(n):
+                y[pi + j] = (x[pi + j] - mean[po]) * rstd[po]
+        pi += n
+        d = r - 2
+        while d >= 0:  # the same carry as reduce.fold
+            idx[d] += 1
+            po += so[d]
+            if idx[d] < shape[d]:
+                break
+            po -= so[d] * shape[d]
+            idx[d] = 0
+            d -= 1
+
+
+@register("MeanVarianceNormalization", infer=_infer_float)
+def _prepare_mvn(ctx: KernelContext) -> Launch:
+    x = ctx.inputs[0]
+    rank = len(x.shape)
+    axes = ctx.attr("axes", [0, 2, 3])
+    axes = {normalize_axis(ctx, a, rank) for a in axes}
+    shape, so = collapse(x.shape, axes)
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    slots = int(np.prod([d for a, d in enumerate(x.shape) if a not in axes], dtype=np.int64))
+    ws = (TensorSpec((max(slots, 1),), x.dtype),) * 2
+    return Launch(mvn, (shape, so, 1.0 / max(count, 1), 1e-9), ws)

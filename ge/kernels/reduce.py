@@ -29,20 +29,51 @@ from .registry import KernelContext, Launch, TensorSpec, normalize_axis, registe
 SUM, PROD, MAX, MIN, ASUM, SQSUM, EXPSUM = range(7)
 # finishes
 NONE, MEAN, SQRT, LOG, LSE = range(5)
+U = np.uint64
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _better(v, acc, is_min):
+    return v < acc if is_min else v > acc
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _extreme_run(x, pi, n, acc, lanes, is_min):
+    """max (min) of acc and x[pi:pi + n]; long runs keep 16 lanes so the compares vectorize (3x)."""
+    nb = n // U(16) * U(16) if n >= 64 else U(0)
+    if nb:
+        for k in range(16):
+            lanes[k] = acc
+        for j in range(U(0), nb, U(16)):
+            if is_min:
+                for k in range(U(16)):
+                    v = x[pi + j + k]
+                    lanes[k] = v if v < lanes[k] else lanes[k]
+            else:
+                for k in range(U(16)):
+                    v = x[pi + j + k]
+                    lanes[k] = v if v > lanes[k] else lanes[k]
+        for k in range(16):
+            acc = lanes[k] if _better(lanes[k], acc, is_min) else acc
+    for j in range(nb, n):
+        acc = x[pi + j] if _better(x[pi + j], acc, is_min) else acc
+    return acc
 
 
 @njit(nogil=True, cache=True, fastmath={"reassoc"})
-def _walk(x, out, m, mode, shape, so):
+def fold(x, out, m, mode, shape, so):
     """Fold x into out over the collapsed `shape`; `so` are out's strides (0 on reduced dims).
 
-    m is LogSumExp's per-slot shift (read by EXPSUM only)."""
+    m is LogSumExp's per-slot shift (read by EXPSUM only). Offsets are unsigned (U): numba wraps
+    negative signed indices, and that select stops LLVM vectorizing."""
     r = shape.shape[0]
-    n = shape[r - 1]
+    n = U(shape[r - 1])
     if x.size == 0:
         return
     kept_last = so[r - 1] != 0
     idx = np.zeros(r, np.int64)
-    pi = po = 0
+    lanes = np.empty(16, out.dtype)
+    pi = po = U(0)
     for _ in range(x.size // n):
         if kept_last:
             if mode == SUM:
@@ -77,14 +108,8 @@ def _walk(x, out, m, mode, shape, so):
             elif mode == PROD:
                 for j in range(n):
                     acc *= x[pi + j]
-            elif mode == MAX:
-                for j in range(n):
-                    v = x[pi + j]
-                    acc = v if v > acc else acc
-            elif mode == MIN:
-                for j in range(n):
-                    v = x[pi + j]
-                    acc = v if v < acc else acc
+            elif mode == MAX or mode == MIN:
+                acc = _extreme_run(x, pi, n, acc, lanes, mode == MIN)
             elif mode == ASUM:
                 for j in range(n):
                     acc += abs(x[pi + j])
@@ -101,10 +126,10 @@ def _walk(x, out, m, mode, shape, so):
         d = r - 2
         while d >= 0:  # carry the outer multi-index; out moves by its own strides
             idx[d] += 1
-            po += so[d]
+            po += U(so[d])
             if idx[d] < shape[d]:
                 break
-            po -= so[d] * shape[d]
+            po -= U(so[d] * shape[d])
             idx[d] = 0
             d -= 1
 
@@ -117,11 +142,11 @@ def reduce(x, out, ws, mode, finish, ident, scale, shape, so):
     if finish == LSE:
         for i in range(out.size):
             ws[i] = -np.inf
-        _walk(x, ws, ws, MAX, shape, so)
+        fold(x, ws, ws, MAX, shape, so)
         for i in range(out.size):  # an all-inf slot would give inf - inf: shift it by 0 instead
             if not np.isfinite(ws[i]):
                 ws[i] = 0
-    _walk(x, out, ws, mode, shape, so)
+    fold(x, out, ws, mode, shape, so)
     if finish == MEAN:
         for i in range(out.size):
             out[i] = out[i] * scale
@@ -248,6 +273,16 @@ for _op in _OPS:
 @njit(nogil=True, cache=True)
 def arg_extreme(x, out, best, outer, n, inner, is_min, last):
     """out[o, j] = index k of the max (min) of x[o, k, j]; ties go to the first (last) index."""
+    if inner == 1:  # contiguous rows: a vectorized max, then a scan for where it is
+        lanes = np.empty(16, x.dtype)
+        for o in range(outer):
+            b = U(o * n)
+            m = _extreme_run(x, b, U(n), x[b], lanes, is_min)
+            k = n - 1 if last else 0
+            while 0 <= k < n and x[b + U(k)] != m:
+                k += -1 if last else 1
+            out[o] = k if 0 <= k < n else 0  # not found: a NaN row
+        return
     for o in range(outer):
         base, ob = o * n * inner, o * inner
         for j in range(inner):

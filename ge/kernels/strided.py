@@ -4,11 +4,16 @@ strided_copy: dst[d_off + i·ds] = src[s_off + i·ss] for every multi-index i of
 Slice (negative steps are negative strides), Expand and Tile (stride 0 on repeated dims), constant Pad,
 DepthToSpace and SpaceToDepth are all this one loop with different shape and stride arrays. Plans are
 collapsed first (size-1 dims dropped, dims contiguous in both src and dst merged) so the inner run is
-as long as possible; a run contiguous on both sides becomes a slice copy (a memcpy).
+as long as possible; a run contiguous on both sides becomes a slice copy (a memcpy). When the source
+is contiguous along another dim (a real transpose), that dim is walked second-last and the last two
+dims move as 16x16 tiles, so neither side strides through memory a row at a time (or, when the dst
+rows are short, the src-contiguous dim is walked last).
 
 gather_axes: out[i] = x[T_0[i_0] + T_1[i_1] + ...], one offset table per output axis. Any per-axis
 index map is this loop: Pad's edge/reflect/wrap and nearest Resize/Upsample. The outer multi-index
-carries the running sum of table entries, so the inner loop is a plain indexed load.
+carries the running sum of table entries, so the inner loop is a plain indexed load; a row read from
+the same source row as the previous one is copied from it, and the longest stretch where the last
+table counts up by one (a pad's interior) is copied as a slice.
 
 Both take shapes and strides as int64 arrays, so one compiled specialization serves every rank.
 """
@@ -16,6 +21,39 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+# element types the kernels compile for (Numba has no float16 or bfloat16 arrays)
+DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                      np.uint32, np.uint64, np.float32, np.float64))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def copy_run(src, ps, dst, pd, n):
+    """dst[pd:pd + n] = src[ps:ps + n], at memcpy speed.
+
+    Measured: Numba's slice-to-slice assignment is ~8x slower (it guards against overlap with a
+    temporary), and so is a loop indexing dst[pd + j] (the negative-index wraparound on a signed
+    offset blocks vectorization). Views indexed by the range variable vectorize; inlining keeps
+    short runs cheap.
+    """
+    d, s = dst[pd:pd + n], src[ps:ps + n]
+    for j in range(n):
+        d[j] = s[j]
+
+
+TILE = 16  # measured best of 16..128 on 16384x64, 64x16384, 2048x2048 and 1024x196 float32 transposes
+
+
+@njit(nogil=True, cache=True)
+def _transpose_block(src, dst, ps, pd, na, nb, sb, da):
+    """dst[pd + a*da + b] = src[ps + a + b*sb], in TILE x TILE tiles so both sides stay in cache."""
+    for a0 in range(0, na, TILE):
+        for b0 in range(0, nb, TILE):
+            b1 = min(b0 + TILE, nb)
+            for a in range(a0, min(a0 + TILE, na)):
+                row, s = dst[pd + a * da + b0:pd + a * da + b1], ps + a + b0 * sb
+                for b in range(row.size):
+                    row[b] = src[s + b * sb]
 
 
 @njit(nogil=True, cache=True)
@@ -27,16 +65,21 @@ def strided_copy(src, dst, s_off, d_off, shape, ss, ds):
     if total == 0:
         return
     n, si, di = shape[r - 1], ss[r - 1], ds[r - 1]
+    # a transpose (src contiguous along dim r-2, dst along r-1) moves 2-d tiles instead of rows
+    tiled = r >= 2 and ss[r - 2] == 1 and di == 1 and si != 1 and n >= TILE and shape[r - 2] >= TILE
+    block = n * shape[r - 2] if tiled else n
     idx = np.zeros(r, np.int64)
     ps, pd = s_off, d_off
-    for _ in range(total // n):
-        if si == 1 and di == 1:
-            dst[pd:pd + n] = src[ps:ps + n]
+    for _ in range(total // block):
+        if tiled:
+            _transpose_block(src, dst, ps, pd, shape[r - 2], n, si, ds[r - 2])
+        elif si == 1 and di == 1:
+            copy_run(src, ps, dst, pd, n)
         else:
             for j in range(n):
                 dst[pd + j * di] = src[ps + j * si]
-        d = r - 2
-        while d >= 0:  # carry the outer multi-index
+        d = r - 3 if tiled else r - 2
+        while d >= 0:  # carry the outer multi-index (inline: a helper returning (ps, pd) is 4x slower)
             idx[d] += 1
             ps += ss[d]
             pd += ds[d]
@@ -49,7 +92,8 @@ def strided_copy(src, dst, s_off, d_off, shape, ss, ds):
 
 
 @njit(nogil=True, cache=True)
-def gather_axes(x, out, shape, tables, starts):
+def gather_axes(x, out, shape, tables, starts, run_lo, run_hi):
+    """run_lo:run_hi is a stretch where the last table counts up by one: copied as a slice."""
     r = shape.shape[0]
     total = 1
     for d in range(r):
@@ -58,13 +102,22 @@ def gather_axes(x, out, shape, tables, starts):
         return
     n, last = shape[r - 1], starts[r - 1]
     idx = np.zeros(r, np.int64)
-    base = 0
+    base, prev = 0, -1
     for d in range(r - 1):
         base += tables[starts[d]]
     po = 0
     for _ in range(total // n):
-        for j in range(n):
-            out[po + j] = x[base + tables[last + j]]
+        if base == prev:  # the same source row again (nearest upsampling, edge padding): copy our last row
+            copy_run(out, po - n, out, po, n)
+        else:
+            # views and unsigned offsets skip Numba's negative-index wraparound (see copy_run): 1.3x
+            row, src, tab = out[po:po + n], x[base:], tables[last:last + n]
+            for j in range(run_lo):
+                row[j] = src[np.uint64(tab[j])]
+            copy_run(src, tab[run_lo], row, run_lo, run_hi - run_lo)
+            for j in range(run_hi, n):
+                row[j] = src[np.uint64(tab[j])]
+        prev = base
         po += n
         d = r - 2
         while d >= 0:
@@ -80,6 +133,16 @@ def gather_axes(x, out, shape, tables, starts):
 
 
 # -- plans (Python, at prepare time) ----------------------------------------------------------------
+
+def int_values(ctx, i: int) -> list[int]:
+    """The value of node input i as Python ints (exact, unlike numpy int64 arithmetic near its limits)."""
+    return [int(v) for v in np.asarray(ctx.value(i)).reshape(-1)]
+
+
+def fill_scalar(value, dtype):
+    """A fill value as the Python type that casts exactly into dtype (int for ints and bools)."""
+    return float(value) if np.dtype(dtype).kind in "fc" else int(value)
+
 
 def contiguous_strides(shape) -> list[int]:
     st, acc = [0] * len(shape), 1
@@ -103,6 +166,14 @@ def copy_args(shape, ss, ds, s_off=0, d_off=0) -> tuple:
         d -= 1
     if not shape:
         shape, ss, ds = [1], [1], [1]
+    if ds[-1] == 1 and ss[-1] != 1 and 1 in ss[:-1] and shape[ss.index(1)] >= TILE:
+        # a transpose: tiles when both contiguous dims are long (the walker tiles the last two dims),
+        # else read along the src-contiguous dim (a short dst row then costs little)
+        k = ss.index(1)
+        to = len(shape) - 1 if shape[-1] >= TILE else len(shape)
+        for v in (shape, ss, ds):
+            moved = v.pop(k)
+            v.insert(to - 1, moved)
     return (int(s_off), int(d_off), np.array(shape, np.int64), np.array(ss, np.int64),
             np.array(ds, np.int64))
 
@@ -121,8 +192,20 @@ def permuted(shape, perm):
 def gather_args(out_shape, tables) -> tuple:
     """Launch args of gather_axes from one offset table (int sequence) per output axis."""
     if not out_shape:
-        return np.array([1], np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64)
-    lens = [len(t) for t in tables]
-    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
-    flat = np.concatenate([np.asarray(t, np.int64) for t in tables] + [np.zeros(1, np.int64)])
-    return np.array(out_shape, np.int64), flat, starts
+        return np.array([1], np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64), 0, 0
+    tables = [np.asarray(t, np.int64) for t in tables]
+    starts = np.concatenate([[0], np.cumsum([len(t) for t in tables])[:-1]]).astype(np.int64)
+    flat = np.concatenate(tables + [np.zeros(1, np.int64)])
+    lo, hi = _longest_run(tables[-1])
+    return np.array(out_shape, np.int64), flat, starts, lo, hi
+
+
+def _longest_run(t: np.ndarray) -> tuple[int, int]:
+    """The longest stretch [lo, hi) where t counts up by one (empty when shorter than 2)."""
+    if len(t) < 2:
+        return 0, 0
+    breaks = np.flatnonzero(np.diff(t) != 1) + 1
+    edges = np.concatenate([[0], breaks, [len(t)]])
+    i = int(np.argmax(np.diff(edges)))
+    lo, hi = int(edges[i]), int(edges[i + 1])
+    return (lo, hi) if hi - lo >= 2 else (0, 0)

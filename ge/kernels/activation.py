@@ -1,0 +1,167 @@
+"""Activation kernels (float32/float64): Sigmoid, Tanh, the Relu variants, Softplus, Mish, Gelu...
+
+One kernel, `activation(x, out, op, alpha, beta)`, holds a flat loop per op (broadcast.map1), picked by op
+code outside the loops; alpha and beta carry the op's attributes, cast to the input dtype. Constants are
+made in the input's dtype (`type(v)(1)`) so float32 stays float32. The exp-based ops use fastmath's exp /
+expm1, which vectorize in float32, and are written in forms that neither overflow nor cancel: sigmoid
+from exp(-|x|), tanh from expm1(-2|x|), Gelu-tanh as x * sigmoid(2z), Mish without log.
+"""
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from .broadcast import map1 as _map
+from .elementwise import float_infer
+from .fastmath import exp, expm1
+from .registry import Launch, register
+
+
+@njit(inline="always")
+def _sigmoid(v, p, q):
+    e = exp(-abs(v))  # never overflows; the negative side is e / (1 + e)
+    r = type(v)(1) / (type(v)(1) + e)
+    return r if v >= 0 else e * r
+
+
+@njit(inline="always")
+def _tanh(v, p, q):
+    m = expm1(type(v)(-2) * abs(v))  # tanh|v| = -m / (2 + m), accurate near 0 as expm1 is
+    t = -m / (type(v)(2) + m)
+    return t if v >= 0 else -t
+
+
+@njit(inline="always")
+def _leaky_relu(v, p, q):
+    return v if v >= 0 else v * p
+
+
+@njit(inline="always")
+def _elu(v, p, q):
+    return v if v > 0 else p * expm1(v)
+
+
+@njit(inline="always")
+def _celu(v, p, q):
+    return v if v > 0 else p * expm1(v / p)
+
+
+@njit(inline="always")
+def _selu(v, p, q):
+    return q * (v if v > 0 else p * expm1(v))
+
+
+@njit(inline="always")
+def _thresholded_relu(v, p, q):
+    return v if v > p else type(v)(0)
+
+
+@njit(inline="always")
+def _hard_sigmoid(v, p, q):
+    y = p * v + q
+    y = type(v)(1) if y > 1 else y
+    return type(v)(0) if y < 0 else y
+
+
+@njit(inline="always")
+def _hard_swish(v, p, q):
+    return v * _hard_sigmoid(v, p, q)
+
+
+@njit(inline="always")
+def _softplus(v, p, q):
+    return (v if v > 0 else type(v)(0)) + math.log1p(exp(-abs(v)))
+
+
+@njit(inline="always")
+def _softsign(v, p, q):
+    return v / (type(v)(1) + abs(v))
+
+
+@njit(inline="always")
+def _mish(v, p, q):
+    # tanh(log(1 + e)) = n / (n + 2) with n = e (e + 2); past v = 20 the ratio is 1 in float32
+    e = exp(v if v < 20 else type(v)(20))
+    n = e * (e + type(v)(2))
+    return v * (n / (n + type(v)(2)))
+
+
+@njit(inline="always")
+def _gelu(v, p, q):
+    return type(v)(0.5) * v * math.erfc(v * type(v)(-0.7071067811865476))
+
+
+@njit(inline="always")
+def _gelu_tanh(v, p, q):
+    # 0.5 v (1 + tanh z) = v * sigmoid(2z), which does not cancel for negative z
+    z = type(v)(0.7978845608028654) * (v + type(v)(0.044715) * v * v * v)
+    return v / (type(v)(1) + exp(type(v)(-2) * z))
+
+
+(SIGMOID, TANH, LEAKY_RELU, ELU, CELU, SELU, THRESHOLDED_RELU, HARD_SIGMOID, HARD_SWISH, SOFTPLUS,
+ SOFTSIGN, MISH, GELU, GELU_TANH) = range(14)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def activation(x, out, op, alpha, beta):
+    p, q = x.dtype.type(alpha), x.dtype.type(beta)
+    if op == SIGMOID:
+        _map(_sigmoid, x, out, p, q)
+    elif op == TANH:
+        _map(_tanh, x, out, p, q)
+    elif op == LEAKY_RELU:
+        _map(_leaky_relu, x, out, p, q)
+    elif op == ELU:
+        _map(_elu, x, out, p, q)
+    elif op == CELU:
+        _map(_celu, x, out, p, q)
+    elif op == SELU:
+        _map(_selu, x, out, p, q)
+    elif op == THRESHOLDED_RELU:
+        _map(_thresholded_relu, x, out, p, q)
+    elif op == HARD_SIGMOID:
+        _map(_hard_sigmoid, x, out, p, q)
+    elif op == HARD_SWISH:
+        _map(_hard_swish, x, out, p, q)
+    elif op == SOFTPLUS:
+        _map(_softplus, x, out, p, q)
+    elif op == SOFTSIGN:
+        _map(_softsign, x, out, p, q)
+    elif op == MISH:
+        _map(_mish, x, out, p, q)
+    elif op == GELU:
+        _map(_gelu, x, out, p, q)
+    else:
+        _map(_gelu_tanh, x, out, p, q)
+
+
+_ACTIVATIONS = {  # op: (code, alpha, beta): attribute names with their defaults, or fixed values
+    "Sigmoid": (SIGMOID, 0.0, 0.0), "Tanh": (TANH, 0.0, 0.0), "LeakyRelu": (LEAKY_RELU, ("alpha", 0.01), 0.0),
+    "Elu": (ELU, ("alpha", 1.0), 0.0), "Celu": (CELU, ("alpha", 1.0), 0.0),
+    "Selu": (SELU, ("alpha", 1.67326319217681884765625), ("gamma", 1.05070102214813232421875)),
+    "ThresholdedRelu": (THRESHOLDED_RELU, ("alpha", 1.0), 0.0),
+    "HardSigmoid": (HARD_SIGMOID, ("alpha", 0.2), ("beta", 0.5)), "HardSwish": (HARD_SWISH, 1 / 6, 0.5),
+    "Softplus": (SOFTPLUS, 0.0, 0.0), "Softsign": (SOFTSIGN, 0.0, 0.0), "Mish": (MISH, 0.0, 0.0),
+}
+
+
+def _prepare_activation(code, alpha, beta):
+    def value(ctx, a):
+        return float(ctx.attr(*a)) if isinstance(a, tuple) else a
+
+    def prepare(ctx):
+        return Launch(activation, (code, value(ctx, alpha), value(ctx, beta)))
+    return prepare
+
+
+for _op, (_code, _alpha, _beta) in _ACTIVATIONS.items():
+    register(_op, infer=float_infer, inplace=((0, 0),))(_prepare_activation(_code, _alpha, _beta))
+
+
+@register("Gelu", infer=float_infer, inplace=((0, 0),), since=20)
+def _prepare_gelu(ctx):
+    approximate = ctx.attr("approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise ctx.error(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    return Launch(activation, (GELU if approximate == "none" else GELU_TANH, 0.0, 0.0))

@@ -1,0 +1,57 @@
+"""Cast and CastLike between bool, int8..uint64, float32 and float64.
+
+One loop, `out[i] = x[i]`: Numba converts on the store as numpy's astype does (floats truncate towards zero
+into ints, ints wrap, anything is True where nonzero; NaN is True). Float-to-int of NaN or out-of-range
+values is undefined, as in ONNX. float16, bfloat16, the float8/4 and int4/2 types and strings are not
+supported. Before opset 6, `to` was a type name string.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from onnx import TensorProto
+
+from ..errors import ModelLoadError
+from ..ir.dtypes import from_onnx
+from .registry import KernelContext, Launch, TensorSpec, register
+
+SUPPORTED = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                   np.uint32, np.uint64, np.float32, np.float64)}
+
+
+@njit(nogil=True, cache=True)
+def cast(x, out):
+    for i in range(x.size):
+        out[i] = x[i]
+
+
+def _target(ctx: KernelContext) -> np.dtype:
+    to = ctx.attr("to")
+    try:
+        dt = from_onnx(TensorProto.DataType.Value(to.upper()) if isinstance(to, str) else int(to))
+    except (ModelLoadError, ValueError, TypeError):
+        dt = None
+    if dt not in SUPPORTED:
+        raise ctx.error(f"cannot cast to {to!r}: supported targets are {', '.join(sorted(map(str, SUPPORTED)))}")
+    return dt
+
+
+def _check_source(ctx: KernelContext) -> None:
+    if ctx.inputs[0].dtype not in SUPPORTED:
+        raise ctx.error(f"cannot cast from {ctx.inputs[0].dtype}")
+
+
+def _infer_cast(ctx: KernelContext) -> list[TensorSpec]:
+    _check_source(ctx)
+    return [TensorSpec(ctx.inputs[0].shape, _target(ctx))]
+
+
+def _infer_cast_like(ctx: KernelContext) -> list[TensorSpec]:
+    _check_source(ctx)
+    if ctx.inputs[1].dtype not in SUPPORTED:
+        raise ctx.error(f"cannot cast to {ctx.inputs[1].dtype}")
+    return [TensorSpec(ctx.inputs[0].shape, ctx.inputs[1].dtype)]
+
+
+register("Cast", infer=_infer_cast)(lambda ctx: Launch(cast))
+register("CastLike", infer=_infer_cast_like, since=15)(lambda ctx: Launch(cast, inputs=(0,)))

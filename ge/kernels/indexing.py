@@ -1,0 +1,239 @@
+"""Gather and scatter: Gather, GatherElements, GatherND, ScatterElements (and the old Scatter), ScatterND.
+
+Indices are run-time data (any int dtype, negative values count from the end; out-of-range ones raise
+IndexError). Each op first turns indices into flat element offsets of the data tensor, then moves
+whole contiguous slices where it can (Gather and the ND ops copy `inner`/`slice` elements per index).
+
+Scatter first resolves every update to a destination offset (into an int64 workspace), then applies
+one loop per reduction mode: the mode is chosen outside the loops, never inside them. Duplicate
+indices apply in index order, so reduction 'none' keeps the last update, as the reference does.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register
+from .strided import DTYPES, contiguous_strides, copy_run
+
+NONE, ADD, MUL, MAX, MIN = 0, 1, 2, 3, 4
+_REDUCTIONS = {"none": NONE, "add": ADD, "mul": MUL, "max": MAX, "min": MIN}
+
+
+@njit(nogil=True, cache=True)
+def _wrap(i, n):
+    if i < 0:
+        i += n
+    if i < 0 or i >= n:
+        raise IndexError("index out of range")
+    return i
+
+
+# -- Gather -----------------------------------------------------------------------------------------
+
+@njit(nogil=True, cache=True)
+def gather(x, idx, out, outer, n, inner):
+    """out[o, t, :] = x[o, idx[t], :] over (outer, n, inner) / (outer, len(idx), inner) views."""
+    m = idx.size
+    if inner == 1:  # gathering single elements (the last axis): skip the per-element run setup
+        for o in range(outer):
+            row, src = out[o * m:(o + 1) * m], x[o * n:(o + 1) * n]
+            for t in range(m):
+                row[t] = src[_wrap(np.int64(idx[t]), n)]
+        return
+    for o in range(outer):
+        for t in range(m):
+            s, d = (o * n + _wrap(np.int64(idx[t]), n)) * inner, (o * m + t) * inner
+            copy_run(x, s, out, d, inner)
+
+
+def _infer_gather(ctx: KernelContext) -> list[TensorSpec]:
+    x, idx = ctx.inputs[0], ctx.inputs[1]
+    ctx.require_dtype(0, DTYPES)
+    axis = normalize_axis(ctx, ctx.attr("axis", 0), len(x.shape))
+    return [TensorSpec(x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype)]
+
+
+@register("Gather", infer=_infer_gather)
+def _prepare_gather(ctx: KernelContext) -> Launch:
+    shape = ctx.inputs[0].shape
+    axis = normalize_axis(ctx, ctx.attr("axis", 0), len(shape))
+    return Launch(gather, (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])))
+
+
+# -- element-wise indices: GatherElements, ScatterElements ------------------------------------------
+
+@njit(nogil=True, cache=True)
+def _element_offsets(idx, offs, shape, ds, axis):
+    """offs[t] = flat data offset of indices element t: its own position with idx[t] along axis."""
+    r = shape.shape[0]
+    pos = np.zeros(r, np.int64)
+    n, step = ds[r], ds[axis]
+    base = 0
+    for t in range(idx.size):
+        offs[t] = base + _wrap(np.int64(idx[t]), n) * step
+        d = r - 1
+        while d >= 0:
+            pos[d] += 1
+            if d != axis:
+                base += ds[d]
+            if pos[d] < shape[d]:
+                break
+            if d != axis:
+                base -= ds[d] * shape[d]
+            pos[d] = 0
+            d -= 1
+
+
+@njit(nogil=True, cache=True)
+def gather_elements(x, idx, out, offs, shape, ds, axis):
+    _element_offsets(idx, offs, shape, ds, axis)
+    for t in range(out.size):
+        out[t] = x[offs[t]]
+
+
+@njit(nogil=True, cache=True)
+def _scatter(out, upd, offs, slice_size, reduction):
+    """Apply update slice t at out[offs[t]:] under one reduction."""
+    m = slice_size
+    if reduction == NONE:
+        for t in range(offs.size):
+            copy_run(upd, t * m, out, offs[t], m)
+    elif reduction == ADD:
+        for t in range(offs.size):
+            for j in range(m):
+                out[offs[t] + j] += upd[t * m + j]
+    elif reduction == MUL:
+        for t in range(offs.size):
+            for j in range(m):
+                out[offs[t] + j] *= upd[t * m + j]
+    elif reduction == MAX:
+        for t in range(offs.size):
+            for j in range(m):
+                out[offs[t] + j] = max(out[offs[t] + j], upd[t * m + j])
+    else:
+        for t in range(offs.size):
+            for j in range(m):
+                out[offs[t] + j] = min(out[offs[t] + j], upd[t * m + j])
+
+
+@njit(nogil=True, cache=True)
+def scatter_elements(data, idx, upd, out, offs, shape, ds, axis, reduction):
+    copy_run(data, 0, out, 0, out.size)
+    _element_offsets(idx, offs, shape, ds, axis)
+    _scatter(out, upd, offs, 1, reduction)
+
+
+def _element_args(ctx: KernelContext):
+    """(shape, data strides + [axis dim], axis) of an element-indexed walk over the indices tensor."""
+    x, idx = ctx.inputs[0], ctx.inputs[1]
+    r = len(x.shape)
+    axis = normalize_axis(ctx, ctx.attr("axis", 0), r)
+    if len(idx.shape) != r or any(i > n for d, (i, n) in enumerate(zip(idx.shape, x.shape)) if d != axis):
+        raise ctx.error(f"indices shape {idx.shape} does not fit data shape {x.shape} on axis {axis}")
+    ds = contiguous_strides(x.shape) + [x.shape[axis]]
+    shape = idx.shape or (1,)
+    return np.array(shape, np.int64), np.array(ds or [1], np.int64), axis
+
+
+def _infer_gather_elements(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, DTYPES)
+    return [TensorSpec(ctx.inputs[1].shape, ctx.inputs[0].dtype)]
+
+
+@register("GatherElements", infer=_infer_gather_elements)
+def _prepare_gather_elements(ctx: KernelContext) -> Launch:
+    offs = TensorSpec(ctx.inputs[1].shape, np.int64)
+    return Launch(gather_elements, _element_args(ctx), workspaces=(offs,))
+
+
+def _infer_scatter(ctx: KernelContext) -> list[TensorSpec]:
+    x, idx, upd = ctx.inputs[:3]
+    ctx.require_dtype(0, DTYPES)
+    same_shape = ctx.op_type == "ScatterND" or upd.shape == idx.shape  # ScatterND checks in prepare
+    if not same_shape or upd.dtype != x.dtype:
+        raise ctx.error(f"updates {upd.shape} {upd.dtype} do not fit indices {idx.shape} / data {x.dtype}")
+    return [x]
+
+
+def _reduction(ctx: KernelContext) -> int:
+    name = ctx.attr("reduction", "none")
+    if name not in _REDUCTIONS:
+        raise ctx.error(f"unsupported reduction {name!r}")
+    return _REDUCTIONS[name]
+
+
+@register(["ScatterElements", "Scatter"], infer=_infer_scatter, inplace=((0, 0),))
+def _prepare_scatter_elements(ctx: KernelContext) -> Launch:
+    offs = TensorSpec(ctx.inputs[1].shape, np.int64)
+    return Launch(scatter_elements, _element_args(ctx) + (_reduction(ctx),), workspaces=(offs,))
+
+
+# -- tuple indices: GatherND, ScatterND ------------------------------------------------------------
+
+@njit(nogil=True, cache=True)
+def _tuple_offsets(idx, offs, k, per_batch, batch_stride, dims, strides):
+    """offs[t] = flat data offset of index tuple t (k ints), inside batch t // per_batch."""
+    for t in range(offs.size):
+        off = (t // per_batch) * batch_stride
+        for j in range(k):
+            off += _wrap(np.int64(idx[t * k + j]), dims[j]) * strides[j]
+        offs[t] = off
+
+
+@njit(nogil=True, cache=True)
+def gather_nd(x, idx, out, offs, k, per_batch, batch_stride, dims, strides, slice_size):
+    _tuple_offsets(idx, offs, k, per_batch, batch_stride, dims, strides)
+    m = slice_size
+    for t in range(offs.size):
+        copy_run(x, offs[t], out, t * m, m)
+
+
+@njit(nogil=True, cache=True)
+def scatter_nd(data, idx, upd, out, offs, k, dims, strides, slice_size, reduction):
+    copy_run(data, 0, out, 0, out.size)
+    _tuple_offsets(idx, offs, k, max(offs.size, 1), 0, dims, strides)
+    _scatter(out, upd, offs, slice_size, reduction)
+
+
+def _nd_plan(ctx: KernelContext, b: int):
+    """(k, tuple count, data dims and strides indexed by a tuple, slice size) for batch_dims b."""
+    x, idx = ctx.inputs[0], ctx.inputs[1]
+    k = idx.shape[-1] if idx.shape else 0
+    if not idx.shape or k < 1 or b + k > len(x.shape) or x.shape[:b] != idx.shape[:b]:
+        raise ctx.error(f"indices shape {idx.shape} does not fit data shape {x.shape} (batch_dims {b})")
+    st = contiguous_strides(x.shape)
+    dims, strides = x.shape[b:b + k], st[b:b + k]
+    return k, math.prod(idx.shape[:-1]), np.array(dims, np.int64), np.array(strides, np.int64), \
+        math.prod(x.shape[b + k:])
+
+
+def _infer_gather_nd(ctx: KernelContext) -> list[TensorSpec]:
+    x, idx = ctx.inputs[0], ctx.inputs[1]
+    ctx.require_dtype(0, DTYPES)
+    b = ctx.attr("batch_dims", 0)
+    k = _nd_plan(ctx, b)[0]
+    return [TensorSpec(idx.shape[:-1] + x.shape[b + k:], x.dtype)]
+
+
+@register("GatherND", infer=_infer_gather_nd)
+def _prepare_gather_nd(ctx: KernelContext) -> Launch:
+    x = ctx.inputs[0]
+    b = ctx.attr("batch_dims", 0)
+    k, n, dims, strides, slice_size = _nd_plan(ctx, b)
+    per_batch = max(n // max(math.prod(x.shape[:b]), 1), 1)
+    batch_stride = math.prod(x.shape[b:])
+    return Launch(gather_nd, (k, per_batch, batch_stride, dims, strides, slice_size),
+                  workspaces=(TensorSpec((n,), np.int64),))
+
+
+@register("ScatterND", infer=_infer_scatter, inplace=((0, 0),))
+def _prepare_scatter_nd(ctx: KernelContext) -> Launch:
+    idx, upd = ctx.inputs[1], ctx.inputs[2]
+    k, n, dims, strides, slice_size = _nd_plan(ctx, 0)
+    if upd.size != n * slice_size:
+        raise ctx.error(f"updates shape {upd.shape} does not fit indices {idx.shape}")
+    return Launch(scatter_nd, (k, dims, strides, slice_size, _reduction(ctx)),
+                  workspaces=(TensorSpec((n,), np.int64),))

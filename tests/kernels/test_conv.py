@@ -1,0 +1,127 @@
+"""Conv, ConvTranspose and ge::FusedConv against onnx.reference (FusedConv: the Conv reference + a numpy
+epilogue, since the reference does not know the "ge" domain)."""
+import numpy as np
+import pytest
+from onnx.reference import ReferenceEvaluator
+from op_check import check_op, make_model, run_ge
+
+rng = np.random.default_rng(0)
+
+
+def rand(*shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+# (x shape, w shape, attrs): every lowering (pointwise, im2col, direct) and attribute the op has
+CONV_CASES = [
+    ((1, 3, 9, 9), (4, 3, 3, 3), {}),
+    ((2, 3, 9, 8), (4, 3, 3, 3), {"pads": [1, 0, 2, 1], "strides": [2, 1]}),
+    ((1, 4, 10, 10), (6, 4, 3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}),
+    ((1, 4, 8, 8), (6, 2, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
+    ((2, 6, 9, 9), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]}),                # depthwise
+    ((1, 4, 11, 11), (8, 1, 3, 3), {"group": 4, "strides": [2, 2], "dilations": [1, 2]}),  # x2 mult.
+    ((1, 3, 8, 10), (3, 1, 3, 3), {"group": 3, "dilations": [1, 2], "pads": [0, 3, 1, 0]}),
+    ((1, 2, 6, 9), (2, 1, 2, 5), {"group": 2, "pads": [1, 2, 0, 2]}),
+    ((1, 3, 9, 9), (4, 3, 3, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    ((1, 3, 8, 9), (4, 3, 4, 2), {"auto_pad": "SAME_LOWER", "strides": [3, 2]}),
+    ((1, 3, 9, 9), (4, 3, 3, 3), {"auto_pad": "VALID", "strides": [2, 2], "kernel_shape": [3, 3]}),
+    ((2, 8, 5, 6), (5, 8, 1, 1), {}),                                                # pointwise
+    ((1, 8, 7, 7), (5, 8, 1, 1), {"strides": [2, 2]}),
+    ((1, 3, 20, 20), (4, 3, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),          # stem-like
+    ((1, 3, 12), (4, 3, 3), {"pads": [1, 2], "strides": [2]}),                         # 1-D
+    ((1, 2, 5, 6, 7), (3, 2, 3, 2, 3), {"pads": [1, 0, 1, 1, 1, 0], "strides": [1, 2, 2]}),  # 3-D
+]
+
+
+@pytest.mark.parametrize("xs,ws,attrs", CONV_CASES)
+def test_conv(xs, ws, attrs):
+    check_op("Conv", [rand(*xs), rand(*ws), rand(ws[0])], attrs, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_no_bias_float64_opset1():
+    check_op("Conv", [rand(1, 2, 6, 6, dtype=np.float64), rand(3, 2, 3, 3, dtype=np.float64)],
+             {"strides": [2, 2]}, opset=1)
+
+
+def numpy_act(y, act, params):
+    a = {"Relu": lambda: np.maximum(y, 0), "LeakyRelu": lambda: np.where(y >= 0, y, params[0] * y),
+         "Clip": lambda: np.clip(y, params[0], params[1]), "Sigmoid": lambda: 1 / (1 + np.exp(-y)),
+         "HardSigmoid": lambda: np.clip(params[0] * y + params[1], 0, 1), "Tanh": lambda: np.tanh(y),
+         "HardSwish": lambda: y * np.clip(y / 6 + 0.5, 0, 1), "": lambda: y}
+    return a[act]().astype(y.dtype)
+
+
+ACTS = [("", []), ("Relu", []), ("LeakyRelu", [0.2]), ("Clip", [-0.5, 0.75]), ("Sigmoid", []),
+        ("HardSigmoid", [0.3, 0.4]), ("Tanh", []), ("HardSwish", [])]
+
+
+def check_fused(op, fused_op, inputs, attrs, act, params, residual=None):
+    """ge's fused op == act(reference op (+ residual))."""
+    model, feeds = make_model(op, inputs, attrs)
+    want = ReferenceEvaluator(model).run(None, feeds)[0]
+    if residual is not None:
+        want = want + residual
+        inputs = inputs + [None] * (3 - len(inputs)) + [residual]
+    want = numpy_act(want, act, params)
+    fused_attrs = dict(attrs, activation=act)
+    if params:  # (an empty list has no ONNX attribute type)
+        fused_attrs["activation_params"] = params
+    model, feeds = make_model(fused_op, inputs, fused_attrs, domain="ge")
+    (got,) = run_ge(model, feeds)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("act,params", ACTS)
+@pytest.mark.parametrize("residual", [False, True])
+def test_fused_conv(act, params, residual):
+    x, w, b = rand(2, 4, 7, 7), rand(6, 4, 3, 3), rand(6)
+    z = rand(2, 6, 7, 7) if residual else None
+    check_fused("Conv", "FusedConv", [x, w, b], {"pads": [1, 1, 1, 1]}, act, params, z)
+
+
+def test_fused_conv_residual_without_bias_depthwise():
+    x, w = rand(1, 4, 6, 6), rand(4, 1, 3, 3)
+    check_fused("Conv", "FusedConv", [x, w], {"group": 4, "pads": [1, 1, 1, 1]}, "Relu", [],
+                rand(1, 4, 6, 6))
+
+
+CONV_T_CASES = [
+    ((1, 2, 4, 4), (2, 3, 3, 3), {}),
+    ((2, 2, 4, 5), (2, 3, 3, 3), {"strides": [2, 2], "pads": [1, 0, 1, 1], "output_padding": [1, 0]}),
+    ((1, 2, 4, 4), (2, 3, 3, 2), {"strides": [2, 3], "dilations": [2, 1]}),
+    ((1, 2, 4, 4), (2, 3, 3, 3), {"strides": [2, 2], "output_shape": [9, 10]}),
+    ((1, 2, 4, 4), (2, 3, 3, 3), {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),
+    ((1, 2, 4, 4), (2, 3, 4, 4), {"strides": [2, 2], "auto_pad": "SAME_LOWER"}),
+    ((1, 3, 5), (3, 2, 4), {"strides": [3], "pads": [1, 2]}),
+    ((1, 2, 3, 4, 3), (2, 2, 2, 3, 2), {"strides": [2, 1, 2]}),
+]
+
+
+@pytest.mark.parametrize("xs,ws,attrs", CONV_T_CASES)
+def test_conv_transpose(xs, ws, attrs):
+    check_op("ConvTranspose", [rand(*xs), rand(*ws), rand(ws[1])], attrs, atol=1e-4)
+
+
+def test_conv_transpose_groups():
+    # onnx.reference mishandles groups with several channels each: compare per group instead
+    x, w, b, G = rand(2, 4, 3, 3), rand(4, 3, 3, 3), rand(6), 2
+    attrs = {"strides": [2, 2], "pads": [0, 1, 1, 0]}
+    model, feeds = make_model("ConvTranspose", [x, w, b], dict(attrs, group=G))
+    (got,) = run_ge(model, feeds)
+    for g in range(G):
+        part = [x[:, 2 * g:2 * g + 2], w[2 * g:2 * g + 2], b[3 * g:3 * g + 3]]
+        m, f = make_model("ConvTranspose", part, attrs)
+        np.testing.assert_allclose(got[:, 3 * g:3 * g + 3], ReferenceEvaluator(m).run(None, f)[0],
+                                   rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("bad", [
+    ((1, 3, 5, 5), (4, 2, 3, 3), {}),                 # channels do not match
+    ((1, 3, 2, 2), (4, 3, 3, 3), {}),                 # empty output
+    ((1, 4, 5, 5), (4, 2, 3, 3), {"group": 3}),       # group does not divide
+])
+def test_conv_errors(bad):
+    from ge.errors import ShapeError
+    xs, ws, attrs = bad
+    with pytest.raises(ShapeError, match="Conv node"):
+        run_ge(*make_model("Conv", [rand(*xs), rand(*ws)], attrs))
