@@ -65,23 +65,23 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
         kernel = node_kernel(graph, node)
         ins = tuple(tensor_of(v) for v in node.inputs)
         outs = tuple(tensor_of(v) for v in node.outputs)
+        launch, dynamic = _bind_launch(graph, node, kernel)
         nodes.append(PlanNode(step, node.name, node.op_type, node.domain, node_context(
-            graph, node, kernel).opset, dict(node.attrs), ins, outs, kernel,
-            _bind_launch(graph, node, kernel), kernel.engine))
+            graph, node, kernel).opset, dict(node.attrs), ins, outs, kernel, launch, dynamic,
+            kernel.engine))
     outputs = tuple(tensor_of(v) for v in graph.outputs)
     return Plan(graph.name, tuple(tensors), tuple(nodes), inputs, outputs, constants, options)
 
 
 def _bind_launch(graph, node, kernel):
-    """The node's Launch when everything it depends on is static; None for aliases and dynamic nodes."""
-    if kernel.alias is not None:
-        return None
+    """(launch, dynamic): the node's Launch when its shapes are static (None: no task, an alias), or
+    (None, True) when shapes are known only at run time."""
     specs = [static_spec(v) for v in node.inputs]
     if any(v is not None and s is None for v, s in zip(node.inputs, specs)):
-        return None
+        return None, True
     ctx = node_context(graph, node, kernel, specs)
     try:
         ctx.outputs = kernel.infer(ctx)
-        return kernel.prepare(ctx)
+        return kernel.prepare(ctx), False
     except UnknownValueError:
-        return None
+        return None, True

@@ -2,8 +2,8 @@
 
 Names are kept for errors and dumps; runtimes work on the integer indices. A node's `launch` is bound at
 compile time when all its shapes are static; a dynamic node (symbolic shapes, run-time shape values) has
-`launch=None` and is prepared per run by runtime_v2. A node whose kernel declares `alias` has no task: its
-output is a view of an input.
+`launch=None` and is prepared per run by runtime_v2. A static node whose kernel declares `alias` and
+whose prepare gave no task is an alias: its output is a view of an input.
 """
 from __future__ import annotations
 
@@ -49,16 +49,18 @@ class PlanNode:
     outputs: tuple[int, ...]
     kernel: OpKernel
     launch: Launch | None
+    is_dynamic: bool
     engine: str
     stream: int = 0
 
     @property
     def is_alias(self) -> bool:
-        return self.kernel.alias is not None
+        return self.launch is None and not self.is_dynamic
 
     @property
-    def is_dynamic(self) -> bool:
-        return self.launch is None and not self.is_alias
+    def may_alias(self) -> bool:
+        """The output may be a view of an input (an alias now, or possibly once shapes are known)."""
+        return self.kernel.alias is not None and self.launch is None
 
 
 @dataclass(frozen=True)

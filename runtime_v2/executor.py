@@ -52,7 +52,7 @@ class Executor:
         # outputs that are views of a constant or a feed are copied, never handed out
         root = {t: t for t in range(n)}
         for node in plan.nodes:
-            if node.is_alias:
+            if node.may_alias:
                 root[node.outputs[0]] = root[node.inputs[node.kernel.alias]]
         self._copy_out = {t for t in plan.outputs if plan.tensors[root[t]].kind != ACTIVATION}
 
@@ -121,7 +121,7 @@ class Executor:
             ctx = KernelContext(node.op_type, node.name, dict(node.attrs), specs, values, node.opset,
                                 n_outputs=len(node.outputs))
             ctx.outputs = kernel.infer(ctx)
-            launch = None if node.is_alias else kernel.prepare(ctx)
+            launch = kernel.prepare(ctx)
             if len(self._dyn_cache) > 1024:
                 self._dyn_cache.clear()
             hit = self._dyn_cache[key] = (ctx.outputs, launch)

@@ -78,3 +78,15 @@ def _tiny():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
     return helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "t", [x], [y]))
+
+
+def test_alias_kernel_with_a_task_still_runs():
+    """Regression: Dropout is a no-task alias unless its mask is asked for; then the mask is computed."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("mask", TensorProto.BOOL, None)]
+    m = helper.make_model(helper.make_graph([helper.make_node("Dropout", ["x"], ["y", "mask"])], "g", [x], outs),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    y, mask = ge.Session(m).run(None, {"x": np.full((2, 3), 7, np.float32)})
+    assert mask.dtype == np.bool_ and mask.all()
+    np.testing.assert_array_equal(y, 7)

@@ -13,7 +13,7 @@ loops it can use:
   bitshift        BitShift; shifts outside [0, bits) give 0 (or -1 for a negative value shifted right)
   power           Pow; the exponent may have another dtype, the result has the base's
   prelu           PRelu, the slope broadcast to X (or matched to the one dim of X with its length)
-  variadic        Sum Max Min Mean: a left fold over 1..N inputs into the output
+  variadic        Sum Max Min Mean: a left fold over 2..N inputs into the output (one input: a copy)
   where           Where (3-way broadcast)
 
 Before opset 7, binary ops broadcast only with attribute broadcast=1, aligning B at `axis` of A.
@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .broadcast import broadcast_strides, walk2, walk3
+from .broadcast import broadcast_strides, commute, walk2, walk3
+from .cast import cast
 from .registry import KernelContext, Launch, TensorSpec, broadcast_shapes, register
 
 F = tuple(np.dtype(t) for t in ("float32", "float64"))
@@ -142,6 +143,8 @@ SUM, MAX, MIN, MEAN = 0, 1, 2, 3
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def binary_arith(a, b, out, op, shape, sa, sb):
+    if op == ADD or op == MUL:
+        a, b, sa, sb = commute(a, b, sa, sb, out)
     if op == ADD:
         walk2(_add, a, b, out, shape, sa, sb)
     elif op == SUB:
@@ -173,15 +176,16 @@ def float_mod(a, b, out, op, shape, sa, sb):
 @njit(nogil=True, cache=True, error_model="numpy")
 def compare(a, b, out, op, shape, sa, sb):
     if op == EQ:
-        walk2(_eq, a, b, out, shape, sa, sb, False)
+        walk2(_eq, a, b, out, shape, sa, sb)
     elif op == LT:
-        walk2(_lt, a, b, out, shape, sa, sb, False)
+        walk2(_lt, a, b, out, shape, sa, sb)
     else:
-        walk2(_le, a, b, out, shape, sa, sb, False)
+        walk2(_le, a, b, out, shape, sa, sb)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def logic(a, b, out, op, shape, sa, sb):
+    a, b, sa, sb = commute(a, b, sa, sb, out)
     if op == AND:
         walk2(_and, a, b, out, shape, sa, sb)
     elif op == OR:
@@ -228,18 +232,15 @@ def where(c, x, y, out, shape, sc, sx, sy):
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def variadic(*xs):
-    """xs = (x_0, ..., x_k-1, out, op, shape, strides): strides holds k+1 rows of shape.size, the last
-    row the output's. out = x_0 op x_1, then out = out op x_i, then Mean scales by 1/k."""
+    """xs = (x_0, ..., x_k-1, out, op, shape, strides), k >= 2: strides holds k+1 rows of shape.size, the
+    last row the output's. out = x_0 op x_1, then out = out op x_i, then Mean scales by 1/k."""
     ins, out, op, shape, strides = xs[:-4], xs[-4], xs[-3], xs[-2], xs[-1]
     k, r = len(ins), shape.size
-    if k == 1:
-        x = ins[0]
-        for i in range(out.size):
-            out[i] = x[i]
     for i in range(1, k):
         a = ins[0] if i == 1 else out
         sa = strides[:r] if i == 1 else strides[k * r:]
         b, sb = ins[i], strides[i * r:(i + 1) * r]
+        a, b, sa, sb = commute(a, b, sa, sb, out)
         if op == MAX:
             walk2(_max, a, b, out, shape, sa, sb)
         elif op == MIN:
@@ -292,10 +293,11 @@ def _is_int(ctx: KernelContext) -> bool:
     return ctx.inputs[0].dtype.kind in "iu"
 
 
-_INPLACE = ((0, 0), (1, 0))
+_INPLACE = ((0, 0),)  # the in-place loops read the first operand from out
+_COMMUTATIVE = ((0, 0), (1, 0))  # these kernels swap operands when out is the second
 
 
-@register("Add", infer=_infer(NUM), inplace=_INPLACE)
+@register("Add", infer=_infer(NUM), inplace=_COMMUTATIVE)
 def _prepare_add(ctx):
     return Launch(binary_arith, (ADD, *_strides(ctx)))
 
@@ -305,7 +307,7 @@ def _prepare_sub(ctx):
     return Launch(binary_arith, (SUB, *_strides(ctx)))
 
 
-@register("Mul", infer=_infer(NUM), inplace=_INPLACE)
+@register("Mul", infer=_infer(NUM), inplace=_COMMUTATIVE)
 def _prepare_mul(ctx):
     return Launch(binary_arith, (MUL, *_strides(ctx)))
 
@@ -337,7 +339,7 @@ for _op, _code, _swap in (("Equal", EQ, False), ("Less", LT, False), ("LessOrEqu
     register(_op, infer=_infer(NUM + (BOOL,), BOOL))(_prepare_compare(_code, _swap))
 
 for _op, _code in (("And", AND), ("Or", OR), ("Xor", XOR)):
-    register(_op, infer=_infer((BOOL,)), inplace=_INPLACE)(
+    register(_op, infer=_infer((BOOL,)), inplace=_COMMUTATIVE)(
         lambda ctx, code=_code: Launch(logic, (code, *_strides(ctx))))
 
 
@@ -356,7 +358,7 @@ def _infer_pow(ctx: KernelContext) -> list[TensorSpec]:
     return [TensorSpec(broadcast_shapes(ctx, *operand_shapes(ctx)), ctx.inputs[0].dtype)]
 
 
-@register("Pow", infer=_infer_pow, inplace=((0, 0),))
+@register("Pow", infer=_infer_pow, inplace=_INPLACE)
 def _prepare_pow(ctx):
     return Launch(power, _strides(ctx))
 
@@ -382,13 +384,15 @@ def _infer_prelu(ctx: KernelContext) -> list[TensorSpec]:
     return [TensorSpec(broadcast_shapes(ctx, ctx.inputs[0].shape, _slope_shape(ctx)), ctx.inputs[0].dtype)]
 
 
-@register("PRelu", infer=_infer_prelu, inplace=((0, 0),))
+@register("PRelu", infer=_infer_prelu, inplace=_INPLACE)
 def _prepare_prelu(ctx):
     return Launch(prelu, broadcast_strides(ctx.outputs[0].shape, ctx.inputs[0].shape, _slope_shape(ctx)))
 
 
 def _prepare_variadic(op):
     def prepare(ctx):
+        if len(ctx.inputs) == 1:
+            return Launch(cast)  # a copy
         out = ctx.outputs[0].shape
         shape, *strides = broadcast_strides(out, *[s.shape for s in ctx.inputs], out)
         return Launch(variadic, (op, shape, np.concatenate(strides)))
@@ -396,7 +400,7 @@ def _prepare_variadic(op):
 
 
 for _op, _code, _dtypes in (("Sum", SUM, NUM), ("Mean", MEAN, F), ("Max", MAX, NUM), ("Min", MIN, NUM)):
-    register(_op, infer=_infer(_dtypes, variadic=True), inplace=_INPLACE)(_prepare_variadic(_code))
+    register(_op, infer=_infer(_dtypes, variadic=True), inplace=_COMMUTATIVE)(_prepare_variadic(_code))
 
 
 def _infer_where(ctx: KernelContext) -> list[TensorSpec]:

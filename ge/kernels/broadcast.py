@@ -8,9 +8,11 @@
    with strides (0, 1, 0) for the bias.
 2. At run time the walker visits the output row by row, a row being the last collapsed dim. An input's
    inner stride is then 1 or 0, so each row is one of three plain loops (both contiguous, second operand
-   a scalar, first operand a scalar) that LLVM vectorizes. An input that is the output buffer itself (an
-   in-place launch) gets its own loop that reads `out`: with one pointer LLVM needs no overlap check, which
-   otherwise fails for in-place calls and falls back to scalar code (measured 3x slower).
+   a scalar, first operand a scalar) that LLVM vectorizes. When the first operand is the output buffer
+   itself (an in-place launch) the row loop reads `out` instead: with one pointer LLVM needs no overlap
+   check, which in-place calls fail, falling back to scalar code (measured 3x slower). Only the first
+   operand gets these loops (each loop costs compile time); commutative kernels swap their operands
+   (`commute`) when the output is the second one, and kernels declare in-place on input 0 otherwise.
 3. The outer multi-index is carried like an odometer; each input's offset moves by its own strides.
 
 Offsets are uint64 on purpose: Numba wraps negative signed indices, and that select alone stops
@@ -51,9 +53,9 @@ def broadcast_strides(out_shape, *in_shapes):
 
 
 @njit(inline="always")
-def map1(f, x, out, p, q, inplace=True):
-    """out[i] = f(x[i], p, q). inplace=False (a constant) drops the aliasing loop."""
-    if inplace and x.ctypes.data == out.ctypes.data:
+def map1(f, x, out, p, q):
+    """out[i] = f(x[i], p, q)."""
+    if x.ctypes.data == out.ctypes.data:  # in place
         for i in range(out.size):
             out[i] = f(out[i], p, q)
     else:
@@ -79,7 +81,7 @@ def _carry(idx, shape, strides, pos):
 
 @njit(inline="always")
 def _row2(f, a, b, out, pa, pb, po, n, ia, ib, alias):
-    if alias == 1:  # a is out
+    if alias:  # a is out
         if ib == 0:
             bv = b[pb]
             for j in range(n):
@@ -87,14 +89,6 @@ def _row2(f, a, b, out, pa, pb, po, n, ia, ib, alias):
         else:
             for j in range(n):
                 out[po + j] = f(out[po + j], b[pb + j])
-    elif alias == 2:  # b is out
-        if ia == 0:
-            av = a[pa]
-            for j in range(n):
-                out[po + j] = f(av, out[po + j])
-        else:
-            for j in range(n):
-                out[po + j] = f(a[pa + j], out[po + j])
     elif ia == ib:
         for j in range(n):
             out[po + j] = f(a[pa + j], b[pb + j])
@@ -109,21 +103,15 @@ def _row2(f, a, b, out, pa, pb, po, n, ia, ib, alias):
 
 
 @njit(inline="always")
-def walk2(f, a, b, out, shape, sa, sb, inplace=True):
-    """out = f(a, b) over a collapsed broadcast. inplace=False (a constant) drops the aliasing loops
-    for kernels whose output can never share an input's buffer."""
+def walk2(f, a, b, out, shape, sa, sb):
+    """out = f(a, b) over a collapsed broadcast."""
     r = shape.size
     if out.size == 0:
         return
     rows = out.size // shape[r - 1]
     n = uint64(shape[r - 1])
     ia, ib = sa[r - 1], sb[r - 1]
-    alias = 0
-    if inplace:
-        if a.ctypes.data == out.ctypes.data:
-            alias = 1
-        elif b.ctypes.data == out.ctypes.data:
-            alias = 2
+    alias = a.ctypes.data == out.ctypes.data and a.size == out.size
     idx = np.zeros(r, np.int64)
     pos = np.zeros(2, np.uint64)
     po = uint64(0)
@@ -131,6 +119,15 @@ def walk2(f, a, b, out, shape, sa, sb, inplace=True):
         _row2(f, a, b, out, pos[0], pos[1], po, n, ia, ib, alias)
         po += n
         _carry(idx, shape, (sa, sb), pos)
+
+
+@njit(inline="always")
+def commute(a, b, sa, sb, out):
+    """For a commutative op whose output is b's buffer: swap the operands so that walk2's in-place loop
+    (output = first operand) serves it."""
+    if b.ctypes.data == out.ctypes.data and b.size == out.size:
+        return b, a, sb, sa
+    return a, b, sa, sb
 
 
 @njit(inline="always")

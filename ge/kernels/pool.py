@@ -1,24 +1,32 @@
 """Pooling: MaxPool (with Indices), AveragePool, LpPool and the Global* pools.
 
 One window walker serves every windowed pool of 1, 2 or 3 spatial dims (fewer dims are padded in front
-with size-1 dims, so there is one compiled kernel per dtype). It works an output row at a time: for each
-valid (kd, kh) tap it runs, per kw, a loop over the output row
-
-    y[ow] = f(y[ow], x[row + ow * SW + kw * DW - PW])     for ow in [lo(kw), hi(kw))
-
-where [lo, hi) is the range whose input column falls inside the image. So the inner loop has no bounds
-test and no padding is ever materialized; the pool type picks the loop outside it. Averages divide by a
-separable count: valid taps per dim, multiplied, where "valid" means inside the image, or inside the
-explicit padding when count_include_pad=1 (windows that ceil_mode lets run past the padding do not count
-the overhang, as in onnxruntime and PyTorch).
+with size-1 dims, so there is one compiled kernel per dtype). It builds an output row at a time:
+1. The output row starts at the pool's identity (-inf or the dtype's min for max, 0 for sums).
+2. For each (kd, kh) tap whose input row is inside the image, that row is copied into a workspace row
+   padded with the identity on both sides and split into its stride phases: padded column P lands at
+   (P % SW, P // SW). Every kw tap is then ONE contiguous run over the whole output row,
+       y[ow] = f(y[ow], phase[kw*DW % SW][ow + kw*DW // SW])
+   with no bounds tests and no strided loads (neither vectorizes). MaxPool and AveragePool fuse taps
+   three (or two) at a time, so y is read and written once per three taps.
+3. The row is finished: averages divide by a separable count (taps inside the image per dim, or inside
+   the explicit padding when count_include_pad=1; windows that ceil_mode lets run past the padding do
+   not count the overhang, as in onnxruntime and PyTorch), Lp pools take the p-th root.
+MaxPool's Indices are flat input indices, row-major or (storage_order=1) column-major over the spatial
+dims, of the first maximum in window order.
 
 Output sizes follow the ONNX spec: explicit pads with floor or ceil (a ceil window that would start in
 the end padding is dropped), or auto_pad SAME_UPPER/SAME_LOWER (out = ceil(in / stride)) and VALID.
 
-GlobalAveragePool and GlobalMaxPool are reductions over the spatial dims (reduce.py's walk, whose
-contiguous row sums vectorize); GlobalLpPool is the walker with one window covering the image.
+GlobalAveragePool and GlobalMaxPool are reductions over the spatial dims (reduce.py, whose contiguous
+row sums vectorize); GlobalLpPool is the walker with one window covering the image.
+
+Timings, 1x64x112x112 float32, one core (onnxruntime 1 thread): MaxPool 3x3/2 pad 1 0.22 ms (0.12),
+AveragePool same 0.26 ms (0.11), GlobalAveragePool 0.03 ms (0.09).
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 from numba import njit
@@ -127,13 +135,10 @@ def _load_row(x, xr, IW, SW, PW, Lq, pp):
 def pool(x, y, idx, pp, mode, p, ident, col_major, g):
     """Pool x (NC, ID, IH, IW) into y (NC, OD, OH, OW); MAXIDX also writes idx (flat input indices).
 
-    Each input row a window row touches is first copied into pp, padded with the identity on both sides
-    and split into its SW stride phases (pp holds SW rows of Lq). Then tap kw is one contiguous run over
-    the whole output row, starting at pp[(kw*DW % SW) * Lq + kw*DW // SW]: no bounds tests, and strided
-    windows read contiguous memory (strided loads do not vectorize; measured 3x). MAXP and AVG fuse
-    taps three (or two) at a time, so y is read and written once per three taps (measured 2x). Hot loops index
-    with unsigned ints (U): numba wraps negative signed indices, and that select stops LLVM vectorizing
-    (measured 6x).
+    pp holds the padded input row split in SW phase rows of Lq values; tap kw starts at
+    pp[(kw*DW % SW) * Lq + kw*DW // SW] (measured: phases 3x over strided loads, fused taps 2x). Hot
+    loops index with unsigned ints (U): numba wraps negative signed indices, and that select stops
+    LLVM vectorizing (measured 6x).
     """
     NC = g[0]
     ID, IH, IW = g[1 + 3 * IN], g[2 + 3 * IN], g[3 + 3 * IN]
@@ -164,6 +169,8 @@ def pool(x, y, idx, pp, mode, p, ident, col_major, g):
                 yr = ((nc * OD + od) * OH + oh) * OW
                 for t in range(U(OW)):
                     y[U(yr) + t] = ident
+                if mode == MAXIDX:
+                    idx[yr:yr + OW] = -1  # stays -1 only where a window holds no number above -inf
                 cdh = 0  # counted (kd, kh) taps
                 for kd in range(KD):
                     i_d = od * SD + kd * DD - PD
@@ -323,15 +330,11 @@ def _prepare_global_max(ctx: KernelContext) -> Launch:
     return reduce_launch(x.shape, range(2, len(x.shape)), x.dtype, R_MAX, R_NONE)
 
 
-def _global_window(ctx: KernelContext) -> KernelContext:
-    """The context of a windowed pool whose one window covers the image (attributes reset)."""
-    return KernelContext(ctx.op_type, ctx.name, {}, ctx.inputs, ctx.values, ctx.opset, ctx.outputs)
-
-
 @register("GlobalLpPool", infer=_infer_global)
 def _prepare_global_lp(ctx: KernelContext) -> Launch:
     x = ctx.inputs[0]
     if len(x.shape) < 3:
         raise ctx.error(f"input must be (N, C, spatial...), got shape {x.shape}")
     p = float(ctx.attr("p", 2))
-    return _pool_launch(_global_window(ctx), _lp_mode(p), p, kernel=list(x.shape[2:]))
+    whole = replace(ctx, attrs={})  # one window covering the image: no pads, strides or dilations
+    return _pool_launch(whole, _lp_mode(p), p, kernel=list(x.shape[2:]))

@@ -7,14 +7,17 @@ so (N, C, H, W) over (H, W) becomes (N*C, H*W). The walk then has two inner-loop
 - last dim kept:    out[po + j] = f(out[po + j], x[pi + j])   (vectorizes across the kept run)
 - last dim reduced: acc = f(acc, x[pi + j]) over the run, then out[po] = acc
 The op picks the loop outside the inner loop. Sums use fastmath 'reassoc' only (so LLVM may vectorize the
-running sum; inf/nan semantics are kept). LogSumExp walks twice: a max pass into a workspace, then
-sum(exp(x - max)), so large inputs do not overflow.
+running sum; inf/nan semantics are kept); max and min of long runs keep 16 lanes, as LLVM does not
+vectorize a compare-select chain. Offsets are unsigned (U): numba wraps negative signed indices, and that
+select stops vectorization. LogSumExp walks twice: a max pass into a workspace, then sum(exp(x - max)),
+so large inputs do not overflow.
 
 noop_with_empty_axes=1 with no axes reduces over no axis: each output sees one element, so the finish is
 still applied (ReduceSumSquare gives x*x), as the ONNX reference does.
 
 ArgMax/ArgMin view the input as (outer, n, inner) and keep the best value of each inner column in a
-workspace row, so the compare loop runs along contiguous memory.
+workspace row, so the compare loop runs along contiguous memory. Over the last axis (inner = 1) they take
+the vectorized max of the row, then scan for its first (or last) position.
 """
 from __future__ import annotations
 
@@ -283,30 +286,31 @@ def arg_extreme(x, out, best, outer, n, inner, is_min, last):
                 k += -1 if last else 1
             out[o] = k if 0 <= k < n else 0  # not found: a NaN row
         return
+    ui = U(inner)
     for o in range(outer):
-        base, ob = o * n * inner, o * inner
-        for j in range(inner):
+        base, ob = U(o * n * inner), U(o * inner)
+        for j in range(ui):
             best[j] = x[base + j]
             out[ob + j] = 0
         for k in range(1, n):
-            p = base + k * inner
+            p = base + U(k * inner)
             if not is_min and not last:
-                for j in range(inner):
+                for j in range(ui):
                     if x[p + j] > best[j]:
                         best[j] = x[p + j]
                         out[ob + j] = k
             elif not is_min:
-                for j in range(inner):
+                for j in range(ui):
                     if x[p + j] >= best[j]:
                         best[j] = x[p + j]
                         out[ob + j] = k
             elif not last:
-                for j in range(inner):
+                for j in range(ui):
                     if x[p + j] < best[j]:
                         best[j] = x[p + j]
                         out[ob + j] = k
             else:
-                for j in range(inner):
+                for j in range(ui):
                     if x[p + j] <= best[j]:
                         best[j] = x[p + j]
                         out[ob + j] = k
