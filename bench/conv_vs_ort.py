@@ -1,17 +1,15 @@
 """Single-node Conv/Gemm/MatMul timings, ge's kernel vs onnxruntime, one thread each: every conv shape
 of ResNet-50, then a few GEMM-shaped nodes.
 
-    OPENBLAS_NUM_THREADS=1 python bench/conv_vs_ort.py [--reps 20]
+    python bench/conv_vs_ort.py [--reps 20]
 
 ge is timed at the kernel call (prepare, outputs and workspaces made once, as runtime_v1 does);
 onnxruntime at session.run with its default graph optimizations. Prints the best of `reps` runs and the
 total weighted by how often ResNet-50 (ONNX's light model, batch 1) has each shape; the last line is a
 MobileNet-style depthwise conv (not counted).
 
-ge's GEMMs run in OpenBLAS, whose kernel choice OPENBLAS_CORETYPE overrides: an environment that pins
-an older core on an AVX-512 CPU (e.g. Haswell, with OPENBLAS_L2_SIZE) gets AVX2 kernels at about half
-the speed, while onnxruntime's MLAS picks AVX-512 itself. To compare like with like:
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/conv_vs_ort.py
+ge's GEMMs are its own Numba loops (ge/kernels/gemm.py), single-threaded, with AVX-512 code from LLVM;
+onnxruntime's MLAS picks AVX-512 kernels too. OPENBLAS_* settings no longer affect ge's convs.
 """
 from __future__ import annotations
 

@@ -74,4 +74,12 @@ def with_random_weights(name: str, seed: int = 0) -> onnx.ModelProto:
         g.initializer.append(numpy_helper.from_array(w.astype(np.float32), node.output[0]))
     del g.node[:]
     g.node.extend(keep)
+    used = {x for n in keep for x in n.input}
+    inits = [t for t in g.initializer if t.name in used or not t.name.endswith("__SHAPE")]
+    del g.initializer[:]
+    g.initializer.extend(inits)
+    names = {t.name for t in inits}
+    inputs = [i for i in g.input if i.name in names or not i.name.endswith("__SHAPE")]
+    del g.input[:]
+    g.input.extend(inputs)
     return model

@@ -228,9 +228,9 @@ def _isinf(v, p, q):
 @njit(nogil=True, cache=True, error_model="numpy")
 def is_nan_inf(x, out, isinf, positive, negative):
     if isinf:
-        _map(_isinf, x, out, positive, negative, False)
+        _map(_isinf, x, out, positive, negative)
     else:
-        _map(_isnan, x, out, False, False, False)
+        _map(_isnan, x, out, False, False)
 
 
 @njit(inline="always")

@@ -38,7 +38,7 @@ def _infer_float(ctx: KernelContext) -> list[TensorSpec]:
     return same_as_input()(ctx)
 
 
-# -- BatchNormalization -----------------------------------------------------------------------------
+# -- shared row helpers -----------------------------------------------------------------------------
 
 
 @njit(nogil=True, cache=True, fastmath={"reassoc"})
@@ -62,6 +62,9 @@ def _affine(x, y, b, n, a, c, ab):
     a1, c1 = ab[0], ab[1]
     for j in range(U(n)):
         y[U(b) + j] = x[U(b) + j] * a1 + c1
+
+
+# -- BatchNormalization -----------------------------------------------------------------------------
 
 
 @njit(nogil=True, cache=True)
@@ -235,7 +238,8 @@ def _prepare_group_norm(ctx: KernelContext) -> Launch:
 
 @njit(nogil=True, cache=True)
 def lrn(x, y, sq, N, C, HW, size, alpha, beta, bias):
-    """y = x / (bias + alpha / size * sum of x^2 over channels [c - (size-1)//2, c + ceil((size-1)/2)])^beta."""
+    """y = x / (bias + alpha / size * sum of x^2)^beta, the sum over channels
+    c - (size-1)//2 .. c + ceil((size-1)/2) (clipped), as the ONNX spec defines it."""
     before = (size - 1) // 2
     after = size - 1 - before
     k = alpha / size
@@ -276,24 +280,25 @@ def _prepare_lrn(ctx: KernelContext) -> Launch:
 @njit(nogil=True, cache=True)
 def lp_norm(x, y, norm, outer, n, inner, p):
     """y = x / ||x||_p along the middle axis of (outer, n, inner); a zero norm gives 0 (as ONNX's cases)."""
+    ui = U(inner)
     for o in range(outer):
-        b = o * n * inner
-        for j in range(inner):
+        b = U(o * n * inner)
+        for j in range(ui):
             norm[j] = 0
         for k in range(n):
-            q = b + k * inner
+            q = b + U(k * inner)
             if p == 1:
-                for j in range(inner):
+                for j in range(ui):
                     norm[j] += abs(x[q + j])
             else:
-                for j in range(inner):
+                for j in range(ui):
                     norm[j] += x[q + j] * x[q + j]
-        for j in range(inner):
+        for j in range(ui):
             s = norm[j] if p == 1 else np.sqrt(norm[j])
             norm[j] = 1 / s if s != 0 else 0
         for k in range(n):
-            q = b + k * inner
-            for j in range(inner):
+            q = b + U(k * inner)
+            for j in range(ui):
                 y[q + j] = x[q + j] * norm[j]
 
 
@@ -327,9 +332,9 @@ def mvn(x, y, mean, rstd, shape, so, scale, eps):
     if x.size == 0:
         return
     r = shape.shape[0]
-    n = shape[r - 1]
+    n = U(shape[r - 1])
     idx = np.zeros(r, np.int64)
-    pi = po = 0
+    pi = po = U(0)
     for _ in range(x.size // n):
         if so[r - 1]:
             for j in range(n):
@@ -341,10 +346,10 @@ def mvn(x, y, mean, rstd, shape, so, scale, eps):
         d = r - 2
         while d >= 0:  # the same carry as reduce.fold
             idx[d] += 1
-            po += so[d]
+            po += U(so[d])
             if idx[d] < shape[d]:
                 break
-            po -= so[d] * shape[d]
+            po -= U(so[d] * shape[d])
             idx[d] = 0
             d -= 1
 

