@@ -1,6 +1,7 @@
 """The `ge` command line.
 
     ge run [MODEL] [--runtime v2] [--repeat 10]     run a model (default: ONNX light ResNet-50) on ones
+    ge plan [MODEL] [--json F] [--plot F.png]       compile and report the static memory plan
 """
 from __future__ import annotations
 
@@ -57,6 +58,27 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_plan(args) -> int:
+    from .compiler import compile as compile_model
+    from .memory.report import memory_table, plot_memory
+    opts = {"topo_sorting_mode": args.order, "disable_reuse_memory": args.no_reuse,
+            "memory_assigner": args.assigner}
+    plan = compile_model(_model_arg(args.model), opts)
+    print(memory_table(plan))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(plan.to_json(indent=1))
+        print(f"\nwrote {args.json}")
+    if args.plot:
+        try:
+            plot_memory(plan, args.plot)
+        except ImportError:
+            print("ge: --plot needs matplotlib (pip install matplotlib)", file=sys.stderr)
+            return 2
+        print(f"wrote {args.plot}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="ge", description="ge: graph compiler and runtimes for a modelled NPU")
     p.add_argument("--version", action="version", version=f"ge {__version__}")
@@ -66,6 +88,14 @@ def main(argv=None) -> int:
     r.add_argument("--runtime", default="auto", help="v1, v2 or auto (default)")
     r.add_argument("--repeat", type=int, default=10, help="timed runs after the first (default 10)")
     r.set_defaults(fn=cmd_run)
+    q = sub.add_parser("plan", help="compile a model and print its static memory plan")
+    q.add_argument("model", nargs="?", help="ONNX file (default: the ONNX light ResNet-50 inside onnx)")
+    q.add_argument("--json", metavar="F", help="write the plan as JSON (schema: README, 'Plan JSON')")
+    q.add_argument("--plot", metavar="F.png", help="draw the feature-map layout (needs matplotlib)")
+    q.add_argument("--order", default="dfs", help="topological sort mode: bfs, dfs, rdfs, memory_priority")
+    q.add_argument("--assigner", default="hybrid", help="hybrid (default) or one assigner name")
+    q.add_argument("--no-reuse", action="store_true", help="ge.exec.disableReuseMemory=1")
+    q.set_defaults(fn=cmd_plan)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

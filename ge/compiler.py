@@ -1,6 +1,7 @@
 """compile(model, options) -> Plan: import, optimize, order, bind kernels. Each stage returns data."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 
@@ -8,6 +9,7 @@ from .errors import GEError
 from .ir import Graph
 from .kernels.bind import node_context, node_kernel, static_spec
 from .kernels.registry import UnknownValueError
+from .memory import plan_memory
 from .options import Options, as_options
 from .passes import PIPELINE, run_pipeline
 from .plan import ACTIVATION, CONST, INPUT, Plan, PlanNode, PlanTensor
@@ -40,7 +42,7 @@ def compile(model, options: Options | dict | None = None) -> Plan:  # noqa: A001
 
 
 def build_plan(graph: Graph, order: list, options: Options) -> Plan:
-    """Number the tensors, bind each node's kernel and (where shapes are static) its launch."""
+    """Number the tensors, bind each node's kernel and (where shapes are static) its launch, plan memory."""
     tensors: list[PlanTensor] = []
     index: dict[int, int] = {}
     constants = {}
@@ -70,7 +72,10 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
             graph, node, kernel).opset, dict(node.attrs), ins, outs, kernel, launch, dynamic,
             kernel.engine))
     outputs = tuple(tensor_of(v) for v in graph.outputs)
-    return Plan(graph.name, tuple(tensors), tuple(nodes), inputs, outputs, constants, options)
+    plan = Plan(graph.name, tuple(tensors), tuple(nodes), inputs, outputs, constants, options)
+    memory = plan_memory(plan)
+    log.debug("plan %s: %s", plan.name, memory.summary())
+    return dataclasses.replace(plan, memory=memory)
 
 
 def _bind_launch(graph, node, kernel):

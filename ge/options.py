@@ -18,6 +18,7 @@ class Options:
     topo_sorting_mode: str = "dfs"
     # memory
     disable_reuse_memory: bool = False
+    memory_assigner: str = "hybrid"   # hybrid (smallest of all), or one name of ge.memory.hybrid.ASSIGNERS
     # streams
     enable_single_stream: bool = False
     max_streams: int = 8

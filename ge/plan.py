@@ -7,15 +7,19 @@ whose prepare gave no task is an alias: its output is a view of an input.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
 from .ir.dtypes import short
 from .kernels.registry import Launch, OpKernel
 from .options import Options
+
+if TYPE_CHECKING:
+    from .memory import MemoryPlan
 
 INPUT, CONST, ACTIVATION = "input", "const", "activation"
 
@@ -72,6 +76,7 @@ class Plan:
     outputs: tuple[int, ...]
     constants: Mapping[int, np.ndarray]
     options: Options = field(default_factory=Options)
+    memory: "MemoryPlan | None" = None  # static memory plan (ge.memory), set by the compiler
 
     def __post_init__(self):
         object.__setattr__(self, "constants", MappingProxyType(dict(self.constants)))
@@ -96,3 +101,35 @@ class Plan:
             tag = " (alias)" if n.is_alias else " (dynamic)" if n.is_dynamic else ""
             lines.append(f"  {n.step:4d} s{n.stream} {n.engine:6s} {outs} = {n.op_type}({ins}){tag}")
         return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """The plan as plain data (the schema is documented in README.md, "Plan JSON")."""
+        mem = self.memory
+        name = lambda i: None if i < 0 else self.tensors[i].name  # noqa: E731
+        nodes = []
+        for n in self.nodes:
+            ws = mem.workspaces[n.step] if mem else ()
+            nodes.append({"name": n.name, "op_type": n.op_type, "step": n.step, "stream": n.stream,
+                          "engine": n.engine, "inputs": [name(i) for i in n.inputs],
+                          "outputs": [name(o) for o in n.outputs],
+                          "workspaces": [{"offset": o, "bytes": b} for o, b in ws]})
+        tensors = []
+        for t in self.tensors:
+            m = mem.tensors[t.index] if mem else None
+            tensors.append({"name": t.name, "dtype": t.dtype.name, "shape": list(t.shape), "bytes": t.nbytes,
+                            "segment": m.segment if m else None, "offset": m.offset if m else None,
+                            "alias_of": m.alias_of if m else None,
+                            "first": m.first if m else None, "last": m.last if m else None})
+        out = {"name": self.name, "nodes": nodes, "events": [], "tensors": tensors,
+               "inputs": [name(i) for i in self.inputs], "outputs": [name(i) for i in self.outputs],
+               "segments": dict(mem.segments) if mem else {}, "memory": None}
+        if mem:
+            s = mem.stats
+            out["memory"] = {"feature_map_bytes": s.feature_map_bytes, "no_reuse_bytes": s.no_reuse_bytes,
+                             "lower_bound_bytes": s.lower_bound_bytes, "assigner": s.assigner,
+                             "assigners": dict(s.totals), "topo_sorting_mode": self.options.topo_sorting_mode,
+                             "disable_reuse_memory": self.options.disable_reuse_memory}
+        return out
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent)

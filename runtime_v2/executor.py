@@ -3,9 +3,16 @@
 The plan's static nodes carry a bound Launch; dynamic nodes are inferred and prepared here per run from
 the concrete shapes (and, for shape-setting inputs, the values) of their inputs, with a small cache
 keyed by input shapes. Every run keeps its buffers in locals, so one Executor serves many threads.
+
+Memory follows the plan's static memory plan (`plan.memory`): feature-map tensors and workspaces are flat
+views into one preallocated arena (a uint8 buffer) at their planned offsets. A run checks an arena out of a
+small pool and returns it at the end, so two concurrent runs never share one; each arena's views are cut
+once, when it is created. Graph outputs (io segment) get fresh buffers per run (they are handed to the
+caller); dynamic nodes allocate their outputs per run.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +29,7 @@ class _Step:
     fn: object           # kernel function, or None (alias / dynamic)
     ins: tuple           # tensor indices passed to fn
     outs: tuple
-    out_sizes: tuple     # (elements, dtype) per output, static nodes only
+    out_sizes: tuple     # (elements, dtype) per output, None where the arena holds it (static nodes only)
     ws: tuple            # (elements, dtype) per workspace
     args: tuple
     alias: int           # source tensor of an alias node, -1 otherwise
@@ -47,8 +54,11 @@ class Executor:
         for t, step in last.items():
             if t not in keep:
                 frees.setdefault(step, []).append(t)
+        self._in_arena = self._arena_tensors()
         self._steps = [self._lower(node, tuple(frees.get(node.step, ()))) for node in plan.nodes]
         self._dyn_cache: dict = {}
+        self._pool: list[_Arena] = []
+        self._pool_lock = threading.Lock()
         # outputs that are views of a constant or a feed are copied, never handed out
         root = {t: t for t in range(n)}
         for node in plan.nodes:
@@ -62,7 +72,8 @@ class Executor:
         if launch is None:
             return _Step(node, None, (), node.outputs, (), (), (), alias, frees)
         return _Step(node, launch.fn, self._passed(node, launch), node.outputs,
-                     tuple((self.plan.tensors[o].nbytes // self.plan.tensors[o].dtype.itemsize,
+                     tuple(None if o in self._in_arena else
+                           (self.plan.tensors[o].nbytes // self.plan.tensors[o].dtype.itemsize,
                             self.plan.tensors[o].dtype) for o in node.outputs),
                      tuple((w.size, w.dtype) for w in launch.workspaces), launch.args, alias, frees)
 
@@ -72,21 +83,66 @@ class Executor:
             return tuple(node.inputs[i] for i in launch.inputs)
         return tuple(t for t in node.inputs if t >= 0)
 
+    # -- the feature-map arena --------------------------------------------------------------------
+    def _arena_tensors(self) -> set[int]:
+        """Tensors produced into the arena: static feature-map tensors that own their block."""
+        mem = self.plan.memory
+        if mem is None:
+            return set()
+        return {m.index for m in mem.tensors if m.segment == "feature_map" and m.alias_of is None
+                and self.plan.tensors[m.index].is_static}
+
+    def _new_arena(self) -> "_Arena":
+        mem = self.plan.memory
+        raw = np.empty(mem.segments["feature_map"] + 512, np.uint8)
+        base = raw[(-raw.ctypes.data) % 512:]  # the arena starts 512-aligned, like every offset in it
+        bufs = list(self._init)
+        for t in self._in_arena:
+            spec = self.plan.tensors[t]
+            off = mem.tensors[t].offset
+            bufs[t] = base[off:off + spec.nbytes].view(spec.dtype)
+        ws = []
+        for step, planned in zip(self._steps, mem.workspaces):
+            ws.append(tuple(base[off:off + nbytes].view(dt) if nbytes else np.empty(0, dt)
+                            for (off, nbytes), (_, dt) in zip(planned, step.ws)))
+        return _Arena(raw, bufs, ws)
+
+    def _checkout(self) -> "_Arena | None":
+        if self.plan.memory is None:
+            return None
+        with self._pool_lock:
+            if self._pool:
+                return self._pool.pop()
+        return self._new_arena()
+
+    def _checkin(self, arena) -> None:
+        if arena is not None:
+            with self._pool_lock:
+                self._pool.append(arena)
+
     # -- running --------------------------------------------------------------------------------
     def run(self, feeds: dict[int, np.ndarray]) -> list[np.ndarray]:
         """Run on feeds keyed by tensor index (contiguous arrays); returns the graph outputs."""
-        bufs = list(self._init)
+        arena = self._checkout()
+        try:
+            return self._run(feeds, arena)
+        finally:
+            self._checkin(arena)
+
+    def _run(self, feeds, arena) -> list[np.ndarray]:
+        bufs = list(self._init if arena is None else arena.bufs)
         shapes = list(self._init_shapes)
         for t, a in feeds.items():
             bufs[t] = a.reshape(-1)
             shapes[t] = a.shape
         step = None
         try:
-            for step in self._steps:
+            for k, step in enumerate(self._steps):
                 if step.fn is not None:
-                    outs = [np.empty(n, dt) for n, dt in step.out_sizes]
-                    step.fn(*[bufs[i] for i in step.ins], *outs,
-                            *[np.empty(n, dt) for n, dt in step.ws], *step.args)
+                    outs = [bufs[t] if a is None else np.empty(*a) for t, a in zip(step.outs, step.out_sizes)]
+                    ws = (arena.ws[k] if arena is not None
+                          else [np.empty(n, dt) for n, dt in step.ws])
+                    step.fn(*[bufs[i] for i in step.ins], *outs, *ws, *step.args)
                     for t, o in zip(step.outs, outs):
                         bufs[t] = o
                 elif step.alias >= 0 and shapes[step.outs[0]] is not None:
@@ -136,3 +192,11 @@ class Executor:
                   *[np.empty(w.size, w.dtype) for w in launch.workspaces], *launch.args)
         for t, o in zip(node.outputs, outs):
             bufs[t] = o
+
+
+@dataclass(slots=True)
+class _Arena:
+    """One run's feature-map memory: the raw buffer, the initial buffer table, workspace views per step."""
+    raw: np.ndarray
+    bufs: list
+    ws: list

@@ -14,7 +14,7 @@ from numba import njit
 
 from .broadcast import map1 as _map
 from .elementwise import float_infer
-from .fastmath import exp, expm1
+from .fastmath import erfc, exp, expm1
 from .registry import Launch, register
 
 
@@ -89,7 +89,7 @@ def _mish(v, p, q):
 
 @njit(inline="always")
 def _gelu(v, p, q):
-    return type(v)(0.5) * v * math.erfc(v * type(v)(-0.7071067811865476))
+    return type(v)(0.5) * v * erfc(v * type(v)(-0.7071067811865476))
 
 
 @njit(inline="always")

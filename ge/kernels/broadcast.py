@@ -15,7 +15,9 @@
    (`commute`) when the output is the second one, and kernels declare in-place on input 0 otherwise.
 3. The outer multi-index advances like an odometer; when it carries into dim d each input's offset moves
    by a step precomputed per dim (its stride there minus the wrapped dims' extent), so a row costs a few
-   scalar operations (a tuple of arrays per row cost 160 ns in refcounting, measured).
+   scalar operations. The per-row code is written out in each walker on purpose: calling an inlined
+   helper that takes arrays once per row left refcount traffic in the loop (rows of 16 to 64 elements
+   ran 10-25x slower, measured).
 
 Offsets are uint64 on purpose: Numba wraps negative signed indices, and that select alone stops
 vectorization (measured 8x). The walkers are `inline="always"` and take the scalar op as a jitted function,
@@ -28,9 +30,11 @@ from numba import njit, uint64
 
 
 def broadcast_strides(out_shape, *in_shapes):
-    """Collapse a broadcast to (shape, strides per input) as int64 arrays of rank >= 1.
+    """Collapse a broadcast to (shape, strides per input) as int64 arrays of rank >= 2.
 
-    Adjacent dims merge when every input is either contiguous across both or broadcast across both.
+    Adjacent dims merge when every input is either contiguous across both or broadcast across both; a
+    leading 1 keeps an outer dim for the walkers (a second copy of the row loops for the rank-1 case
+    made LLVM optimize the main one worse: 25x slower on short rows, measured).
     """
     r = len(out_shape)
     strides = []
@@ -51,6 +55,10 @@ def broadcast_strides(out_shape, *in_shapes):
             for st in strides:
                 del st[d - 1]
         d -= 1
+    if len(shape) == 1:
+        shape.insert(0, 1)
+        for st in strides:
+            st.insert(0, 0)
     return (np.array(shape, np.int64),) + tuple(np.array(st, np.int64) for st in strides)
 
 
@@ -79,40 +87,6 @@ def _deltas(shape, s):
 
 
 @njit(inline="always")
-def _odometer(idx, shape):
-    """Advance the outer multi-index (all dims but the last) by one; return the dim that moved."""
-    d = shape.size - 2
-    while d > 0 and idx[d] == shape[d] - 1:
-        idx[d] = 0
-        d -= 1
-    idx[d] += 1
-    return d
-
-
-@njit(inline="always")
-def _row2(f, a, b, out, pa, pb, po, n, ia, ib, alias):
-    if alias:  # a is out
-        if ib == 0:
-            bv = b[pb]
-            for j in range(n):
-                out[po + j] = f(out[po + j], bv)
-        else:
-            for j in range(n):
-                out[po + j] = f(out[po + j], b[pb + j])
-    elif ia == ib:
-        for j in range(n):
-            out[po + j] = f(a[pa + j], b[pb + j])
-    elif ib == 0:
-        bv = b[pb]
-        for j in range(n):
-            out[po + j] = f(a[pa + j], bv)
-    else:
-        av = a[pa]
-        for j in range(n):
-            out[po + j] = f(av, b[pb + j])
-
-
-@njit(inline="always")
 def walk2(f, a, b, out, shape, sa, sb):
     """out = f(a, b) over a collapsed broadcast."""
     r = shape.size
@@ -122,16 +96,35 @@ def walk2(f, a, b, out, shape, sa, sb):
     n = uint64(shape[r - 1])
     ia, ib = sa[r - 1], sb[r - 1]
     alias = a.ctypes.data == out.ctypes.data and a.size == out.size
-    if r == 1:
-        _row2(f, a, b, out, uint64(0), uint64(0), uint64(0), n, ia, ib, alias)
-        return
     idx = np.zeros(r, np.int64)
     da, db = _deltas(shape, sa), _deltas(shape, sb)
     pa = pb = po = uint64(0)
     for _ in range(rows):
-        _row2(f, a, b, out, pa, pb, po, n, ia, ib, alias)
+        if alias:  # a is out
+            if ib == 0:
+                bv = b[pb]
+                for j in range(n):
+                    out[po + j] = f(out[po + j], bv)
+            else:
+                for j in range(n):
+                    out[po + j] = f(out[po + j], b[pb + j])
+        elif ia == ib:
+            for j in range(n):
+                out[po + j] = f(a[pa + j], b[pb + j])
+        elif ib == 0:
+            bv = b[pb]
+            for j in range(n):
+                out[po + j] = f(a[pa + j], bv)
+        else:
+            av = a[pa]
+            for j in range(n):
+                out[po + j] = f(av, b[pb + j])
         po += n
-        d = _odometer(idx, shape)
+        d = r - 2  # odometer over the outer dims: find the dim that moves, wrap the ones after it
+        while d > 0 and idx[d] == shape[d] - 1:
+            idx[d] = 0
+            d -= 1
+        idx[d] += 1
         pa += da[d]
         pb += db[d]
 
@@ -147,8 +140,8 @@ def commute(a, b, sa, sb, out):
 
 @njit(inline="always")
 def walk3(f, c, a, b, out, shape, sc, sa, sb):
-    """out = f(c, a, b) over a collapsed broadcast (Where). Rows use the strides directly: LLVM versions
-    the loop for unit strides, so same-shape operands still vectorize."""
+    """out = f(c, a, b) over a collapsed broadcast (Where). With c contiguous in the row, a and b get the
+    walk2 treatment (each a run or a scalar); a row-constant c (rare) takes a strided loop."""
     r = shape.size
     if out.size == 0:
         return
@@ -159,10 +152,30 @@ def walk3(f, c, a, b, out, shape, sc, sa, sb):
     dc, da, db = _deltas(shape, sc), _deltas(shape, sa), _deltas(shape, sb)
     pc = pa = pb = po = uint64(0)
     for _ in range(rows):
-        for j in range(n):
-            out[po + j] = f(c[pc + j * ic], a[pa + j * ia], b[pb + j * ib])
+        if ic == 0:
+            for j in range(n):
+                out[po + j] = f(c[pc], a[pa + j * ia], b[pb + j * ib])
+        elif ia == 1 and ib == 1:
+            for j in range(n):
+                out[po + j] = f(c[pc + j], a[pa + j], b[pb + j])
+        elif ia == 1:
+            bv = b[pb]
+            for j in range(n):
+                out[po + j] = f(c[pc + j], a[pa + j], bv)
+        elif ib == 1:
+            av = a[pa]
+            for j in range(n):
+                out[po + j] = f(c[pc + j], av, b[pb + j])
+        else:
+            av, bv = a[pa], b[pb]
+            for j in range(n):
+                out[po + j] = f(c[pc + j], av, bv)
         po += n
-        d = _odometer(idx, shape)
+        d = r - 2
+        while d > 0 and idx[d] == shape[d] - 1:
+            idx[d] = 0
+            d -= 1
+        idx[d] += 1
         pc += dc[d]
         pa += da[d]
         pb += db[d]

@@ -18,7 +18,7 @@ from numba import njit
 
 from .broadcast import broadcast_strides  # noqa: F401  (re-exported: it used to live here)
 from .broadcast import map1 as _map
-from .fastmath import exp
+from .fastmath import erf, exp
 from .registry import KernelContext, Launch, TensorSpec, register, same_as_input
 
 F = tuple(np.dtype(t) for t in ("float32", "float64"))
@@ -50,7 +50,7 @@ def _reciprocal(v, p, q):
 
 @njit(inline="always")
 def _erf(v, p, q):
-    return math.erf(v)
+    return erf(v)
 
 
 @njit(inline="always")

@@ -1,0 +1,147 @@
+"""Tensor lifetimes on the execution order: the feature-map requests every assigner plans.
+
+The clock is the node's step (its index in the plan's order). Per node, in order (GE's AssignMemoryWithReuse):
+  1. free the previous node's workspaces and its outputs that nobody reads;
+  2. allocate the node's outputs;
+  3. allocate its workspaces (they live for this step only);
+  4. release the inputs whose last reader this node is.
+So a request lives on the closed interval [begin, end] and two requests may share bytes only when their
+intervals are disjoint: a node's outputs and workspaces never overlap its own inputs, but may take what the
+previous node's workspaces or any earlier released tensor held.
+
+Steps:
+  1. Symbols. An alias node's output (Reshape, Flatten... `PlanNode.is_alias`) is a view of its source: both
+     form one symbol placed once, at the root's offset. A dynamic node that *may* alias (its kernel declares
+     `alias`) gets no placement, but its readers still extend the source's life, since its output may be a view.
+  2. Segments per symbol: constants -> weights; graph inputs and anything in a symbol that is a graph output ->
+     io (own buffers, never reused: zero copy); symbolic shapes or outputs of dynamic nodes -> dynamic (not
+     planned statically, runtime_v2 allocates them); everything else -> feature_map.
+  3. Life of a feature-map symbol: begin = producer step; end = last step reading any member (the producer step
+     when unread). A reader on another stream makes the end infinite (no events yet order streams).
+  4. Requests (`Buffer`) in allocation order: per node its outputs, then its workspaces; sizes rounded up to
+     512 B (GE's MEM_ALIGN_SIZE); zero-byte requests are dropped.
+`live_lower_bound` is max over steps of the bytes alive at that step: no assigner can do better on this order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from ..plan import CONST, INPUT
+
+ALIGN = 512
+NEVER = 2 ** 62  # the end of a life that never ends
+WEIGHTS, FEATURE_MAP, IO, DYNAMIC = "weights", "feature_map", "io", "dynamic"
+
+
+def align(n: int, to: int = ALIGN) -> int:
+    return -(-int(n) // to) * to
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    """One feature-map request. id = position in allocation order."""
+    id: int
+    key: tuple        # ("tensor", root tensor index) or ("workspace", step, k)
+    size: int         # bytes, 512-aligned
+    begin: int
+    end: int          # inclusive; NEVER if never released
+    stream: int
+    late_release: bool  # released at the start of the next node (workspace, unread output)
+
+    def conflicts(self, other: "Buffer") -> bool:
+        """True when the two may be alive at once (different streams are never ordered, so always)."""
+        return (self.stream != other.stream
+                or (self.begin <= other.end and other.begin <= self.end))
+
+
+@dataclass(frozen=True)
+class Lifetimes:
+    buffers: tuple[Buffer, ...]
+    root: Mapping[int, int]       # tensor -> the tensor whose block it shares (itself when none)
+    segment: Mapping[int, str]    # tensor -> weights | feature_map | io | dynamic
+    first: Mapping[int, int]      # feature-map root tensor -> begin step
+    last: Mapping[int, int]       # feature-map root tensor -> end step
+    steps: int
+
+
+def _symbols(plan):
+    """Step 1: placement roots (static aliases) and life roots (any may-alias node)."""
+    root = list(range(len(plan.tensors)))
+    life = list(range(len(plan.tensors)))
+    for node in plan.nodes:
+        if not node.may_alias or node.outputs[0] < 0 or node.inputs[node.kernel.alias] < 0:
+            continue
+        src, out = node.inputs[node.kernel.alias], node.outputs[0]
+        life[out] = life[src]
+        if node.is_alias:
+            root[out] = root[src]
+    return root, life
+
+
+def _segments(plan, root):
+    """Step 2: a segment per tensor, decided on its symbol's root."""
+    dynamic = {t for n in plan.nodes if n.is_dynamic for t in n.outputs if t >= 0}
+    dynamic |= {t.index for t in plan.tensors if not t.is_static}
+    io_roots = {root[t] for t in plan.outputs} | {root[t] for t in plan.inputs}
+    seg = {}
+    for t in plan.tensors:
+        r = root[t.index]
+        kind = plan.tensors[r].kind
+        seg[t.index] = (WEIGHTS if kind == CONST else IO if kind == INPUT or r in io_roots
+                        else DYNAMIC if r in dynamic else FEATURE_MAP)
+    return seg
+
+
+def compute_lifetimes(plan) -> Lifetimes:
+    root, life = _symbols(plan)
+    seg = _segments(plan, root)
+    producer = {t: n for n in plan.nodes for t in n.outputs if t >= 0}
+    # Step 3: begin / end per feature-map root
+    first, last = {}, {}
+    for node in plan.nodes:
+        for t in node.outputs:
+            if t >= 0 and seg[t] == FEATURE_MAP and root[t] == t:
+                first[t] = last[t] = node.step
+    for node in plan.nodes:
+        for t in node.inputs:
+            if t < 0:
+                continue
+            r = root[life[t]]
+            if r not in first:
+                continue
+            end = node.step if node.stream == producer[r].stream else NEVER
+            last[r] = max(last[r], end)
+    # Step 4: requests in allocation order
+    read = {root[life[t]] for n in plan.nodes for t in n.inputs if t >= 0}
+    buffers = []
+    for node in plan.nodes:
+        for t in node.outputs:
+            if t in first and plan.tensors[t].nbytes:
+                buffers.append(Buffer(len(buffers), ("tensor", t), align(plan.tensors[t].nbytes),
+                                      first[t], last[t], node.stream, t not in read))
+        if node.launch is not None:
+            for k, w in enumerate(node.launch.workspaces):
+                if w.nbytes:
+                    buffers.append(Buffer(len(buffers), ("workspace", node.step, k), align(w.nbytes),
+                                          node.step, node.step, node.stream, True))
+    return Lifetimes(tuple(buffers), MappingProxyType(dict(enumerate(root))), MappingProxyType(seg),
+                     MappingProxyType(first), MappingProxyType(last), len(plan.nodes))
+
+
+def live_lower_bound(buffers, steps: int) -> int:
+    """Max over steps of the bytes alive at that step (a never-ending life lasts to the last step)."""
+    if not buffers:
+        return 0
+    delta = np.zeros(steps + 2, np.int64)
+    for b in buffers:
+        delta[b.begin] += b.size
+        delta[min(b.end, steps) + 1] -= b.size
+    return int(np.cumsum(delta).max())
+
+
+def no_reuse_bytes(buffers) -> int:
+    return sum(b.size for b in buffers)

@@ -1,0 +1,71 @@
+"""plan_memory(plan) -> MemoryPlan: lifetimes, an assigner (hybrid by default), then segment layout.
+
+Steps:
+  1. Lifetimes and feature-map requests on the plan's order (`lifetime.py`), and the live lower bound.
+  2. Assign feature-map offsets: no reuse when `disable_reuse_memory` (ge.exec.disableReuseMemory=1),
+     else `options.memory_assigner` ("hybrid": every candidate, the smallest total wins).
+  3. Weights back to back; io blocks (produced outputs, then graph inputs by size ascending); each 512-aligned.
+  4. Every tensor takes its symbol root's segment and offset; workspaces take their request's offset.
+  5. With verification on (Options.verify_passes / GE_VERIFY_PASSES=1) the independent checker runs.
+"""
+from __future__ import annotations
+
+import os
+import time
+from types import MappingProxyType
+
+from .hybrid import assign
+from .lifetime import DYNAMIC, FEATURE_MAP, IO, WEIGHTS, align, compute_lifetimes, live_lower_bound, \
+    no_reuse_bytes
+from .memory_plan import MemoryPlan, MemoryStats, TensorMemory
+
+
+def plan_memory(plan) -> MemoryPlan:
+    t0 = time.perf_counter()
+    opts = plan.options
+    # Step 1
+    life = compute_lifetimes(plan)
+    bound = live_lower_bound(life.buffers, life.steps)
+    # Step 2
+    name = "no-reuse" if opts.disable_reuse_memory else getattr(opts, "memory_assigner", "hybrid")
+    winner, totals, _ = assign(life.buffers, name)
+    fm = {b.key: (winner.offsets[b.id], b.size) for b in life.buffers}
+    # Step 3
+    offsets = {}
+    cursor = 0
+    for t in sorted(plan.constants):
+        offsets[t] = cursor
+        cursor += align(plan.tensors[t].nbytes or 0)
+    weights_bytes = cursor
+    cursor = 0
+    io_roots = {life.root[t] for t, s in life.segment.items() if s == IO and plan.tensors[life.root[t]].is_static}
+    inputs = set(plan.inputs)
+    for t in sorted(io_roots - inputs) + sorted(io_roots & inputs, key=lambda t: (plan.tensors[t].nbytes, t)):
+        offsets[t] = cursor
+        cursor += align(plan.tensors[t].nbytes)
+    io_bytes = cursor
+    for key, (off, _) in fm.items():
+        if key[0] == "tensor":
+            offsets[key[1]] = off
+    # Step 4
+    tensors = []
+    for t in plan.tensors:
+        r = life.root[t.index]
+        seg = life.segment[t.index]
+        tensors.append(TensorMemory(
+            t.index, t.name, seg, None if seg == DYNAMIC else offsets.get(r, 0 if seg == FEATURE_MAP else None),
+            t.nbytes,
+            plan.tensors[r].name if r != t.index else None, life.first.get(r), life.last.get(r)))
+    workspaces = tuple(
+        tuple((fm[("workspace", n.step, k)][0], w.nbytes) if ("workspace", n.step, k) in fm else (0, 0)
+              for k, w in enumerate(n.launch.workspaces))
+        if n.launch is not None else () for n in plan.nodes)
+    stats = MemoryStats(winner.total, no_reuse_bytes(life.buffers), bound, winner.assigner,
+                        MappingProxyType(totals), time.perf_counter() - t0)
+    mp = MemoryPlan(tuple(tensors), workspaces,
+                    MappingProxyType({WEIGHTS: weights_bytes, FEATURE_MAP: winner.total, IO: io_bytes}), stats)
+    # Step 5
+    if opts.verify_passes or os.environ.get("GE_VERIFY_PASSES") == "1":
+        from .verify import verify_memory
+        verify_memory(plan, mp)
+    return mp

@@ -1,0 +1,124 @@
+"""An independent check of a MemoryPlan against its Plan (shares no code with the assigners or lifetime.py).
+
+Checks:
+  1. Placement: constants in weights, graph inputs and outputs in io; every static tensor has an offset;
+     offsets are 512-aligned; every tensor lies inside its segment; a tensor marked `alias_of` sits at its
+     source's offset, and the output of an alias node sits at its input's offset.
+  2. Exclusivity in feature_map: group tensors that share a block (alias nodes); a group lives from its first
+     producer step to its last reader, where reading a view (the output of any node that may alias) counts as
+     reading its source; workspaces live for their node's step. Two groups whose lives overlap, or that are on
+     different streams, must not share a byte. Weights and io blocks never share a byte at all.
+Raises MemoryPlanError listing the first problems found.
+"""
+from __future__ import annotations
+
+from ..errors import GEError
+
+ALIGNMENT = 512
+FOREVER = float("inf")
+
+
+class MemoryPlanError(GEError):
+    pass
+
+
+def _groups(plan):
+    """Union-find over static alias nodes (shared block) and the view relation of may-alias nodes."""
+    block = list(range(len(plan.tensors)))
+    view = list(range(len(plan.tensors)))
+
+    def find(p, t):
+        while p[t] != t:
+            t = p[t]
+        return t
+    for n in plan.nodes:
+        if n.may_alias and n.outputs[0] >= 0 and n.inputs[n.kernel.alias] >= 0:
+            src, out = n.inputs[n.kernel.alias], n.outputs[0]
+            view[find(view, out)] = find(view, src)
+            if n.is_alias:
+                block[find(block, out)] = find(block, src)
+    return [find(block, t) for t in range(len(block))], [find(view, t) for t in range(len(view))]
+
+
+def _check_placement(plan, mem, block, errors):
+    size = dict(mem.segments)
+    io = {block[t] for t in (*plan.inputs, *plan.outputs)}
+    for t, m in zip(plan.tensors, mem.tensors):
+        want = ("weights" if t.index in plan.constants else "io" if block[t.index] in io else None)
+        if want and m.segment != want:
+            errors.append(f"tensor '{t.name}' is in {m.segment}, expected {want}")
+        if m.segment == "dynamic" or not t.is_static:
+            continue
+        if m.offset is None:
+            errors.append(f"static tensor '{t.name}' has no offset")
+            continue
+        if m.offset % ALIGNMENT:
+            errors.append(f"tensor '{t.name}' offset {m.offset} is not {ALIGNMENT}-aligned")
+        if m.offset + t.nbytes > size.get(m.segment, 0):
+            errors.append(f"tensor '{t.name}' [{m.offset}, {m.offset + t.nbytes}) exceeds segment "
+                          f"{m.segment} ({size.get(m.segment, 0)} B)")
+        if m.alias_of is not None:
+            src = mem.tensors[plan.tensor(m.alias_of).index]
+            if (src.segment, src.offset) != (m.segment, m.offset):
+                errors.append(f"tensor '{t.name}' is an alias of '{m.alias_of}' but sits elsewhere")
+    for n in plan.nodes:
+        if n.is_alias and n.outputs[0] >= 0 and n.inputs[n.kernel.alias] >= 0:
+            a, b = mem.tensors[n.inputs[n.kernel.alias]], mem.tensors[n.outputs[0]]
+            if (a.segment, a.offset) != (b.segment, b.offset):
+                errors.append(f"alias node '{n.name}': output '{b.name}' is not at its input's offset")
+
+
+def _items(plan, mem, block, view):
+    """(group, segment, offset, bytes, begin, end, stream) per block group and per workspace."""
+    producer = {t: n for n in plan.nodes for t in n.outputs if t >= 0}
+    life: dict[int, list] = {}
+    for t, m in zip(plan.tensors, mem.tensors):
+        if m.segment in ("weights", "io") or (m.segment == "feature_map" and t.is_static and t.nbytes):
+            g = block[t.index]
+            begin = producer[t.index].step if t.index in producer else -1
+            stream = producer[t.index].stream if t.index in producer else 0
+            item = life.setdefault(g, [g, m.segment, m.offset, 0, begin, begin, stream])
+            item[3] = max(item[3], t.nbytes or 0)
+            item[4] = min(item[4], begin)
+    for n in plan.nodes:
+        for t in n.inputs:
+            if t < 0:
+                continue
+            for g in {block[t], block[view[t]]}:
+                if g in life:
+                    item = life[g]
+                    item[5] = max(item[5], n.step if n.stream == item[6] else FOREVER)
+    items = list(life.values())
+    for n, ws in zip(plan.nodes, mem.workspaces):
+        for k, (off, nbytes) in enumerate(ws):
+            if nbytes:
+                items.append([("ws", n.step, k), "feature_map", off, nbytes, n.step, n.step, n.stream])
+    return items
+
+
+def verify_memory(plan, mem) -> None:
+    errors: list[str] = []
+    block, view = _groups(plan)
+    _check_placement(plan, mem, block, errors)
+    items = [i for i in _items(plan, mem, block, view) if i[2] is not None and i[3] > 0]
+    for i, a in enumerate(items):
+        if a[1] == "feature_map" and a[2] % ALIGNMENT:
+            errors.append(f"workspace {a[0]} offset {a[2]} is not aligned")
+        for b in items[i + 1:]:
+            if a[1] != b[1] or a[2] + a[3] <= b[2] or b[2] + b[3] <= a[2]:
+                continue  # different segments or disjoint bytes
+            if a[1] == "feature_map" and a[6] == b[6] and (a[5] < b[4] or b[5] < a[4]):
+                continue  # same stream, disjoint lives
+            errors.append(f"{a[1]}: {_name(plan, a)} [{a[4]}, {a[5]}] and {_name(plan, b)} [{b[4]}, {b[5]}] "
+                          f"share bytes ({a[2]}+{a[3]} vs {b[2]}+{b[3]})")
+            if len(errors) > 20:
+                break
+    if errors:
+        raise MemoryPlanError(f"memory plan of '{plan.name}' is invalid ({len(errors)} problems):\n  "
+                              + "\n  ".join(errors[:20]))
+
+
+def _name(plan, item) -> str:
+    g = item[0]
+    return f"workspace {g[2]} of node {plan.nodes[g[1]].name!r}" if isinstance(g, tuple) else \
+        f"tensor '{plan.tensors[g].name}'"

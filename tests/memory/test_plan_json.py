@@ -1,0 +1,43 @@
+"""plan.to_json() schema and the `ge plan` command."""
+import json
+
+import pytest
+
+import ge
+from ge.cli import main
+from ge.zoo import light_model_path
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return ge.compile(light_model_path("squeezenet"))
+
+
+def test_json_schema(plan):
+    d = json.loads(plan.to_json())
+    assert set(d) >= {"nodes", "events", "tensors", "segments", "memory"}
+    assert d["events"] == []
+    assert [n["step"] for n in d["nodes"]] == list(range(len(plan.nodes)))
+    names = {t["name"] for t in d["tensors"]}
+    for n in d["nodes"]:
+        assert set(n) >= {"name", "op_type", "step", "stream", "engine", "inputs", "outputs"}
+        assert all(x is None or x in names for x in n["inputs"] + n["outputs"])
+    for t in d["tensors"]:
+        assert set(t) >= {"name", "bytes", "segment", "offset", "alias_of"}
+        assert t["segment"] in ("weights", "feature_map", "io", "dynamic")
+        if t["segment"] != "dynamic":
+            assert t["offset"] % 512 == 0 and t["offset"] + t["bytes"] <= d["segments"][t["segment"]]
+    m = d["memory"]
+    assert set(m) >= {"feature_map_bytes", "no_reuse_bytes", "lower_bound_bytes", "assigner"}
+    assert m["lower_bound_bytes"] <= m["feature_map_bytes"] == d["segments"]["feature_map"] <= m["no_reuse_bytes"]
+
+
+def test_ge_plan_prints_the_table_and_writes_json(tmp_path, capsys):
+    out = tmp_path / "plan.json"
+    assert main(["plan", light_model_path("squeezenet"), "--json", str(out), "--order", "memory_priority"]) == 0
+    text = capsys.readouterr().out
+    for word in ("no reuse", "lower bound", "planned", "assigner", "binary-block", "max-block"):
+        assert word in text
+    assert json.loads(out.read_text())["memory"]["topo_sorting_mode"] == "memory_priority"
+    assert main(["plan", light_model_path("squeezenet"), "--no-reuse"]) == 0
+    assert "no-reuse" in capsys.readouterr().out
