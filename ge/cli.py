@@ -1,7 +1,7 @@
 """The `ge` command line.
 
     ge run [MODEL] [--runtime v2] [--repeat 10]     run a model (default: ONNX light ResNet-50) on ones
-    ge plan [MODEL] [--json F] [--plot F.png]       compile and report the static memory plan
+    ge plan [MODEL] [--json F] [--plot F.png] [--orders]   compile and report the static memory plan
 """
 from __future__ import annotations
 
@@ -54,8 +54,27 @@ def cmd_run(args) -> int:
     if times:
         print(f"latency   median {np.median(times) * 1e3:.2f} ms   min {min(times) * 1e3:.2f} ms   "
               f"({len(times)} runs)")
-    print(f"memory    weights {_fmt_bytes(weights)}   activations without reuse {_fmt_bytes(act)}")
+    line = f"memory    weights {_fmt_bytes(weights)}   activations without reuse {_fmt_bytes(act)}"
+    if plan.memory is not None:
+        s = plan.memory.stats
+        line += (f"   feature map planned {_fmt_bytes(s.feature_map_bytes)} ({s.ratio:.2f}x live bound, "
+                 f"by {s.assigner})")
+    print(line)
     return 0
+
+
+def _orders_table(model, options) -> str:
+    """Live lower bound and planned bytes per topological sort mode (the graph is optimized once)."""
+    from .compiler import build_plan, import_model, optimize
+    from .options import TOPO_MODES
+    from .schedule.toposort import topological_order
+    graph = optimize(import_model(model), options)
+    lines = [f"  {'order':16s} {'lower bound':>14s} {'planned':>14s}"]
+    for mode in TOPO_MODES:
+        plan = build_plan(graph, topological_order(graph, mode), options.replace(topo_sorting_mode=mode))
+        s = plan.memory.stats
+        lines.append(f"  {mode:16s} {s.lower_bound_bytes:14,d} {s.feature_map_bytes:14,d}")
+    return "\n".join(lines)
 
 
 def cmd_plan(args) -> int:
@@ -65,6 +84,8 @@ def cmd_plan(args) -> int:
             "memory_assigner": args.assigner}
     plan = compile_model(_model_arg(args.model), opts)
     print(memory_table(plan))
+    if args.orders:
+        print("\n" + _orders_table(_model_arg(args.model), plan.options))
     if args.json:
         with open(args.json, "w") as f:
             f.write(plan.to_json(indent=1))
@@ -95,6 +116,7 @@ def main(argv=None) -> int:
     q.add_argument("--order", default="dfs", help="topological sort mode: bfs, dfs, rdfs, memory_priority")
     q.add_argument("--assigner", default="hybrid", help="hybrid (default) or one assigner name")
     q.add_argument("--no-reuse", action="store_true", help="ge.exec.disableReuseMemory=1")
+    q.add_argument("--orders", action="store_true", help="also compare every topological sort mode")
     q.set_defaults(fn=cmd_plan)
     args = p.parse_args(argv)
     try:

@@ -19,6 +19,7 @@ class Options:
     # memory
     disable_reuse_memory: bool = False
     memory_assigner: str = "hybrid"   # hybrid (smallest of all), or one name of ge.memory.hybrid.ASSIGNERS
+    inplace_memory: bool = False      # an output may overwrite a declared in-place input at its last read
     # streams
     enable_single_stream: bool = False
     max_streams: int = 8

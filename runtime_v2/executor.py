@@ -22,6 +22,9 @@ from ge.kernels.registry import KernelContext, Launch, TensorSpec
 from ge.plan import ACTIVATION, Plan, PlanNode
 
 
+MAX_POOLED_ARENAS = 4  # arenas kept for reuse per executor (more concurrent runs allocate their own)
+
+
 @dataclass(slots=True)
 class _Step:
     """A plan node lowered to what the loop needs, all integers and callables."""
@@ -85,12 +88,13 @@ class Executor:
 
     # -- the feature-map arena --------------------------------------------------------------------
     def _arena_tensors(self) -> set[int]:
-        """Tensors produced into the arena: static feature-map tensors that own their block."""
+        """Tensors written into the arena: feature-map outputs of static launches (an in-place output
+        gets a view of its input's bytes; alias nodes keep viewing their source at run time)."""
         mem = self.plan.memory
         if mem is None:
             return set()
-        return {m.index for m in mem.tensors if m.segment == "feature_map" and m.alias_of is None
-                and self.plan.tensors[m.index].is_static}
+        launched = {t for n in self.plan.nodes if n.launch is not None for t in n.outputs if t >= 0}
+        return {m.index for m in mem.tensors if m.segment == "feature_map" and m.index in launched}
 
     def _new_arena(self) -> "_Arena":
         mem = self.plan.memory
@@ -118,7 +122,8 @@ class Executor:
     def _checkin(self, arena) -> None:
         if arena is not None:
             with self._pool_lock:
-                self._pool.append(arena)
+                if len(self._pool) < MAX_POOLED_ARENAS:  # beyond: dropped, freed with its last view
+                    self._pool.append(arena)
 
     # -- running --------------------------------------------------------------------------------
     def run(self, feeds: dict[int, np.ndarray]) -> list[np.ndarray]:

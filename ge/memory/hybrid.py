@@ -1,5 +1,6 @@
 """The hybrid assigner: run every candidate on the same requests and keep the smallest total (GE's
-HybridMemAssigner, plus the offset planners of best_fit.py and two_sided.py). Ties go to the earlier candidate in ASSIGNERS.
+HybridMemAssigner, plus the offset planners of best_fit.py and two_sided.py). Ties go to the earlier
+candidate in ASSIGNERS.
 
 `assign(buffers, name="hybrid")` returns (winner, totals per candidate); a single name runs only that one.
 """

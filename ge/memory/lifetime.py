@@ -12,12 +12,14 @@ previous node's workspaces or any earlier released tensor held.
 Steps:
   1. Symbols. An alias node's output (Reshape, Flatten... `PlanNode.is_alias`) is a view of its source: both
      form one symbol placed once, at the root's offset. A dynamic node that *may* alias (its kernel declares
-     `alias`) gets no placement, but its readers still extend the source's life, since its output may be a view.
-  2. Segments per symbol: constants -> weights; graph inputs and anything in a symbol that is a graph output ->
-     io (own buffers, never reused: zero copy); symbolic shapes or outputs of dynamic nodes -> dynamic (not
-     planned statically, runtime_v2 allocates them); everything else -> feature_map.
-  3. Life of a feature-map symbol: begin = producer step; end = last step reading any member (the producer step
-     when unread). A reader on another stream makes the end infinite (no events yet order streams).
+     `alias`) gets no placement, but its readers still extend the source's life: its output may be a view.
+  2. Segments per symbol: constants -> weights; graph inputs and anything in a symbol that is a graph
+     output -> io (own buffers, never reused: zero copy); symbolic shapes or outputs of dynamic nodes ->
+     dynamic (not planned statically, runtime_v2 allocates them); everything else -> feature_map.
+     2b. With `inplace_memory`, a node's output may join the symbol of an input its kernel declares it may
+     overwrite, when this node is that input's last reader (ORT's and GE's in-place reuse).
+  3. Life of a feature-map symbol: begin = producer step; end = last step reading any member (the producer
+     step when unread). A reader on another stream makes the end infinite (no events yet order streams).
   4. Requests (`Buffer`) in allocation order: per node its outputs, then its workspaces; sizes rounded up to
      512 B (GE's MEM_ALIGN_SIZE); zero-byte requests are dropped.
 `live_lower_bound` is max over steps of the bytes alive at that step: no assigner can do better on this order.
@@ -96,9 +98,46 @@ def _segments(plan, root):
     return seg
 
 
+def _inplace(plan, root, life, seg) -> None:
+    """Step 2b (option inplace_memory): an output joins the symbol of an input the kernel may overwrite
+    (`OpKernel.inplace`) when that input's symbol is read for the last time by this node, on its stream,
+    and both are feature-map tensors of one dtype and size."""
+    end: dict[int, int] = {}
+    readers: dict[int, set] = {}  # life root -> streams reading it
+    stream = {t: n.stream for n in plan.nodes for t in n.outputs if t >= 0}
+    for n in plan.nodes:
+        for t in n.inputs:
+            if t >= 0:
+                end[life[t]] = max(end.get(life[t], -1), n.step)
+                readers.setdefault(life[t], set()).add(n.stream)
+    for n in plan.nodes:
+        if n.launch is None or not n.kernel.inplace:
+            continue
+        for i, o in n.kernel.inplace:
+            if i >= len(n.inputs) or o >= len(n.outputs) or n.inputs[i] < 0 or n.outputs[o] < 0:
+                continue
+            src, out = n.inputs[i], n.outputs[o]
+            a, b = plan.tensors[src], plan.tensors[out]
+            if (seg[src] != FEATURE_MAP or seg[out] != FEATURE_MAP or root[out] != out or life[out] != out
+                    or a.dtype != b.dtype or a.nbytes != b.nbytes or end.get(life[src]) != n.step
+                    or readers.get(life[src]) != {n.stream} or stream.get(root[src]) != n.stream):
+                continue
+            merged_end = end.pop(out, n.step)
+            readers[life[src]] |= readers.pop(out, set())
+            for t in range(len(root)):  # relabel out's symbol into src's
+                if life[t] == out:
+                    life[t] = life[src]
+                if root[t] == out:
+                    root[t] = root[src]
+            end[life[src]] = max(n.step, merged_end)
+            break  # one shared input per node
+
+
 def compute_lifetimes(plan) -> Lifetimes:
     root, life = _symbols(plan)
     seg = _segments(plan, root)
+    if getattr(plan.options, "inplace_memory", False):
+        _inplace(plan, root, life, seg)
     producer = {t: n for n in plan.nodes for t in n.outputs if t >= 0}
     # Step 3: begin / end per feature-map root
     first, last = {}, {}

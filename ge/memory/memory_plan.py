@@ -55,6 +55,6 @@ class MemoryPlan:
 
     def summary(self) -> str:
         s = self.stats
-        return (f"memory: no reuse {s.no_reuse_bytes / 2**20:.2f} MiB -> planned {s.feature_map_bytes / 2**20:.2f}"
-                f" MiB ({s.reduction:.1%} saved; {s.ratio:.3f}x the live lower bound "
-                f"{s.lower_bound_bytes / 2**20:.2f} MiB) by {s.assigner}")
+        return (f"memory: no reuse {s.no_reuse_bytes / 2**20:.2f} MiB -> planned "
+                f"{s.feature_map_bytes / 2**20:.2f} MiB ({s.reduction:.1%} saved; {s.ratio:.3f}x the live "
+                f"lower bound {s.lower_bound_bytes / 2**20:.2f} MiB) by {s.assigner}")

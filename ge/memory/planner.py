@@ -4,7 +4,7 @@ Steps:
   1. Lifetimes and feature-map requests on the plan's order (`lifetime.py`), and the live lower bound.
   2. Assign feature-map offsets: no reuse when `disable_reuse_memory` (ge.exec.disableReuseMemory=1),
      else `options.memory_assigner` ("hybrid": every candidate, the smallest total wins).
-  3. Weights back to back; io blocks (produced outputs, then graph inputs by size ascending); each 512-aligned.
+  3. Weights back to back; io blocks (produced outputs, then graph inputs by size ascending); 512-aligned.
   4. Every tensor takes its symbol root's segment and offset; workspaces take their request's offset.
   5. With verification on (Options.verify_passes / GE_VERIFY_PASSES=1) the independent checker runs.
 """
@@ -38,7 +38,8 @@ def plan_memory(plan) -> MemoryPlan:
         cursor += align(plan.tensors[t].nbytes or 0)
     weights_bytes = cursor
     cursor = 0
-    io_roots = {life.root[t] for t, s in life.segment.items() if s == IO and plan.tensors[life.root[t]].is_static}
+    io_roots = {life.root[t] for t, s in life.segment.items()
+                if s == IO and plan.tensors[life.root[t]].is_static}
     inputs = set(plan.inputs)
     for t in sorted(io_roots - inputs) + sorted(io_roots & inputs, key=lambda t: (plan.tensors[t].nbytes, t)):
         offsets[t] = cursor
@@ -53,8 +54,8 @@ def plan_memory(plan) -> MemoryPlan:
         r = life.root[t.index]
         seg = life.segment[t.index]
         tensors.append(TensorMemory(
-            t.index, t.name, seg, None if seg == DYNAMIC else offsets.get(r, 0 if seg == FEATURE_MAP else None),
-            t.nbytes,
+            t.index, t.name, seg,
+            None if seg == DYNAMIC else offsets.get(r, 0 if seg == FEATURE_MAP else None), t.nbytes,
             plan.tensors[r].name if r != t.index else None, life.first.get(r), life.last.get(r)))
     workspaces = tuple(
         tuple((fm[("workspace", n.step, k)][0], w.nbytes) if ("workspace", n.step, k) in fm else (0, 0)
@@ -62,8 +63,8 @@ def plan_memory(plan) -> MemoryPlan:
         if n.launch is not None else () for n in plan.nodes)
     stats = MemoryStats(winner.total, no_reuse_bytes(life.buffers), bound, winner.assigner,
                         MappingProxyType(totals), time.perf_counter() - t0)
-    mp = MemoryPlan(tuple(tensors), workspaces,
-                    MappingProxyType({WEIGHTS: weights_bytes, FEATURE_MAP: winner.total, IO: io_bytes}), stats)
+    segments = MappingProxyType({WEIGHTS: weights_bytes, FEATURE_MAP: winner.total, IO: io_bytes})
+    mp = MemoryPlan(tuple(tensors), workspaces, segments, stats)
     # Step 5
     if opts.verify_passes or os.environ.get("GE_VERIFY_PASSES") == "1":
         from .verify import verify_memory

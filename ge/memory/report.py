@@ -12,7 +12,8 @@ def memory_table(plan) -> str:
     lines = [
         f"plan      {plan.name}: {len(plan.nodes)} nodes, order {plan.options.topo_sorting_mode}"
         f"{', reuse disabled' if plan.options.disable_reuse_memory else ''}",
-        f"segments  weights {mem.segments['weights'] / 2**20:.2f} MiB   io {mem.segments['io'] / 2**20:.2f} MiB   "
+        f"segments  weights {mem.segments['weights'] / 2**20:.2f} MiB   "
+        f"io {mem.segments['io'] / 2**20:.2f} MiB   "
         f"feature_map {mem.segments['feature_map'] / 2**20:.2f} MiB",
         "",
         f"  no reuse     {_mib(s.no_reuse_bytes)}",
@@ -45,7 +46,8 @@ def plot_memory(plan, path: str) -> None:
     for n, ws in zip(plan.nodes, mem.workspaces):
         for off, nbytes in ws:
             if nbytes:
-                ax.add_patch(plt.Rectangle((n.step, off / 2**20), 1, nbytes / 2**20, alpha=0.6, color="tab:red"))
+                ax.add_patch(plt.Rectangle((n.step, off / 2**20), 1, nbytes / 2**20, alpha=0.6,
+                                           color="tab:red"))
     s = mem.stats
     ax.axhline(s.lower_bound_bytes / 2**20, ls="--", color="gray", label="live lower bound")
     ax.set_xlim(0, len(plan.nodes))
@@ -57,3 +59,23 @@ def plot_memory(plan, path: str) -> None:
     ax.legend()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def memory_layout(plan) -> str:
+    """One line per node: its outputs and workspaces with segment, offset, bytes and life (golden tests)."""
+    mem = plan.memory
+    lines = [f"feature_map {mem.segments['feature_map']} B by {mem.stats.assigner}; "
+             f"bound {mem.stats.lower_bound_bytes} B; io {mem.segments['io']} B"]
+    for n in plan.nodes:
+        parts = []
+        for t in n.outputs:
+            if t < 0:
+                continue
+            m = mem.tensors[t]
+            where = "-" if m.offset is None else f"{m.segment}@{m.offset}+{m.bytes}"
+            life = f"[{m.first},{m.last}]" if m.first is not None and m.segment == "feature_map" else ""
+            alias = f" ={m.alias_of}" if m.alias_of else ""
+            parts.append(f"%{m.name} {where}{life}{alias}")
+        parts += [f"ws feature_map@{off}+{nbytes}" for off, nbytes in mem.workspaces[n.step] if nbytes]
+        lines.append(f"{n.step:3d} {n.op_type:10s} " + "  ".join(parts))
+    return "\n".join(lines)

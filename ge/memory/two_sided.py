@@ -36,9 +36,12 @@ def two_sided_fit(buffers) -> Assignment:
     steps = max((b.begin for b in buffers), default=0) + 1
     cap = live_lower_bound(buffers, steps)  # Step 1
     offsets = [0] * len(buffers)
-    placed = []  # (buffer, offset)
+    placed: dict[int, list] = {}  # stream -> [(buffer, offset)] still alive (allocation order: begins grow)
     for b in sorted(buffers, key=lambda b: b.id):
-        conflicting = [(o, off) for o, off in placed if o.conflicts(b)]  # Step 2
+        mine = placed.setdefault(b.stream, [])
+        mine[:] = [(o, off) for o, off in mine if o.end >= b.begin]
+        conflicting = [(o, off) for s, lst in placed.items() for o, off in lst
+                       if s != b.stream or o.conflicts(b)]
         spans, top = _free_spans(sorted((off, off + o.size) for o, off in conflicting), cap)
         candidates = {p for s, e in spans if e - s >= b.size for p in (s, e - b.size)}  # Step 3
         if candidates:  # Step 4
@@ -52,6 +55,6 @@ def two_sided_fit(buffers) -> Assignment:
             offset = top
             cap = max(cap, top + b.size)
         offsets[b.id] = offset
-        placed.append((b, offset))
+        mine.append((b, offset))
     total = max((offsets[b.id] + b.size for b in buffers), default=0)
     return Assignment("two-sided-fit", tuple(offsets), total)

@@ -3,7 +3,8 @@
 Checks:
   1. Placement: constants in weights, graph inputs and outputs in io; every static tensor has an offset;
      offsets are 512-aligned; every tensor lies inside its segment; a tensor marked `alias_of` sits at its
-     source's offset, and the output of an alias node sits at its input's offset.
+     source's offset, and the output of an alias node sits at its input's offset. An output sharing an
+     input's block in place must be declared by the kernel, and nothing may read that input afterwards.
   2. Exclusivity in feature_map: group tensors that share a block (alias nodes); a group lives from its first
      producer step to its last reader, where reading a view (the output of any node that may alias) counts as
      reading its source; workspaces live for their node's step. Two groups whose lives overlap, or that are on
@@ -22,8 +23,10 @@ class MemoryPlanError(GEError):
     pass
 
 
-def _groups(plan):
-    """Union-find over static alias nodes (shared block) and the view relation of may-alias nodes."""
+def _groups(plan, mem, errors):
+    """Union-find: blocks shared through alias nodes and legal in-place pairs; the view relation of
+    may-alias nodes. In-place sharing is legal when the kernel declares the (input, output) pair, both have
+    one dtype and size, and nothing reads the input's block after that node."""
     block = list(range(len(plan.tensors)))
     view = list(range(len(plan.tensors)))
 
@@ -37,6 +40,26 @@ def _groups(plan):
             view[find(view, out)] = find(view, src)
             if n.is_alias:
                 block[find(block, out)] = find(block, src)
+    for n in plan.nodes:
+        if n.launch is None:
+            continue
+        for i, o in n.kernel.inplace:
+            src = n.inputs[i] if i < len(n.inputs) else -1
+            out = n.outputs[o] if o < len(n.outputs) else -1
+            if src < 0 or out < 0:
+                continue
+            ms, mo = mem.tensors[src], mem.tensors[out]
+            if mo.alias_of is None or ms.segment != "feature_map" or (ms.segment, ms.offset) != (
+                    mo.segment, mo.offset) or find(block, out) == find(block, src):
+                continue
+            g = find(block, src)
+            late = [m.name for m in plan.nodes[n.step + 1:] if any(
+                t >= 0 and g in (find(block, t), find(block, find(view, t))) for t in m.inputs)]
+            a, b = plan.tensors[src], plan.tensors[out]
+            if late or a.dtype != b.dtype or a.nbytes != b.nbytes:
+                errors.append(f"node '{n.name}' writes '{b.name}' over '{a.name}' in place, but "
+                              + (f"{late[0]!r} reads it later" if late else "their dtype or size differ"))
+            block[find(block, out)] = g
     return [find(block, t) for t in range(len(block))], [find(view, t) for t in range(len(view))]
 
 
@@ -98,7 +121,7 @@ def _items(plan, mem, block, view):
 
 def verify_memory(plan, mem) -> None:
     errors: list[str] = []
-    block, view = _groups(plan)
+    block, view = _groups(plan, mem, errors)
     _check_placement(plan, mem, block, errors)
     items = [i for i in _items(plan, mem, block, view) if i[2] is not None and i[3] > 0]
     for i, a in enumerate(items):

@@ -29,15 +29,29 @@ def test_json_schema(plan):
             assert t["offset"] % 512 == 0 and t["offset"] + t["bytes"] <= d["segments"][t["segment"]]
     m = d["memory"]
     assert set(m) >= {"feature_map_bytes", "no_reuse_bytes", "lower_bound_bytes", "assigner"}
-    assert m["lower_bound_bytes"] <= m["feature_map_bytes"] == d["segments"]["feature_map"] <= m["no_reuse_bytes"]
+    assert m["lower_bound_bytes"] <= m["feature_map_bytes"] <= m["no_reuse_bytes"]
+    assert m["feature_map_bytes"] == d["segments"]["feature_map"]
 
 
 def test_ge_plan_prints_the_table_and_writes_json(tmp_path, capsys):
     out = tmp_path / "plan.json"
-    assert main(["plan", light_model_path("squeezenet"), "--json", str(out), "--order", "memory_priority"]) == 0
+    model = light_model_path("squeezenet")
+    assert main(["plan", model, "--json", str(out), "--order", "memory_priority"]) == 0
     text = capsys.readouterr().out
     for word in ("no reuse", "lower bound", "planned", "assigner", "binary-block", "max-block"):
         assert word in text
     assert json.loads(out.read_text())["memory"]["topo_sorting_mode"] == "memory_priority"
-    assert main(["plan", light_model_path("squeezenet"), "--no-reuse"]) == 0
-    assert "no-reuse" in capsys.readouterr().out
+    assert main(["plan", light_model_path("squeezenet"), "--no-reuse", "--orders"]) == 0
+    text = capsys.readouterr().out
+    assert "no-reuse" in text and all(m in text for m in ("bfs", "rdfs", "memory_priority"))
+
+
+def test_ge_plan_plot_needs_matplotlib_or_writes_a_png(tmp_path, capsys):
+    png = tmp_path / "plan.png"
+    rc = main(["plan", light_model_path("squeezenet"), "--plot", str(png)])
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert rc == 2 and "matplotlib" in capsys.readouterr().err
+    else:
+        assert rc == 0 and png.stat().st_size > 0

@@ -1,5 +1,5 @@
 """Random DAGs (Relu, Add, Concat, Conv, Reshape pairs): every assigner's plan verifies, and runtime_v2 on
-the arena matches onnx's reference evaluator in a random sort mode, with reuse on and off."""
+the arena matches onnx's reference evaluator in a random sort mode, with reuse and in-place on or off."""
 import dataclasses
 
 import numpy as np
@@ -48,15 +48,16 @@ def dags(draw):
         chans.setdefault(out, chans[a])
     last = nodes[-1].output[0]
     outs = sorted({last, draw(st.sampled_from(sorted(chans)))})
-    g = helper.make_graph(nodes, "rand", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, H, W])],
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, H, W])
+    g = helper.make_graph(nodes, "rand", [x],
                           [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(model=dags(), mode=st.sampled_from(TOPO_MODES), reuse=st.booleans())
-def test_random_dag_plans_verify_and_run(model, mode, reuse):
-    opts = ge.Options(topo_sorting_mode=mode, disable_reuse_memory=not reuse)
+@given(model=dags(), mode=st.sampled_from(TOPO_MODES), reuse=st.booleans(), inplace=st.booleans())
+def test_random_dag_plans_verify_and_run(model, mode, reuse, inplace):
+    opts = ge.Options(topo_sorting_mode=mode, disable_reuse_memory=not reuse, inplace_memory=inplace)
     plan = ge.compile(model, opts)
     verify_memory(plan, plan.memory)
     for name in ASSIGNERS:

@@ -10,7 +10,8 @@ import ge
 from ge.options import TOPO_MODES
 from ge.zoo import LIGHT_MODELS, expected_outputs, light_model_path, reference_feeds
 
-CONFIGS = [{"topo_sorting_mode": m} for m in TOPO_MODES] + [{"ge.exec.disableReuseMemory": "1"}]
+CONFIGS = ([{"topo_sorting_mode": m} for m in TOPO_MODES] + [{"ge.exec.disableReuseMemory": "1"}]
+           + [{"inplace_memory": True}])
 
 
 @pytest.mark.parametrize("opts", CONFIGS, ids=lambda o: "-".join(map(str, o.values())))

@@ -1,0 +1,26 @@
+"""runtime_v2 on the planned feature-map arena against allocating every output and workspace per run.
+
+    pytest bench/test_memory_arena.py --benchmark-only
+The benchmark times the arena; extra_info holds both medians from alternating runs and arena/fresh.
+"""
+import dataclasses
+
+import pytest
+from compare import alternate, record
+
+import ge
+from ge.zoo import light_model_path, reference_feeds
+from runtime_v2.executor import Executor
+
+
+@pytest.mark.parametrize("name", ["resnet50", "densenet121"])
+def test_arena_vs_fresh_buffers(benchmark, name):
+    sess = ge.Session(light_model_path(name), runtime="v2")
+    feeds = sess._check_feeds(reference_feeds(sess))
+    arena = Executor(sess.plan)
+    fresh = Executor(dataclasses.replace(sess.plan, memory=None))  # no plan: np.empty per output per run
+    times = alternate({"arena": lambda: arena.run(feeds), "fresh": lambda: fresh.run(feeds)}, rounds=10)
+    info = record(benchmark, times, base="fresh")
+    print(f"\n{name}: {info}")
+    benchmark.group = "runtime_v2 feature-map arena"
+    benchmark.pedantic(arena.run, (feeds,), rounds=3, iterations=1)

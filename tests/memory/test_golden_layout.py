@@ -1,0 +1,29 @@
+"""Golden memory layout of a small graph: a change of planning decision shows up here in review."""
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+import ge
+from ge.memory.report import memory_layout
+
+GOLDEN = """\
+feature_map 8192 B by binary-block; bound 8192 B; io 6144 B
+  0 Relu       %a feature_map@0+2048[0,2]
+  1 Relu       %b feature_map@4096+2048[1,3]
+  2 Relu       %c feature_map@6144+2048[2,3]
+  3 Concat     %d feature_map@0+4096[3,6]
+  4 Reshape    %e feature_map@0+4096[3,6] =d
+  5 Relu       %f feature_map@4096+4096[5,6]
+  6 Add        %y io@0+4096"""
+
+
+def test_golden_layout():
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Relu", ["a"], ["c"]), helper.make_node("Concat", ["b", "c"], ["d"], axis=1),
+             helper.make_node("Reshape", ["d", "s"], ["e"]), helper.make_node("Relu", ["e"], ["f"]),
+             helper.make_node("Add", ["f", "e"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 128, 4])
+    g = helper.make_graph(nodes, "golden", [x],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array([1, -1], np.int64), "s")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    assert memory_layout(ge.compile(m)) == GOLDEN
