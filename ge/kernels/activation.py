@@ -2,84 +2,83 @@
 
 One kernel, `activation(x, out, op, alpha, beta)`, holds a flat loop per op (broadcast.map1), picked by op
 code outside the loops; alpha and beta carry the op's attributes, cast to the input dtype. Constants are
-made in the input's dtype (`type(v)(1)`) so float32 stays float32. The exp-based ops use fastmath's exp /
-expm1, which vectorize in float32, and are written in forms that neither overflow nor cancel: sigmoid
-from exp(-|x|), tanh from expm1(-2|x|), Gelu-tanh as x * sigmoid(2z), Mish without log.
+made in the input's dtype (`type(v)(1)`) so float32 stays float32; scalar functions are plain @njit as
+in elementwise.py (see there why). The exp-based ops use fastmath's exp / expm1 / log1p / erfc, which
+vectorize in float32, in forms that neither overflow nor cancel: sigmoid from exp(-|x|), tanh from
+expm1(-2|x|), Gelu as x/2 erfc(-x/sqrt 2), Gelu-tanh as x * sigmoid(2z), Mish without a log.
 """
 from __future__ import annotations
-
-import math
 
 from numba import njit
 
 from .broadcast import map1 as _map
 from .elementwise import float_infer
-from .fastmath import erfc, exp, expm1
+from .fastmath import erfc, exp, expm1, log1p
 from .registry import Launch, register
 
 
-@njit(inline="always")
+@njit
 def _sigmoid(v, p, q):
     e = exp(-abs(v))  # never overflows; the negative side is e / (1 + e)
     r = type(v)(1) / (type(v)(1) + e)
     return r if v >= 0 else e * r
 
 
-@njit(inline="always")
+@njit
 def _tanh(v, p, q):
     m = expm1(type(v)(-2) * abs(v))  # tanh|v| = -m / (2 + m), accurate near 0 as expm1 is
     t = -m / (type(v)(2) + m)
     return t if v >= 0 else -t
 
 
-@njit(inline="always")
+@njit
 def _leaky_relu(v, p, q):
     return v if v >= 0 else v * p
 
 
-@njit(inline="always")
+@njit
 def _elu(v, p, q):
     return v if v > 0 else p * expm1(v)
 
 
-@njit(inline="always")
+@njit
 def _celu(v, p, q):
     return v if v > 0 else p * expm1(v / p)
 
 
-@njit(inline="always")
+@njit
 def _selu(v, p, q):
     return q * (v if v > 0 else p * expm1(v))
 
 
-@njit(inline="always")
+@njit
 def _thresholded_relu(v, p, q):
     return v if v > p else type(v)(0)
 
 
-@njit(inline="always")
+@njit
 def _hard_sigmoid(v, p, q):
     y = p * v + q
     y = type(v)(1) if y > 1 else y
     return type(v)(0) if y < 0 else y
 
 
-@njit(inline="always")
+@njit
 def _hard_swish(v, p, q):
     return v * _hard_sigmoid(v, p, q)
 
 
-@njit(inline="always")
+@njit(inline="always")  # too big for LLVM to inline: a call per element
 def _softplus(v, p, q):
-    return (v if v > 0 else type(v)(0)) + math.log1p(exp(-abs(v)))
+    return (v if v > 0 else type(v)(0)) + log1p(exp(-abs(v)))
 
 
-@njit(inline="always")
+@njit
 def _softsign(v, p, q):
     return v / (type(v)(1) + abs(v))
 
 
-@njit(inline="always")
+@njit
 def _mish(v, p, q):
     # tanh(log(1 + e)) = n / (n + 2) with n = e (e + 2); past v = 20 the ratio is 1 in float32
     e = exp(v if v < 20 else type(v)(20))
@@ -87,12 +86,12 @@ def _mish(v, p, q):
     return v * (n / (n + type(v)(2)))
 
 
-@njit(inline="always")
+@njit(inline="always")  # too big for LLVM to inline: a call per element
 def _gelu(v, p, q):
     return type(v)(0.5) * v * erfc(v * type(v)(-0.7071067811865476))
 
 
-@njit(inline="always")
+@njit
 def _gelu_tanh(v, p, q):
     # 0.5 v (1 + tanh z) = v * sigmoid(2z), which does not cancel for negative z
     z = type(v)(0.7978845608028654) * (v + type(v)(0.044715) * v * v * v)

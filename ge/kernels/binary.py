@@ -118,6 +118,19 @@ def _min(x, y):
 
 
 @njit(inline="always")
+def _shl(x, y):
+    # Numba shifts in 64 bits and the store truncates, which is ONNX's answer for every count in
+    # [bits, 64); counts outside [0, 64) are undefined in LLVM, so they are caught here.
+    return x - x if (y < 0 or y >= 64) else x << y
+
+
+@njit(inline="always")
+def _shr(x, y):
+    fill = x - x - 1 if x < 0 else x - x  # what shifting right by >= the width leaves (-1 only if signed)
+    return fill if (y < 0 or y >= 64) else x >> y
+
+
+@njit(inline="always")
 def _pow(x, y):
     return x ** y
 
@@ -194,21 +207,8 @@ def logic(a, b, out, op, shape, sa, sb):
         walk2(_xor, a, b, out, shape, sa, sb)
 
 
-@njit(inline="always")
-def _shl(x, y):
-    return x - x if (y < 0 or y >= 64) else x << y
-
-
-@njit(inline="always")
-def _shr(x, y):
-    fill = x - x - 1 if x < 0 else x - x  # what shifting right by >= the width leaves (-1 only if signed)
-    return fill if (y < 0 or y >= 64) else x >> y
-
-
 @njit(nogil=True, cache=True, error_model="numpy")
 def bitshift(a, b, out, left, shape, sa, sb):
-    # Numba widens the operands to 64 bits and the store truncates, which gives ONNX's answer for every
-    # count in [bits, 64); counts outside [0, 64) are undefined in LLVM, so _shl/_shr catch those.
     if left:
         walk2(_shl, a, b, out, shape, sa, sb)
     else:
@@ -297,19 +297,9 @@ _INPLACE = ((0, 0),)  # the in-place loops read the first operand from out
 _COMMUTATIVE = ((0, 0), (1, 0))  # these kernels swap operands when out is the second
 
 
-@register("Add", infer=_infer(NUM), inplace=_COMMUTATIVE)
-def _prepare_add(ctx):
-    return Launch(binary_arith, (ADD, *_strides(ctx)))
-
-
-@register("Sub", infer=_infer(NUM), inplace=_INPLACE)
-def _prepare_sub(ctx):
-    return Launch(binary_arith, (SUB, *_strides(ctx)))
-
-
-@register("Mul", infer=_infer(NUM), inplace=_COMMUTATIVE)
-def _prepare_mul(ctx):
-    return Launch(binary_arith, (MUL, *_strides(ctx)))
+for _op, _code, _inplace in (("Add", ADD, _COMMUTATIVE), ("Sub", SUB, _INPLACE), ("Mul", MUL, _COMMUTATIVE)):
+    register(_op, infer=_infer(NUM), inplace=_inplace)(
+        lambda ctx, code=_code: Launch(binary_arith, (code, *_strides(ctx))))
 
 
 @register("Div", infer=_infer(NUM), inplace=_INPLACE)

@@ -32,7 +32,8 @@ def _target(ctx: KernelContext) -> np.dtype:
     except (ModelLoadError, ValueError, TypeError):
         dt = None
     if dt not in SUPPORTED:
-        raise ctx.error(f"cannot cast to {to!r}: supported targets are {', '.join(sorted(map(str, SUPPORTED)))}")
+        names = ", ".join(sorted(map(str, SUPPORTED)))
+        raise ctx.error(f"cannot cast to {to!r}: supported targets are {names}")
     return dt
 
 

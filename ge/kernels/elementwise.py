@@ -5,9 +5,13 @@ a family kernel picks f by op code outside the loop (an op switch inside the loo
 measured 60x). Families group ops by the dtypes they accept, so a dtype only compiles what it can run:
   math_float  exp, log, sqrt, reciprocal, erf, rounding: the common float math
   trig        the trigonometric and hyperbolic functions, rarely used
-  signed      Relu, Neg, Abs, Sign on every numeric dtype
+  numeric     Relu, Neg, Abs, Sign on every numeric dtype
 Constants are made in the input's dtype (`type(v)(1)`) so float32 stays float32 (a Python literal would
-promote to float64). Activations live in activation.py, binary ops in binary.py, Cast in cast.py.
+promote to float64). Scalar functions are plain @njit, which LLVM inlines into both of map1's loops;
+inline="always" would have Numba type each copy again, doubling compile time (activation kernel float32:
+6.3 s -> 2.9 s, measured). Only those too big for LLVM's inliner stay inline="always" (erf, softplus): a
+call per element stops vectorization (10-20x). Activations live in activation.py, binary ops in
+binary.py, Cast in cast.py; exp, log and erf for float32 in fastmath.py.
 """
 from __future__ import annotations
 
@@ -16,9 +20,9 @@ import math
 import numpy as np
 from numba import njit
 
-from .broadcast import broadcast_strides  # noqa: F401  (re-exported: it used to live here)
 from .broadcast import map1 as _map
-from .fastmath import erf, exp
+from .cast import cast
+from .fastmath import erf, exp, log
 from .registry import KernelContext, Launch, TensorSpec, register, same_as_input
 
 F = tuple(np.dtype(t) for t in ("float32", "float64"))
@@ -28,42 +32,42 @@ BOOL = np.dtype(np.bool_)
 
 # -- float math -------------------------------------------------------------------------------------
 
-@njit(inline="always")
+@njit
 def _exp(v, p, q):
     return exp(v)
 
 
-@njit(inline="always")
+@njit
 def _log(v, p, q):
-    return math.log(v)
+    return log(v)
 
 
-@njit(inline="always")
+@njit
 def _sqrt(v, p, q):
     return math.sqrt(v)
 
 
-@njit(inline="always")
+@njit
 def _reciprocal(v, p, q):
     return type(v)(1) / v
 
 
-@njit(inline="always")
+@njit(inline="always")  # erf is past LLVM's inlining threshold: a call per element
 def _erf(v, p, q):
     return erf(v)
 
 
-@njit(inline="always")
+@njit
 def _floor(v, p, q):
     return np.floor(v)
 
 
-@njit(inline="always")
+@njit
 def _ceil(v, p, q):
     return np.ceil(v)
 
 
-@njit(inline="always")
+@njit
 def _round(v, p, q):
     return np.rint(v)  # halves to even, as numpy.round
 
@@ -91,57 +95,57 @@ def math_float(x, out, op):
         _map(_round, x, out, 0, 0)
 
 
-@njit(inline="always")
+@njit
 def _sin(v, p, q):
     return math.sin(v)
 
 
-@njit(inline="always")
+@njit
 def _cos(v, p, q):
     return math.cos(v)
 
 
-@njit(inline="always")
+@njit
 def _tan(v, p, q):
     return math.tan(v)
 
 
-@njit(inline="always")
+@njit
 def _asin(v, p, q):
     return math.asin(v)
 
 
-@njit(inline="always")
+@njit
 def _acos(v, p, q):
     return math.acos(v)
 
 
-@njit(inline="always")
+@njit
 def _atan(v, p, q):
     return math.atan(v)
 
 
-@njit(inline="always")
+@njit
 def _sinh(v, p, q):
     return math.sinh(v)
 
 
-@njit(inline="always")
+@njit
 def _cosh(v, p, q):
     return math.cosh(v)
 
 
-@njit(inline="always")
+@njit
 def _asinh(v, p, q):
     return math.asinh(v)
 
 
-@njit(inline="always")
+@njit
 def _acosh(v, p, q):
     return math.acosh(v)
 
 
-@njit(inline="always")
+@njit
 def _atanh(v, p, q):
     return math.atanh(v)
 
@@ -177,22 +181,22 @@ def trig(x, out, op):
 
 # -- every numeric dtype ----------------------------------------------------------------------------
 
-@njit(inline="always")
+@njit
 def _relu(v, p, q):
     return type(v)(0) if v < 0 else v  # NaN stays NaN, as numpy.maximum
 
 
-@njit(inline="always")
+@njit
 def _neg(v, p, q):
     return -v
 
 
-@njit(inline="always")
+@njit
 def _abs(v, p, q):
     return abs(v)
 
 
-@njit(inline="always")
+@njit
 def _sign(v, p, q):
     return type(v)(1) if v > 0 else (-type(v)(1) if v < 0 else v)  # 0 and NaN map to themselves
 
@@ -201,7 +205,7 @@ RELU, NEG, ABS, SIGN = range(4)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def signed(x, out, op):
+def numeric(x, out, op):
     if op == RELU:
         _map(_relu, x, out, 0, 0)
     elif op == NEG:
@@ -214,12 +218,12 @@ def signed(x, out, op):
 
 # -- predicates and Not -----------------------------------------------------------------------------
 
-@njit(inline="always")
+@njit
 def _isnan(v, p, q):
     return v != v
 
 
-@njit(inline="always")
+@njit
 def _isinf(v, p, q):
     inf = type(v)(np.inf)
     return (p and v == inf) or (q and v == -inf)
@@ -233,7 +237,7 @@ def is_nan_inf(x, out, isinf, positive, negative):
         _map(_isnan, x, out, False, False)
 
 
-@njit(inline="always")
+@njit
 def _not(v, p, q):
     return not v
 
@@ -245,39 +249,32 @@ def logical_not(x, out):
 
 # -- Clip -------------------------------------------------------------------------------------------
 
-@njit(inline="always")
+@njit
 def _clip(v, lo, hi):
     v = lo if v < lo else v  # lo first: with lo > hi every value becomes hi, as numpy.clip
     return hi if v > hi else v
 
 
-@njit(inline="always")
+@njit
 def _clip_lo(v, lo, hi):
     return lo if v < lo else v
 
 
-@njit(inline="always")
+@njit
 def _clip_hi(v, lo, hi):
     return hi if v > hi else v
 
 
-@njit(inline="always")
-def _copy(v, lo, hi):
-    return v
-
-
 @njit(nogil=True, cache=True, error_model="numpy")
 def clip(x, lo, hi, out, mode):
-    """Clip with tensor bounds. mode bit 0: min given, bit 1: max given; a missing bound's slot
-    carries another input and is not read."""
+    """Clip with tensor bounds. mode bit 0: min given, bit 1: max given (one at least); a missing
+    bound's slot carries another input and is not read."""
     if mode == 3:
         _map(_clip, x, out, lo[0], hi[0])
     elif mode == 1:
         _map(_clip_lo, x, out, lo[0], lo[0])
-    elif mode == 2:
-        _map(_clip_hi, x, out, hi[0], hi[0])
     else:
-        _map(_copy, x, out, x[0], x[0])
+        _map(_clip_hi, x, out, hi[0], hi[0])
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -293,7 +290,7 @@ def float_infer(ctx: KernelContext) -> list[TensorSpec]:
     return same_as_input()(ctx)
 
 
-def _signed_infer(ctx: KernelContext) -> list[TensorSpec]:
+def _numeric_infer(ctx: KernelContext) -> list[TensorSpec]:
     ctx.require_dtype(0, F + I)
     return same_as_input()(ctx)
 
@@ -306,7 +303,7 @@ for _kernel, _ops in ((math_float, ("Exp", "Log", "Sqrt", "Reciprocal", "Erf", "
             lambda ctx, k=_kernel, c=_code: Launch(k, (c,)))
 
 for _code, _op in enumerate(("Relu", "Neg", "Abs", "Sign")):
-    register(_op, infer=_signed_infer, inplace=((0, 0),))(lambda ctx, c=_code: Launch(signed, (c,)))
+    register(_op, infer=_numeric_infer, inplace=((0, 0),))(lambda ctx, c=_code: Launch(numeric, (c,)))
 
 
 def _predicate_infer(ctx: KernelContext) -> list[TensorSpec]:
@@ -321,7 +318,8 @@ def _prepare_isnan(ctx):
 
 @register("IsInf", infer=_predicate_infer)
 def _prepare_isinf(ctx):
-    return Launch(is_nan_inf, (True, bool(ctx.attr("detect_positive", 1)), bool(ctx.attr("detect_negative", 1))))
+    positive, negative = bool(ctx.attr("detect_positive", 1)), bool(ctx.attr("detect_negative", 1))
+    return Launch(is_nan_inf, (True, positive, negative))
 
 
 def _not_infer(ctx: KernelContext) -> list[TensorSpec]:
@@ -346,6 +344,8 @@ def _clip_infer(ctx: KernelContext) -> list[TensorSpec]:
 @register("Clip", infer=_clip_infer, inplace=((0, 0),), since=11)
 def _prepare_clip(ctx):
     has_lo, has_hi = ctx.has(1), ctx.has(2)
+    if not (has_lo or has_hi):
+        return Launch(cast, inputs=(0,))  # a copy
     return Launch(clip, (has_lo + 2 * has_hi,), inputs=(0, 1 if has_lo else 0, 2 if has_hi else 0))
 
 

@@ -1,6 +1,7 @@
 """Elementwise kernels (elementwise, activation, binary, cast) against onnx.reference.
 
-Dtypes are kept few on purpose: each (kernel, dtype) pair costs a Numba compile on a cold cache.
+Dtypes are kept few on purpose: each (kernel, dtype) pair costs a Numba compile on a cold cache (mostly
+the ones ONNX's node cases compile anyway, so a whole-suite run shares them).
 """
 import numpy as np
 import pytest
@@ -21,7 +22,8 @@ def randn(*shape, dtype=np.float32):
 # -- binary with broadcasting -----------------------------------------------------------------------
 
 SHAPES = [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((2, 1, 4), (3, 1)), ((5,), ()), ((), (5,)),
-          ((1, 3, 1), (2, 1, 5)), ((64, 3), (3,)), ((2, 3, 4, 5), (3, 1, 1)), ((0, 3), (3,))]
+          ((1, 3, 1), (2, 1, 5)), ((64, 3), (3,)), ((2, 3, 4, 5), (3, 1, 1)), ((0, 3), (3,)),
+          ((2, 1, 3, 1, 4, 2), (3, 1, 5, 1, 2))]  # several outer dims: the odometer carries
 
 
 @pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
@@ -36,7 +38,6 @@ def test_int_div_truncates_and_mod():
     check_op("Div", [a, b])
     check_op("Mod", [a, b])
     check_op("Mod", [a, b], {"fmod": 1})
-    check_op("Add", [a, b[:1]])
 
 
 def test_float_mod():
@@ -95,10 +96,11 @@ def test_variadic(op, shapes):
 @pytest.mark.parametrize("op", ["Max", "Min"])
 def test_max_min_nan_and_ints(op):
     check_op(op, [np.array([1, np.nan, 3], np.float32), np.array([np.nan, 2, 1], np.float32)])
-    check_op(op, [np.array([1, -5, 3], np.int64), np.array([0, 2, 1], np.int64), np.array([2], np.int64)])
+    check_op(op, [np.array([1, -5, 3], np.int64), np.array([2], np.int64)])
 
 
-@pytest.mark.parametrize("sc,sx,sy", [((2, 3), (2, 3), (2, 3)), ((1, 3), (2, 1), ()), ((4,), (3, 1), (1, 4))])
+@pytest.mark.parametrize("sc,sx,sy", [((2, 3), (2, 3), (2, 3)), ((1, 3), (2, 1), ()), ((4,), (3, 1), (1, 4)),
+                                      ((3, 1), (3, 4), (4,)), ((2, 1, 4), (3, 1), (2, 3, 4))])
 def test_where(sc, sx, sy):
     check_op("Where", [rng.random(sc) > 0.5, randn(*sx), randn(*sy)])
     check_op("Where", [rng.random(sc) > 0.5, randn(*sx).astype(np.int64), randn(*sy).astype(np.int64)])
@@ -127,6 +129,7 @@ def _run(op, arrays, attrs, opset=17, out=None):
 
 @pytest.mark.parametrize("op,shapes,which", [("Add", [(4, 5), (4, 5)], 0), ("Sub", [(4, 5), (4, 5)], 1),
                                               ("Mul", [(4, 5), (5,)], 0), ("Div", [(4, 1), (4, 5)], 1),
+                                              ("Mul", [(5,), (4, 5)], 1), ("Max", [(4, 5), (4, 5)], 1),
                                               ("Sum", [(4, 5), (4, 5), (5,)], 0), ("Sigmoid", [(4, 5)], 0),
                                               ("Exp", [(4, 5)], 0), ("Relu", [(4, 5)], 0)])
 def test_inplace(op, shapes, which):
@@ -159,12 +162,14 @@ def test_activation_float64(op):
     check_op(op, [randn(3, 7, dtype=np.float64) * 4], opset=18, rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("op,lo,hi", [("Exp", -80, 80), ("Log", 1e-3, 1e3), ("Sqrt", 0, 100),
-                                      ("Reciprocal", 0.1, 10), ("Erf", -4, 4), ("Floor", -5, 5),
-                                      ("Ceil", -5, 5), ("Sin", -7, 7), ("Cos", -7, 7), ("Tan", -1.5, 1.5),
-                                      ("Asin", -1, 1), ("Acos", -1, 1), ("Atan", -9, 9), ("Sinh", -5, 5),
-                                      ("Cosh", -5, 5), ("Asinh", -9, 9), ("Acosh", 1, 9),
-                                      ("Atanh", -0.99, 0.99), ("Neg", -5, 5), ("Abs", -5, 5), ("Sign", -5, 5)])
+MATH = [("Exp", -80, 80), ("Log", 1e-30, 1e30), ("Sqrt", 0, 100), ("Reciprocal", 0.1, 10), ("Erf", -4, 4),
+        ("Floor", -5, 5), ("Ceil", -5, 5), ("Sin", -7, 7), ("Cos", -7, 7), ("Tan", -1.5, 1.5),
+        ("Asin", -1, 1), ("Acos", -1, 1), ("Atan", -9, 9), ("Sinh", -5, 5), ("Cosh", -5, 5),
+        ("Asinh", -9, 9), ("Acosh", 1, 9), ("Atanh", -0.99, 0.99), ("Neg", -5, 5), ("Abs", -5, 5),
+        ("Sign", -5, 5)]
+
+
+@pytest.mark.parametrize("op,lo,hi", MATH)
 def test_math(op, lo, hi):
     check_op(op, [rng.uniform(lo, hi, (4, 9)).astype(np.float32)])
 
@@ -180,12 +185,19 @@ def test_signed_ints(op, dtype):
     check_op(op, [np.array([-100, -1, 0, 1, 100], dtype)])
 
 
-def test_fast_exp_ulp():
-    """fastmath's float32 exp / expm1 (through Exp, Elu) against float64."""
+def _max_ulp(got, want):
+    return (np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want).astype(np.float32))).max()
+
+
+def test_fastmath_ulp():
+    """fastmath's float32 exp, log, erf, expm1 (through Exp, Log, Erf, Elu, Tanh) against float64."""
+    import math
     x = np.linspace(-86, 88.7, 200001, dtype=np.float32)
-    got = _run("Exp", [x], {}).astype(np.float64)
-    want = np.exp(x.astype(np.float64))
-    assert (np.abs(got - want) / np.spacing(want.astype(np.float32))).max() <= 2
+    assert _max_ulp(_run("Exp", [x], {}), np.exp(x.astype(np.float64))) <= 2
+    x = np.exp(np.linspace(-103, 88.7, 200001)).astype(np.float32)  # subnormals up to near FLT_MAX
+    assert _max_ulp(_run("Log", [x], {}), np.log(x.astype(np.float64))) <= 3
+    x = np.linspace(-5, 5, 100001, dtype=np.float32)
+    assert _max_ulp(_run("Erf", [x], {}), np.array([math.erf(v) for v in x.astype(np.float64)])) <= 3
     small = np.float32(10.0) ** -np.arange(1, 30, dtype=np.float32)  # expm1 keeps tiny inputs' accuracy
     np.testing.assert_allclose(_run("Elu", [-small], {"alpha": 1.0}), np.expm1(-small.astype(np.float64)),
                                rtol=3e-7)
@@ -226,14 +238,22 @@ def test_clip_attributes():
 CAST_VALUES = np.array([0, 1, -1, 2.75, -3.5, 100, 127], np.float64)
 
 
-@pytest.mark.parametrize("src,dst", [(np.float32, np.float64), (np.float64, np.float32), (np.float32, np.int32),
-                                     (np.float32, np.bool_), (np.int64, np.float32), (np.int32, np.int8),
-                                     (np.bool_, np.float32), (np.uint8, np.int64), (np.float32, np.float32)])
+CASTS = [(np.float32, np.float64), (np.float64, np.float32), (np.float32, np.int32), (np.float32, np.bool_),
+         (np.int64, np.float32), (np.int32, np.int8), (np.bool_, np.float32), (np.uint8, np.int64),
+         (np.float32, np.float32)]
+
+
+@pytest.mark.parametrize("src,dst", CASTS)
 def test_cast(src, dst):
     from ge.ir.dtypes import to_onnx
     x = CAST_VALUES.astype(src) if src != np.uint8 else np.array([0, 1, 255], src)
     check_op("Cast", [x], {"to": to_onnx(dst)})
     check_op("CastLike", [x, np.zeros(1, dst)])
+
+
+def test_cast_opset1_type_name():
+    x = np.array([1.5, -2.5], np.float32)
+    np.testing.assert_array_equal(_run("Cast", [x], {"to": "INT32"}, opset=1), x.astype(np.int32))
 
 
 def test_unsupported_dtypes_are_shape_errors():
