@@ -9,10 +9,15 @@ import sys
 import traceback
 
 import numpy as np
+from onnx import TensorProto, numpy_helper
 from onnx.backend.test.case.node import collect_testcases
 
 from ge.frontends.onnx_attrs import node_attributes
 from ge.kernels import KernelContext, TensorSpec, is_registered, lookup, run_kernel
+
+
+def _array(x):
+    return numpy_helper.to_array(x) if isinstance(x, TensorProto) else np.asarray(x)
 
 
 def run_case(case):
@@ -20,7 +25,7 @@ def run_case(case):
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 21)
     (node,) = model.graph.node
     for inputs, expected in case.data_sets:
-        inputs = [np.asarray(x) if x is not None else None for x in inputs]
+        inputs = [None if x is None else _array(x) for x in inputs]
         names = [i.name for i in model.graph.input]
         env = dict(zip(names, inputs))
         arrays = [env.get(n) if n else None for n in node.input]
@@ -31,7 +36,7 @@ def run_case(case):
                             opset, n_outputs=len(node.output))
         outs = run_kernel(kernel, ctx, arrays)
         for got, want in zip(outs, expected):
-            want = np.asarray(want)
+            want = _array(want)
             assert got.dtype == want.dtype, f"dtype {got.dtype} != {want.dtype}"
             assert got.shape == want.shape, f"shape {got.shape} != {want.shape}"
             np.testing.assert_allclose(got, want, rtol=case.rtol, atol=case.atol)
