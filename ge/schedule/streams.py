@@ -1,0 +1,266 @@
+"""Logical stream assignment, after GE's LogicalStreamAllocator (GE_REFERENCE.md §3.2), on an execution order.
+
+Works node by node (GE works on same-engine clusters; a node is the finest cluster). Positions in the
+order are the clock; `preds`/`succs` are data edges between positions.
+
+Step 1 (IndependentStreamPass): each independent engine (HCCL) gets one stream of its own for all its nodes.
+Step 2 (AssignByDependencyPass): for each node in order, a predecessor p is reusable when p is not on an
+        independent stream, p has no *other* successor of p's own engine that could run in parallel with the
+        node (GE: no other such successor at all; one that depends on the node, like the residual input of
+        a ResNet block's last conv, cannot run in parallel with it, so here it does not count; the rule is
+        waived under memory_priority, as GE does), and either p has the node's engine, the node's engine
+        may attach (AICPU, DVPP, GE_LOCAL), or p's stream already carries the node's engine. The
+        reusable predecessor of the same engine, then lowest engine cost, then latest in order wins. Else
+        (beyond GE, which round-robins) a stream whose last node is an ancestor of this one: it is idle by
+        the time this node can start, so no parallelism is lost (one ending at a predecessor first: no event).
+        Else a new stream, up to `max_streams` in all; past that, the least loaded (fewest nodes, lowest id).
+Step 3 (UpdateForSkippedEnginePass): a no-task node (GE_LOCAL) whose neighbours all share a stream moves there.
+Step 4 (OptimizeIneffectiveMultiStreamPass): a node none of whose neighbours shares its stream moves to a
+        neighbour's stream S when the node of S just before it (by position) is one of its ancestors and the
+        node of S just after it one of its descendants (GE: "no other node of S lies between its neighbours
+        on S"; a node that data orders around it anyway is no obstacle). The move then adds no order the data
+        does not impose, so no parallelism is lost, and events are saved. Repeated to a fixpoint; the stream
+        holding most of the node's neighbours wins.
+Step 5 (RefreshContinuousStreams): renumber streams densely, in order of first use.
+Single stream when `enable_single_stream`, `max_streams == 1`, the graph has control flow (If/Loop/Scan or
+v1 control ops), or it has dynamic shapes and the environment does not set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1
+(GE's default for dynamic-shape graphs, §3.3), with the reason logged and returned.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+from dataclasses import dataclass
+
+from ..npu.engines import CONTROL_FLOW_OPS, GE_LOCAL, info
+from .engines import assign_engines, dependencies
+
+log = logging.getLogger("ge.schedule")
+
+
+@dataclass(frozen=True)
+class StreamAssignment:
+    """Plain data: per position in the order, its stream, engine and the reason for its stream."""
+    streams: tuple[int, ...]
+    engines: tuple[str, ...]
+    reasons: tuple[str, ...]
+    num_streams: int
+    single_stream_reason: str | None = None
+    moved: int = 0            # nodes moved by the ineffective-multi-stream pass
+    names: tuple[str, ...] = ()
+
+    def to_text(self) -> str:
+        """One line per node (the golden form): position, stream, engine, name, reason."""
+        head = f"{self.num_streams} stream(s)" + (
+            f", single stream: {self.single_stream_reason}" if self.single_stream_reason else "")
+        names = self.names or tuple(f"#{i}" for i in range(len(self.streams)))
+        lines = [head] + [f"{i:4d} s{s} {e:8s} {n}  # {r}" for i, (s, e, n, r) in
+                          enumerate(zip(self.streams, self.engines, names, self.reasons))]
+        return "\n".join(lines)
+
+
+def assign_streams(graph, order, options=None, *, engines=None, exact_ge: bool = False) -> StreamAssignment:
+    """Streams for `order` (a topological order of `graph`), following `options` (ge.Options).
+    `exact_ge`: GE's Step 2 without this module's two refinements (for comparison): every other same-engine
+    successor blocks reuse, and no reuse of finished streams."""
+    from ..options import as_options
+    options = as_options(options)
+    engines = engines if engines is not None else assign_engines(graph, order)
+    preds, _ = dependencies(order)
+    reason = None
+    if options.enable_single_stream:
+        reason = "enable_single_stream is set"
+    else:
+        flow = next((n for n in order if n.op_type in CONTROL_FLOW_OPS or _has_subgraph(n)), None)
+        dynamic = next((n for n in order if any(not v.is_static for v in n.outputs)), None)
+        if flow is not None:
+            reason = f"control flow ({flow.op_type} node '{flow.name}')"
+        elif dynamic is not None and os.environ.get("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "") != "1":
+            reason = (f"dynamic shapes (node '{dynamic.name}'); set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 "
+                      "for multi-stream")
+    return assign_streams_indexed(engines, preds, max_streams=options.max_streams,
+                                  single_stream_reason=reason, names=[n.name for n in order],
+                                  memory_priority=options.topo_sorting_mode == "memory_priority",
+                                  exact_ge=exact_ge)
+
+
+def assign_streams_indexed(engines, preds, *, max_streams: int = 8, single_stream_reason: str | None = None,
+                           names=None, memory_priority: bool = False, exact_ge: bool = False) -> StreamAssignment:
+    """The assignment on plain data: engines and predecessor positions per position in the order."""
+    n = len(engines)
+    names = tuple(names) if names is not None else tuple(f"#{i}" for i in range(n))
+    if single_stream_reason is None and max_streams == 1:
+        single_stream_reason = "max_streams is 1"
+    if single_stream_reason is not None:
+        log.info("single stream for %d nodes: %s", n, single_stream_reason)
+        return StreamAssignment((0,) * n, tuple(engines), ("single stream",) * n, 1 if n else 0,
+                                single_stream_reason, 0, names)
+    a = _Assigner(list(engines), [list(p) for p in preds], names, max_streams, memory_priority, exact_ge)
+    a.independent()
+    a.by_dependency()
+    a.skipped_engine()
+    moved = a.ineffective_multi_stream()
+    streams = a.renumber()
+    result = StreamAssignment(tuple(streams), tuple(engines), tuple(a.reason), len(set(streams)), None,
+                              moved, names)
+    log.info("streams: %d for %d nodes (%d moved back as ineffective)", result.num_streams, n, moved)
+    return result
+
+
+def _has_subgraph(node) -> bool:
+    values = [x for v in node.attrs.values() for x in (v if isinstance(v, (list, tuple)) else [v])]
+    return any(type(x).__name__ in ("Graph", "GraphProto") for x in values)
+
+
+class _Assigner:
+    def __init__(self, engines, preds, names, max_streams, memory_priority, exact_ge=False):
+        self.eng, self.preds, self.names = engines, preds, names
+        self.n = len(engines)
+        self.succs = [[] for _ in engines]
+        for i, ps in enumerate(preds):
+            for p in ps:
+                self.succs[p].append(i)
+        self.stream = [-1] * self.n
+        self.reason = [""] * self.n
+        self.load: dict[int, int] = {}
+        self.stream_engines: dict[int, set] = {}
+        self.independent_streams: set[int] = set()
+        self.max_streams, self.memory_priority, self.exact_ge = max_streams, memory_priority, exact_ge
+        self.anc = [0] * self.n   # bitset of data ancestors per position
+        for i, ps in enumerate(preds):
+            for p in ps:
+                self.anc[i] |= self.anc[p] | (1 << p)
+        self.last: dict[int, int] = {}   # stream -> last position put on it (during the dependency pass)
+
+    def _put(self, i, s, why):
+        self.stream[i], self.reason[i] = s, why
+        self.last[s] = max(self.last.get(s, -1), i)
+        self.load[s] = self.load.get(s, 0) + 1
+        self.stream_engines.setdefault(s, set()).add(self.eng[i])
+
+    def _new_stream(self) -> int:
+        return max(self.load, default=-1) + 1
+
+    def independent(self):
+        for e in dict.fromkeys(self.eng):
+            if info(e).independent:
+                s = self._new_stream()
+                self.load[s] = 0
+                self.independent_streams.add(s)
+                for i in range(self.n):
+                    if self.eng[i] == e:
+                        self._put(i, s, f"{e} is independent: its own stream")
+
+    def by_dependency(self):
+        cap = max(1, self.max_streams - len(self.independent_streams))
+        for i in range(self.n):
+            if self.stream[i] >= 0:
+                continue
+            cands = [p for p in self.preds[i] if self._reusable(p, i)]
+            if cands:
+                p = min(cands, key=lambda p: (self.eng[p] != self.eng[i], info(self.eng[p]).cost, -p))
+                self._put(i, self.stream[p], f"reuses the stream of '{self.names[p]}'")
+            elif self.eng[i] == GE_LOCAL and self._shared_preds(i):
+                p = self._shared_preds(i)[-1]
+                self._put(i, self.stream[p], f"no task: rides on the stream of '{self.names[p]}'")
+            elif not self.exact_ge and self._finished_streams(i):
+                s = self._finished_streams(i)[0]
+                self._put(i, s, f"reuses the stream of '{self.names[self.last[s]]}', done before it" +
+                          self._why_new(i))
+            elif len(self.load) - len(self.independent_streams) < cap:
+                self._put(i, self._new_stream(), "new stream" + self._why_new(i))
+            else:
+                s = min(self._compute_streams(), key=lambda s: (self.load[s], s))
+                self._put(i, s, f"max_streams {self.max_streams} reached: least loaded stream")
+
+    def _compute_streams(self) -> list[int]:
+        return [s for s in self.load if s not in self.independent_streams]
+
+    def _finished_streams(self, i) -> list[int]:
+        """Streams whose last node is an ancestor of i (idle by the time i can start): those ending at a
+        predecessor first (no event needed), then the least loaded."""
+        done = [s for s in self._compute_streams() if (self.anc[i] >> self.last[s]) & 1]
+        return sorted(done, key=lambda s: (self.last[s] not in self.preds[i], self.load[s], s))
+
+    def _shared_preds(self, i) -> list[int]:
+        return [p for p in self.preds[i] if self.stream[p] not in self.independent_streams]
+
+    def _reusable(self, p, i) -> bool:
+        if self.stream[p] in self.independent_streams:
+            return False
+        ep, ei = self.eng[p], self.eng[i]
+        if not self.memory_priority and self._siblings(p, i):
+            return False
+        return ep == ei or info(ei).attach or ei in self.stream_engines.get(self.stream[p], ())
+
+    def _siblings(self, p, i) -> list[int]:
+        """Successors of p of p's engine, other than i, that could run in parallel with i."""
+        return [s for s in self.succs[p]
+                if s != i and self.eng[s] == self.eng[p] and (self.exact_ge or not (self.anc[s] >> i) & 1)]
+
+    def _why_new(self, i) -> str:
+        if not self.preds[i]:
+            return " (no predecessor)"
+        forks = [p for p in self.preds[i] if self._siblings(p, i)]
+        if forks:
+            return f" ('{self.names[forks[-1]]}' has other {self.eng[forks[-1]]} successors)"
+        return " (no reusable predecessor)"
+
+    def skipped_engine(self):
+        for i in range(self.n):
+            if self.eng[i] != GE_LOCAL:
+                continue
+            around = {self.stream[j] for j in self.preds[i] + self.succs[i]}
+            if len(around) == 1 and not around & (self.independent_streams | {self.stream[i]}):
+                s = around.pop()
+                self._move(i, s, f"no task: all neighbours on the stream of '{self._on(i, s)}'")
+
+    def _on(self, i, s) -> str:
+        """The name of a neighbour of i on stream s (reasons name nodes: stream ids change on renumbering)."""
+        return self.names[next(j for j in self.preds[i] + self.succs[i] if self.stream[j] == s)]
+
+    def _move(self, i, s, why):
+        self.load[self.stream[i]] -= 1
+        self._put(i, s, why)
+
+    def ineffective_multi_stream(self) -> int:
+        moved, changed = 0, True
+        while changed:
+            changed = False
+            members: dict[int, list[int]] = {}
+            for i, s in enumerate(self.stream):
+                members.setdefault(s, []).append(i)
+            for i in range(self.n):
+                s = self._better_stream(i, members)
+                if s is None:
+                    continue
+                members[self.stream[i]].remove(i)
+                bisect.insort(members[s], i)
+                self._move(i, s, f"moved to the stream of '{self._on(i, s)}': its own gave no parallelism")
+                moved, changed = moved + 1, True
+        return moved
+
+    def _better_stream(self, i, members) -> int | None:
+        own = self.stream[i]
+        if own in self.independent_streams:
+            return None
+        neighbours = self.preds[i] + self.succs[i]
+        if not neighbours or any(self.stream[j] == own for j in neighbours):
+            return None
+        best = None
+        for s in sorted({self.stream[j] for j in neighbours} - self.independent_streams):
+            on_s = members[s]
+            k = bisect.bisect_left(on_s, i)
+            if k > 0 and not (self.anc[i] >> on_s[k - 1]) & 1:
+                continue   # the node before it on s is not an ancestor: they could run in parallel
+            if k < len(on_s) and not (self.anc[on_s[k]] >> i) & 1:
+                continue   # likewise the node after it
+            edges = sum(self.stream[j] == s for j in neighbours)
+            if best is None or edges > best[0]:
+                best = (edges, s)
+        return None if best is None else best[1]
+
+    def renumber(self) -> list[int]:
+        dense: dict[int, int] = {}
+        return [dense.setdefault(s, len(dense)) for s in self.stream]
