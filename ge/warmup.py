@@ -1,0 +1,60 @@
+"""Compile (or load from Numba's cache) every kernel specialization a plan will call, before it runs.
+
+The first run of a model otherwise pays each compile inside the run. Types are taken from what the
+runtimes pass: flat 1-D contiguous buffers (constants flattened from the plan's arrays, which keeps their
+read-only flag), then the launch's static arguments.
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+from numba import typeof
+from numba.core.types import BaseTuple
+
+from .progress import Progress
+
+
+def _buffer_type(plan, t: int):
+    if t in plan.constants:
+        return typeof(np.ascontiguousarray(plan.constants[t]).reshape(-1))
+    return typeof(np.empty(0, plan.tensors[t].dtype))
+
+
+def kernel_signatures(plan) -> dict:
+    """{(kernel function, argument types): first node name} for every static launch of the plan."""
+    sigs = {}
+    for node in plan.nodes:
+        launch = node.launch
+        if launch is None or not hasattr(launch.fn, "compile"):
+            continue
+        picked = (launch.inputs if launch.inputs is not None
+                  else [i for i, t in enumerate(node.inputs) if t >= 0])
+        types = [_buffer_type(plan, node.inputs[i]) for i in picked]
+        types += [_buffer_type(plan, t) for t in node.outputs]
+        types += [typeof(np.empty(0, w.dtype)) for w in launch.workspaces]
+        types += [typeof(a) for a in launch.args]
+        sigs.setdefault((launch.fn, _pack_star_args(launch.fn, types)), node.name)
+    return sigs
+
+
+def _pack_star_args(fn, types: list) -> tuple:
+    """Numba types a `*xs` parameter as one tuple of the trailing arguments."""
+    params = inspect.signature(fn.py_func).parameters.values()
+    if not any(p.kind is p.VAR_POSITIONAL for p in params):
+        return tuple(types)
+    fixed = sum(1 for p in params if p.kind is p.POSITIONAL_OR_KEYWORD)
+    return tuple(types[:fixed]) + (BaseTuple.from_types(types[fixed:]),)
+
+
+def compile_kernels(plan, progress: bool = True) -> int:
+    """Compile every distinct kernel specialization of the plan; returns how many."""
+    sigs = kernel_signatures(plan)
+    bar = Progress(len(sigs), "compiling kernels") if progress else None
+    for (fn, types), name in sigs.items():
+        fn.compile(types)
+        if bar:
+            bar.advance(1, name)
+    if bar:
+        bar.close()
+    return len(sigs)
