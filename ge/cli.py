@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -128,6 +129,9 @@ def main(argv=None) -> int:
     except GEError as e:
         print(f"ge: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `ge run | head`: the reader left; no traceback
+        sys.stdout = open(os.devnull, "w")
+        return 0
 
 
 if __name__ == "__main__":
