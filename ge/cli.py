@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -14,7 +15,9 @@ import numpy as np
 
 from . import __version__
 from .api import Session
+from .bench import alternate, format_table, summarize
 from .errors import GEError
+from .options import Options
 from .warmup import compile_kernels
 from .zoo import DEFAULT_MODEL, light_model_path
 
@@ -35,10 +38,7 @@ def cmd_run(args) -> int:
     t0 = time.perf_counter()
     n_kernels = compile_kernels(sess.plan)  # Numba: compiled once, then loaded from its cache
     kernels_s = time.perf_counter() - t0
-    feeds = {}
-    for i in sess.get_inputs():
-        shape = tuple(d if isinstance(d, int) else 1 for d in i.shape)
-        feeds[i.name] = np.ones(shape, i.dtype)
+    feeds = _ones_feeds(sess)
     t0 = time.perf_counter()
     outs = sess.run(None, feeds)  # first run includes any kernel compilation
     first_s = time.perf_counter() - t0
@@ -105,6 +105,67 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    """Alternate the contenders on one model and print median, p90 and the ratio to the first."""
+    path = _model_arg(args.model)
+    contenders, feeds = {}, None
+    for rt in args.runtime.split(","):
+        sess = Session(path, runtime=rt, options=Options(intra_op_threads=args.threads))
+        compile_kernels(sess.plan)
+        feeds = feeds or _ones_feeds(sess)
+        contenders[f"ge {sess.runtime}"] = (lambda s=sess: s.run(None, feeds))
+    if args.vs == "onnxruntime":
+        contenders["onnxruntime"] = _onnxruntime_runner(path, args.threads, feeds)
+    rows = summarize(alternate(contenders, rounds=args.rounds), base=next(iter(contenders)))
+    print(f"model {path}   threads {args.threads}   rounds {args.rounds}")
+    print(format_table(rows, base=rows[0].name))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model": path, "threads": args.threads, "rows": [r.to_dict() for r in rows]}, f,
+                      indent=1)
+    if args.plot:
+        plot_bench(rows, args.plot, title=os.path.basename(path))
+    return 0
+
+
+def _ones_feeds(sess) -> dict:
+    return {i.name: np.ones(tuple(d if isinstance(d, int) else 1 for d in i.shape), i.dtype)
+            for i in sess.get_inputs()}
+
+
+def _onnxruntime_runner(path: str, threads: int, feeds: dict):
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise GEError("--vs onnxruntime needs onnxruntime: pip install onnxruntime") from None
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.log_severity_level = 3
+    o = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return lambda: o.run(None, feeds)
+
+
+def plot_bench(rows, path: str, title: str) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise GEError("--plot needs matplotlib: pip install 'ge-runtime[plot]'") from None
+    fig, ax = plt.subplots(figsize=(6, 0.6 * len(rows) + 1.2))
+    ax.barh([r.name for r in rows], [r.median_ms for r in rows],
+            xerr=[[0] * len(rows), [r.p90_ms - r.median_ms for r in rows]], color="#4c72b0")
+    for y, r in enumerate(rows):
+        ax.text(r.p90_ms, y, f"  {r.median_ms:.3g} ms ({r.ratio:.2f}x)", va="center")
+    ax.set_xlabel("latency, median (bar) to p90 (whisker), ms")
+    ax.set_xlim(0, 1.35 * max(r.p90_ms for r in rows))
+    ax.set_title(title)
+    ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="ge", description="ge: graph compiler and runtimes for a modelled NPU")
     p.add_argument("--version", action="version", version=f"ge {__version__}")
@@ -114,6 +175,15 @@ def main(argv=None) -> int:
     r.add_argument("--runtime", default="auto", help="v1, v2 or auto (default)")
     r.add_argument("--repeat", type=int, default=10, help="timed runs after the first (default 10)")
     r.set_defaults(fn=cmd_run)
+    b = sub.add_parser("bench", help="compare runtimes (and onnxruntime) on one model, side by side")
+    b.add_argument("model", nargs="?", help="ONNX file (default: the ONNX light ResNet-50 inside onnx)")
+    b.add_argument("--runtime", default="auto", help="comma-separated runtimes, e.g. v1,v2 (default auto)")
+    b.add_argument("--vs", choices=["onnxruntime"], help="also time onnxruntime on the same inputs")
+    b.add_argument("--threads", type=int, default=1, help="threads per kernel, for ge and onnxruntime")
+    b.add_argument("--rounds", type=int, default=20, help="alternating rounds (default 20)")
+    b.add_argument("--json", help="write the table as JSON to this file")
+    b.add_argument("--plot", help="draw the comparison as a bar chart (PNG; needs matplotlib)")
+    b.set_defaults(fn=cmd_bench)
     q = sub.add_parser("plan", help="compile a model and print its static memory plan")
     q.add_argument("model", nargs="?", help="ONNX file (default: the ONNX light ResNet-50 inside onnx)")
     q.add_argument("--json", metavar="F", help="write the plan as JSON (schema: README, 'Plan JSON')")

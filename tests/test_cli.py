@@ -26,3 +26,26 @@ def test_ge_run_given_model(tmp_path, capsys):
     path.write_bytes(m.SerializeToString())
     assert main(["run", str(path), "--repeat", "2"]) == 0
     assert f"sum={float(np.ones(4).sum()):.6f}" in capsys.readouterr().out
+
+
+def test_ge_bench_table_json_and_plot(tmp_path, capsys):
+    import json
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 64])
+    m = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "t", [x], [y]),
+                          opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "relu.onnx"
+    path.write_bytes(m.SerializeToString())
+    args = ["bench", str(path), "--vs", "onnxruntime", "--rounds", "3", "--json", str(tmp_path / "b.json"),
+            "--plot", str(tmp_path / "b.png")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ge v2" in out and "onnxruntime" in out and "median ms" in out
+    rows = json.loads((tmp_path / "b.json").read_text())["rows"]
+    assert [r["name"] for r in rows] == ["ge v2", "onnxruntime"] and rows[0]["ratio"] == 1.0
+    assert (tmp_path / "b.png").stat().st_size > 1000
+
+
+def test_ge_bench_unknown_runtime_is_clear(capsys):
+    assert main(["bench", "--runtime", "v9", "--rounds", "1"]) == 2
+    assert "unknown runtime" in capsys.readouterr().err

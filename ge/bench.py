@@ -1,0 +1,47 @@
+"""Side-by-side timing for `ge bench` and bench/: contenders alternate round by round in one process, so
+machine noise hits all of them alike; results are medians, p90s and ratios to a baseline."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def alternate(contenders: dict, rounds: int = 15, warmup: int = 2) -> dict[str, np.ndarray]:
+    """{name: fn} -> {name: seconds per call}, calls interleaved round by round."""
+    for fn in contenders.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: np.array(t) for name, t in times.items()}
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    median_ms: float
+    p90_ms: float
+    ratio: float  # median over the baseline's median
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "median_ms": self.median_ms, "p90_ms": self.p90_ms, "ratio": self.ratio}
+
+
+def summarize(times: dict[str, np.ndarray], base: str | None = None) -> list[Row]:
+    base = base or next(iter(times))
+    ref = float(np.median(times[base]))
+    return [Row(name, round(float(np.median(t)) * 1e3, 3), round(float(np.percentile(t, 90)) * 1e3, 3),
+                round(float(np.median(t)) / ref, 3)) for name, t in times.items()]
+
+
+def format_table(rows: list[Row], base: str) -> str:
+    width = max(len(r.name) for r in rows)
+    lines = [f"{'contender':{width}s}  {'median ms':>10s}  {'p90 ms':>10s}  {'x ' + base:>12s}"]
+    lines += [f"{r.name:{width}s}  {r.median_ms:10.3f}  {r.p90_ms:10.3f}  {r.ratio:12.3f}" for r in rows]
+    return "\n".join(lines)
