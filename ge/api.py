@@ -44,11 +44,16 @@ def available_runtimes() -> list[str]:
 
 
 class Session:
-    """ge.Session(model, runtime="v2", options=...) then run(output_names | None, feeds)."""
+    """ge.Session(model, runtime="v2", options=...) then run(output_names | None, feeds).
 
-    def __init__(self, model, runtime: str = "auto", options=None):
+    For TensorFlow models, `inputs`/`outputs` name the feed and result tensors ("x" or "x:0"); by default
+    the Placeholders and the graph's sinks.
+    """
+
+    def __init__(self, model, runtime: str = "auto", options=None, *, inputs=None, outputs=None):
         self.options = as_options(options)
-        self.plan: Plan = model if isinstance(model, Plan) else compile_model(model, self.options)
+        self.plan: Plan = model if isinstance(model, Plan) else compile_model(
+            model, self.options, inputs=inputs, outputs=outputs)
         self.runtime = self._pick_runtime(runtime)
         module = importlib.import_module(f"runtime_{self.runtime}")
         self._executor = module.Executor(self.plan)
@@ -66,6 +71,30 @@ class Session:
         if runtime not in have:
             raise GEError(f"runtime_{runtime} is not available in this build; available: {', '.join(have)}")
         return runtime
+
+    def allocator_stats(self) -> dict:
+        """Device memory of this session's runtime: capacity, in use, peak, and the caching allocator's
+        counters (allocated, reserved, peaks, hits, misses...). Empty when the runtime keeps none."""
+        stats = getattr(self._executor, "allocator_stats", None)
+        return stats() if stats is not None else {}
+
+    def empty_cache(self) -> None:
+        """Give cached device memory back (idle executor instances and their caches)."""
+        empty = getattr(self._executor, "empty_cache", None)
+        if empty is not None:
+            empty()
+
+    def close(self) -> None:
+        """Release the session's device memory; runs after this raise GEError."""
+        close = getattr(self._executor, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def get_inputs(self) -> list[NodeArg]:
         return [_node_arg(t) for t in self._inputs]

@@ -18,15 +18,24 @@ from .schedule.toposort import topological_order
 log = logging.getLogger("ge")
 
 
-def import_model(model) -> Graph:
-    """Any supported model form -> ir.Graph."""
+def import_model(model, inputs=None, outputs=None) -> Graph:
+    """Any supported model form -> ir.Graph. `inputs`/`outputs` (tensor names) pick the feeds and results
+    of a TensorFlow graph (.pb, .pbtxt, SavedModel folder, GraphDef)."""
     if isinstance(model, Graph):
         return model
-    if isinstance(model, (str, os.PathLike)) and str(model).endswith((".pb", ".pbtxt")):
+    if _is_tensorflow(model):
         from .frontends.tensorflow import import_tensorflow  # optional extra
-        return import_tensorflow(model)
+        return import_tensorflow(model, inputs, outputs)
+    if inputs is not None or outputs is not None:
+        raise GEError("inputs=/outputs= select tensors of TensorFlow models only; an ONNX model names its own")
     from .frontends.onnx import import_onnx
     return import_onnx(model)
+
+
+def _is_tensorflow(model) -> bool:
+    if isinstance(model, (str, os.PathLike)):
+        return str(model).endswith((".pb", ".pbtxt")) or os.path.isdir(model)
+    return type(model).__name__ == "GraphDef"
 
 
 def optimize(graph: Graph, options: Options) -> Graph:
@@ -34,9 +43,10 @@ def optimize(graph: Graph, options: Options) -> Graph:
     return graph
 
 
-def compile(model, options: Options | dict | None = None) -> Plan:  # noqa: A001 - the public verb
+def compile(model, options: Options | dict | None = None, *, inputs=None,  # noqa: A001 - the public verb
+            outputs=None) -> Plan:
     options = as_options(options)
-    graph = optimize(import_model(model), options)
+    graph = optimize(import_model(model, inputs, outputs), options)
     order = topological_order(graph, options.topo_sorting_mode)
     return build_plan(graph, order, options)
 

@@ -1,6 +1,7 @@
 """Graph passes, one per file, and the pipeline the compiler runs (names usable in disabled_passes)."""
 from __future__ import annotations
 
+from .cancel_transposes import cancel_transposes
 from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
@@ -16,6 +17,7 @@ PIPELINE = [
     ("infer_shapes", infer_shapes),
     ("fold_constants", fold_constants),
     ("remove_identity", remove_identity),
+    ("cancel_transposes", cancel_transposes),
     ("fold_batchnorm", fold_batchnorm),
     ("fuse_activation", fuse_activation),
     ("eliminate_dead_code", eliminate_dead_code),
