@@ -31,6 +31,13 @@ def _node_arg(t) -> NodeArg:
     return NodeArg(t.name, list(t.shape), f"tensor({name})", t.dtype)
 
 
+def _strip_port(name: str, known) -> str:
+    """TensorFlow names tensors "op:0"; ge names a node's first output "op". Accept both."""
+    if name not in known and isinstance(name, str) and name.endswith(":0") and name[:-2] in known:
+        return name[:-2]
+    return name
+
+
 def available_runtimes() -> list[str]:
     found = []
     for rt in RUNTIMES:
@@ -111,6 +118,7 @@ class Session:
         results = self._executor.run(self._check_feeds(feeds))
         if outputs:
             for name, buf in outputs.items():
+                name = _strip_port(name, self._out_index)
                 if name not in self._out_index:
                     raise InputError(f"bound output '{name}' is not an output of the model; outputs: "
                                      f"{', '.join(self._out_index)}")
@@ -126,7 +134,7 @@ class Session:
         if names is None:
             return list(range(len(self._outputs)))
         try:
-            return [self._out_index[n] for n in names]
+            return [self._out_index[_strip_port(n, self._out_index)] for n in names]
         except KeyError as e:
             raise InputError(f"unknown output {e.args[0]!r}; outputs: {', '.join(self._out_index)}") from None
 
@@ -134,6 +142,7 @@ class Session:
         if not isinstance(feeds, dict):
             raise InputError(f"feeds must be a dict of input name -> array, not {type(feeds).__name__}")
         expected = {t.name for t in self._inputs}
+        feeds = {_strip_port(k, expected): v for k, v in feeds.items()}
         extra = sorted(set(feeds) - expected)
         if extra:
             raise InputError(f"unknown input(s) {', '.join(map(repr, extra))}; inputs: {', '.join(expected)}")

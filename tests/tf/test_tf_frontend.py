@@ -92,6 +92,9 @@ def test_inputs_and_outputs_by_tensor_name():
     assert [i.name for i in sess.get_inputs()] == ["a", "b"]
     got, = sess.run(["Identity_2"], feeds)
     np.testing.assert_allclose(got, want["Identity_2"], rtol=RTOL, atol=ATOL)
+    # TensorFlow's tensor names with their ":0" port are accepted in run() too
+    again, = sess.run(["Identity_2:0"], {f"{k}:0": v for k, v in feeds.items()})
+    np.testing.assert_array_equal(again, got)
     # only what the output needs is converted, so an input it does not need is refused as unknown
     one = ge.Session(FIXTURES / "ops_dense.pb", runtime="v2", inputs=["a"], outputs=["Identity_2"])
     assert [i.name for i in one.get_inputs()] == ["a"]
