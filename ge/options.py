@@ -25,6 +25,11 @@ class Options:
     max_streams: int = 8
     # threads: how many threads one kernel may use (BLAS); 0 = leave the library default
     intra_op_threads: int = 1
+    # runtime_v2: modelled device memory (planned arenas + caching allocator), concurrent instances
+    device_memory_bytes: int = 4 << 30
+    executor_instances: int = 8
+    # runtime_v1: the feature-map segment may be re-bound to a caller's buffer between runs
+    feature_base_refreshable: bool = False
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -38,6 +43,9 @@ class Options:
         object.__setattr__(self, "dump_after", tuple(self.dump_after))
         if self.max_streams < 1:
             raise GEError(f"max_streams must be >= 1, got {self.max_streams}")
+        if self.device_memory_bytes <= 0 or self.executor_instances < 1:
+            raise GEError(f"device_memory_bytes ({self.device_memory_bytes}) and executor_instances "
+                          f"({self.executor_instances}) must be positive")
 
     @classmethod
     def from_dict(cls, d: dict) -> "Options":
@@ -62,6 +70,7 @@ def _flag(v) -> bool:
 
 
 GE_ALIASES = {
+    "ge.featureBaseRefreshable": lambda v: ("feature_base_refreshable", _flag(v)),
     "ge.exec.disableReuseMemory": lambda v: ("disable_reuse_memory", _flag(v)),
     "ge.topoSortingMode": lambda v: ("topo_sorting_mode", str(v)),
     "ge.enableSingleStream": lambda v: ("enable_single_stream", _flag(v)),

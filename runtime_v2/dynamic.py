@@ -1,0 +1,102 @@
+"""Dynamic nodes: shapes inferred and launches prepared at run time, cached by input shapes (and values).
+
+A `DynamicNode` is called by the executor loop as `node(bufs, shapes, spans, alloc)`:
+  1. key = the concrete shapes of its inputs (plus the bytes of non-constant value inputs, e.g. a
+     Reshape's shape computed at run time);
+  2. on a miss: infer + prepare through the kernel registry, check against the plan's static dims, cache;
+  3. set the output shapes; an alias (no task) views its source; else allocate outputs (HOST: the
+     caller's bound array when it fits, else a fresh one; ALLOC: a span of the caching allocator),
+     allocate workspaces, launch, free the workspaces.
+The cache is shared by every executor instance (dict operations are atomic under the GIL; a race only
+prepares the same entry twice) and bounded.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ge.errors import ShapeError
+from ge.kernels.registry import KernelContext, TensorSpec
+from ge.plan import Plan
+
+from .lowering import HOST, Step, passed_inputs
+
+MAX_CACHED = 256  # entries per node
+
+
+class DynamicNode:
+    __slots__ = ("node", "plan", "present", "values", "outs", "out0", "cache")
+
+    def __init__(self, plan: Plan, step: Step):
+        self.node, self.plan = step.node, plan
+        self.present = tuple(t for t in self.node.inputs if t >= 0)
+        kernel = self.node.kernel
+        # value inputs that can change between runs (a constant's value, e.g. Conv's weights, cannot)
+        self.values = tuple(t for i, t in enumerate(self.node.inputs)
+                            if t >= 0 and i in kernel.value_inputs and t not in plan.constants)
+        self.outs = step.outs
+        self.out0 = self.node.outputs[0]
+        self.cache: dict = {}
+
+    def __call__(self, bufs, shapes, spans, alloc) -> None:
+        key = tuple([shapes[t] for t in self.present])
+        if self.values:
+            key = (key, *[bufs[t].tobytes() for t in self.values])
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self._prepare(key, bufs, shapes)
+        out_shapes, fn, ins, sizes, ws, args, alias = hit
+        for o, s in zip(self.outs, out_shapes):
+            shapes[o.tensor] = s
+        if alias >= 0:
+            bufs[self.out0] = bufs[alias]
+            return
+        outs = []
+        for o, (count, dtype, nbytes) in zip(self.outs, sizes):
+            if o.place == HOST or nbytes == 0:
+                a = bufs[o.tensor]  # a caller's bound output array, or None
+                if a is None or a.size != count:
+                    a = np.empty(count, dtype)
+            else:
+                sp = spans[o.tensor] = alloc.alloc(nbytes)
+                a = sp.as_array(dtype, count)
+            bufs[o.tensor] = a
+            outs.append(a)
+        if ws:
+            held = [alloc.alloc(nbytes) for _, _, nbytes in ws]
+            try:
+                fn(*[bufs[t] for t in ins], *outs, *[sp.as_array(dt, n) for sp, (n, dt, _) in zip(held, ws)],
+                   *args)
+            finally:
+                for sp in held:
+                    alloc.free(sp)
+        else:
+            fn(*[bufs[t] for t in ins], *outs, *args)
+
+    def _prepare(self, key, bufs, shapes):
+        node, kernel = self.node, self.node.kernel
+        tensors = self.plan.tensors
+        specs = [None if t < 0 else TensorSpec(shapes[t], tensors[t].dtype) for t in node.inputs]
+        values = [bufs[t].reshape(shapes[t]) if (t >= 0 and i in kernel.value_inputs) else None
+                  for i, t in enumerate(node.inputs)]
+        ctx = KernelContext(node.op_type, node.name, dict(node.attrs), specs, values, node.opset,
+                            n_outputs=len(node.outputs))
+        ctx.outputs = kernel.infer(ctx)
+        for t, s in zip(node.outputs, ctx.outputs):
+            want = tensors[t].shape
+            if want == ("?",):  # rank unknown at compile time
+                continue
+            if len(want) != len(s.shape) or any(isinstance(w, int) and w != d for w, d in zip(want, s.shape)):
+                raise ShapeError(f"output '{tensors[t].name}' has shape {list(s.shape)} at run time, the "
+                                 f"plan says {list(want)}")
+        launch = kernel.prepare(ctx)
+        out_shapes = tuple(s.shape for s in ctx.outputs)
+        if launch is None:
+            hit = (out_shapes, None, (), (), (), (), node.inputs[kernel.alias])
+        else:
+            sizes = tuple((s.size, s.dtype, s.nbytes) for s in ctx.outputs)
+            ws = tuple((w.size, w.dtype, w.nbytes) for w in launch.workspaces)
+            hit = (out_shapes, launch.fn, passed_inputs(node, launch), sizes, ws, launch.args, -1)
+        if len(self.cache) >= MAX_CACHED:
+            self.cache.clear()
+        self.cache[key] = hit
+        return hit
