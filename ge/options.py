@@ -25,6 +25,8 @@ class Options:
     max_streams: int = 8
     # threads: how many threads one kernel may use (BLAS); 0 = leave the library default
     intra_op_threads: int = 1
+    # threads for a whole run: stream threads x intra_op_threads stay within it; 0 = the CPUs of this process
+    thread_budget: int = 0
     # runtime_v2: modelled device memory (planned arenas + caching allocator), concurrent instances
     device_memory_bytes: int = 4 << 30
     executor_instances: int = 8

@@ -1,0 +1,245 @@
+"""The loaded model (GE's DavinciModel): load once, then every run only binds I/O and executes task lists.
+
+`load(plan, device)` does all the work up front:
+  1. Refuse dynamic plans (runtime v2 runs those) and plans without a static memory plan.
+  2. Base slots: every buffer argument is (base slot, byte offset). Slot 0 = weights, 1 = feature map
+     (workspaces included), 2 = the static array arguments of all launches, 3 = the error status (not a
+     buffer: native.STATUS), 4 + k = the k-th I/O block (a graph input, or a produced graph output with
+     its aliases). Per run only the I/O slots are patched: a user array becomes the slot (zero copy), so
+     the task tables never change after load; a re-bound feature map (executor.py) is one slot too.
+  3. Tasks: one per launched node (alias nodes give none), in plan order, grouped per stream
+     (`node.stream`). A task is native when its launch has a table encoding and its thunk compiles
+     (thunks.py); otherwise it is a fallback task: the kernel called from Python with views bound at load.
+  4. Tables per stream: thunk address, int-row offset, float-row offset per native task; one int table and
+     one float table for all; a program per stream alternates native runs [start, stop) and fallback calls.
+  5. Weights are copied once, into the first instance's arena (executor.py: weights | feature_map | io).
+Switch for bisecting: GE_V1_FALLBACK=all (or a comma list of op types) puts those tasks on the fallback.
+Multi-stream: each stream has its own tables and program; until cross-stream events are wired, a plan
+with several streams runs its tasks in plan order as one list (correct, not parallel).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ge.errors import GEError
+from ge.plan import Plan, PlanNode
+
+from . import thunks
+from .native import STATUS
+from .thunks import BUF, Signature, ThunkError
+
+WEIGHTS, FEATURE_MAP, ARGS = 0, 1, 2
+IO0 = STATUS + 1
+ARG_ALIGN = 64
+NATIVE, FALLBACK = 0, 1
+
+
+@dataclass(slots=True)
+class Task:
+    node: PlanNode
+    kinds: tuple            # one (kind, type) per flat argument
+    values: list            # BUF: (slot, offset, count); scalars as given
+    buffers: list           # per argument: (slot, offset, count, dtype) for buffers, None for scalars
+    sig: Signature | None   # None: fallback
+    n_buf: int = 0          # tensors and workspaces: the first n_buf arguments
+    reason: str = ""        # why it is a fallback
+
+
+@dataclass(slots=True)
+class StreamTables:
+    stream: int
+    addrs: np.ndarray
+    ioffs: np.ndarray
+    foffs: np.ndarray
+    program: tuple          # ((NATIVE, start, stop) | (FALLBACK, task index, 0), ...)
+    fallback: tuple         # Task per fallback index
+    native: tuple           # Task per native index (for error reports)
+
+
+@dataclass(frozen=True, slots=True)
+class IoSlot:
+    slot: int
+    tensor: int             # the block's root tensor
+    offset: int             # in the io segment
+    nbytes: int
+
+
+def load(plan: Plan, device=None):
+    """Load a static plan: the runtime_v1 model, ready to execute."""
+    from .executor import Executor
+    return Executor(plan, device)
+
+
+class Model:
+    """What every run of a loaded plan shares: tables, thunks, weights, argument pool, I/O binding plan."""
+
+    def __init__(self, plan: Plan):
+        t0 = time.perf_counter()
+        self.plan = plan
+        _check_static(plan)
+        mem = plan.memory
+        self.segments = {k: int(v) for k, v in mem.segments.items()}
+        # Step 2: base slots
+        index = {t.name: t.index for t in plan.tensors}
+        self.root = [index[m.alias_of] if m.alias_of else m.index for m in mem.tensors]
+        io_roots = sorted({self.root[t.index] for t, m in zip(plan.tensors, mem.tensors) if m.segment == "io"})
+        self.io = tuple(IoSlot(IO0 + k, r, mem.tensors[r].offset, plan.tensors[r].nbytes)
+                        for k, r in enumerate(io_roots))
+        self.io_slot = {s.tensor: s for s in self.io}
+        self.n_slots = IO0 + len(self.io)
+        # Step 3: tasks, argument pool
+        self._pool: list[tuple[int, bytes]] = []
+        self._pool_bytes = 0
+        self.tasks = [self._task(n) for n in plan.nodes if n.launch is not None]
+        self.args = np.zeros(max(self._pool_bytes, 1), np.uint8)
+        for off, chunk in self._pool:
+            self.args[off:off + len(chunk)] = np.frombuffer(chunk, np.uint8)
+        # Step 4: thunks and tables
+        self.thunk_errors: dict[str, str] = {}
+        addr = self._thunks()
+        self.streams = self._tables(addr)
+        self.load_seconds = time.perf_counter() - t0
+
+    # -- Step 3 --------------------------------------------------------------------------------
+    def _locate(self, t: int) -> tuple[int, int]:
+        m = self.plan.memory.tensors[t]
+        if m.segment == "weights":
+            return WEIGHTS, m.offset
+        if m.segment == "feature_map":
+            return FEATURE_MAP, m.offset
+        if m.segment == "io":
+            return self.io_slot[self.root[t]].slot, 0
+        raise GEError(f"tensor '{m.name}' has no static placement ({m.segment}); runtime_v1 needs a static plan")
+
+    def _task(self, node: PlanNode) -> Task:
+        plan, launch = self.plan, node.launch
+        picked = (launch.inputs if launch.inputs is not None
+                  else [i for i, t in enumerate(node.inputs) if t >= 0])
+        kinds, values, buffers = [], [], []
+
+        def buffer(slot, off, count, dtype):
+            kinds.append((BUF, np.dtype(dtype).name))
+            values.append((slot, off, count))
+            buffers.append((slot, off, count, np.dtype(dtype)))
+
+        for t in [node.inputs[i] for i in picked] + list(node.outputs):
+            spec = plan.tensors[t]
+            buffer(*self._locate(t), spec.nbytes // spec.dtype.itemsize, spec.dtype)
+        planned = plan.memory.workspaces[node.step]
+        for k, w in enumerate(launch.workspaces):
+            buffer(FEATURE_MAP, planned[k][0] if k < len(planned) else 0, w.size, w.dtype)
+        reason, n_buf = "", len(buffers)
+        for a in launch.args:
+            if isinstance(a, np.ndarray) and a.ndim == 1:
+                buffer(ARGS, self._pool_add(a), a.size, a.dtype)
+                continue
+            try:
+                kinds.append(thunks.scalar_kind(a))
+            except ThunkError as e:
+                kinds.append(("?", type(a).__name__))
+                reason = reason or str(e)
+            values.append(a)
+            buffers.append(None)
+        sig = None
+        forced = os.environ.get("GE_V1_FALLBACK", "")
+        if forced and (forced == "all" or node.op_type in forced.split(",")):
+            reason = reason or "forced by GE_V1_FALLBACK"
+        if not reason:
+            try:
+                for kind, ty in kinds:
+                    if kind == BUF:
+                        thunks.buffer_kind(ty)
+                sig = Signature(*thunks.kernel_ref(launch.fn), tuple(kinds))
+            except ThunkError as e:
+                reason = str(e)
+        return Task(node, tuple(kinds), values, buffers, sig, n_buf, reason)
+
+    def _pool_add(self, a: np.ndarray) -> int:
+        off = self._pool_bytes
+        chunk = np.ascontiguousarray(a).tobytes()
+        self._pool.append((off, chunk))
+        self._pool_bytes += -(-max(len(chunk), 1) // ARG_ALIGN) * ARG_ALIGN
+        return off
+
+    # -- Step 4 --------------------------------------------------------------------------------
+    def _thunks(self) -> dict:
+        addr = {}
+        for task in self.tasks:
+            if task.sig is None or task.sig in addr:
+                continue
+            try:
+                addr[task.sig] = thunks.thunk_address(task.sig)
+            except ThunkError as e:
+                addr[task.sig] = None
+                self.thunk_errors[f"{task.sig.module}.{task.sig.name}"] = str(e)
+        for task in self.tasks:
+            if task.sig is not None and addr[task.sig] is None:
+                task.reason = self.thunk_errors[f"{task.sig.module}.{task.sig.name}"]
+                task.sig = None
+        return addr
+
+    def _tables(self, addr: dict) -> tuple[StreamTables, ...]:
+        groups: dict[int, list[Task]] = {}
+        for task in self.tasks:
+            groups.setdefault(task.node.stream, []).append(task)
+        if len(groups) > 1:  # no cross-stream events yet: one list in plan order
+            groups = {0: list(self.tasks)}
+        irows, frows = [], []
+        n_i = n_f = 0
+        tables = []
+        for stream, tasks in sorted(groups.items()):
+            addrs, ioffs, foffs, program, fallback, native = [], [], [], [], [], []
+            for task in tasks:
+                if task.sig is None:
+                    program.append((FALLBACK, len(fallback), 0))
+                    fallback.append(task)
+                    continue
+                wi, wf = thunks.widths(task.kinds)
+                irow, frow = np.zeros(wi, np.int64), np.zeros(wf, np.float64)
+                thunks.encode(task.kinds, task.values, irow, frow)
+                addrs.append(addr[task.sig])
+                native.append(task)
+                ioffs.append(n_i)
+                foffs.append(n_f)
+                irows.append(irow)
+                frows.append(frow)
+                n_i, n_f = n_i + wi, n_f + wf
+                k = len(addrs)
+                if program and program[-1][0] == NATIVE:
+                    program[-1] = (NATIVE, program[-1][1], k)
+                else:
+                    program.append((NATIVE, k - 1, k))
+            tables.append(StreamTables(stream, np.array(addrs, np.int64), np.array(ioffs, np.int64),
+                                       np.array(foffs, np.int64), tuple(program), tuple(fallback),
+                                       tuple(native)))
+        self.itab = np.concatenate(irows + [np.zeros(1, np.int64)])
+        self.ftab = np.concatenate(frows + [np.zeros(1, np.float64)])
+        return tuple(tables)
+
+    # -- introspection ---------------------------------------------------------------------------
+    @property
+    def native_tasks(self) -> int:
+        return sum(t.sig is not None for t in self.tasks)
+
+    @property
+    def fallback_tasks(self) -> int:
+        return sum(t.sig is None for t in self.tasks)
+
+    def fallback_reasons(self) -> dict[str, str]:
+        """{node name: why it is not native}."""
+        return {t.node.name: t.reason for t in self.tasks if t.sig is None}
+
+
+def _check_static(plan: Plan) -> None:
+    dyn = [n for n in plan.nodes if n.is_dynamic]
+    if dyn:
+        n = dyn[0]
+        raise GEError(f"runtime_v1 runs static plans only: {n.op_type} node '{n.name}' (and {len(dyn) - 1} "
+                      "more) has shapes known only at run time; use runtime='v2' (ge.Session(..., "
+                      "runtime='v2')), which runs dynamic shapes")
+    if plan.memory is None:
+        raise GEError("runtime_v1 needs the plan's static memory plan (plan.memory is None)")

@@ -1,0 +1,226 @@
+"""Thunks: one C-callable adapter per distinct launch signature, generated as source and cached on disk.
+
+A thunk has the signature `void(int64 *iargs, float64 *fargs, int64 *bases)` (native.THUNK_SIG). It decodes
+its launch's arguments from the task's slots in the int and float tables and calls the njit kernel with
+them, so runtime_v1's interpreter loop can call any kernel through one function-pointer type.
+
+A thunk depends only on the launch's argument *kinds*, never on a graph: the `Signature` is the kernel
+(module + name) and one kind per flat argument, in call order (`*varargs` kernels are called with flat
+arguments; Numba packs them):
+  (BUF, dtype)   a buffer: 3 int slots (base slot, byte offset from that base, element count). Tensors,
+                 workspaces and static array arguments (any dtype, 1-D contiguous) are all buffers.
+  (INT, type)    an integer or bool scalar: 1 int slot (type: int64, int32, ..., bool).
+  (FLOAT, type)  a float scalar: 1 float slot (type: float64 or float32).
+A kernel that raises sets the base table's STATUS slot (native.py) instead: exceptions cannot cross C.
+`layout(kinds)` is the one place that says which slot holds what; the encoder (`encode`) and the generator
+(`source`) both read it.
+
+Cache: the source goes to `<cache>/thunk_<hash>.py`, the hash covering the signature, the encoding version
+and the text of the kernel library (ge/kernels/*.py) and of native.py, so a changed kernel gets a new file.
+The file is written once (atomically) and never rewritten, so Numba's on-disk cache (`cache=True`, kept in
+`__pycache__` beside it) stays valid across processes. Cache directory: $GE_THUNK_CACHE, else
+$XDG_CACHE_HOME/ge/thunks or ~/.cache/ge/thunks, else a directory under the system temp dir.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numba import typeof
+
+BUF, INT, FLOAT = "buf", "int", "float"
+ENCODING_VERSION = 2
+_INT_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
+_FLOAT_TYPES = {"float32", "float64"}
+_BUF_DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+               "uint32", "uint64", "bool"}
+
+
+class ThunkError(Exception):
+    """This launch cannot go native (it runs on the threaded fallback); the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    module: str
+    name: str
+    kinds: tuple  # ((BUF | INT | FLOAT, type name), ...)
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha1(repr((ENCODING_VERSION, self.module, self.name, self.kinds)).encode())
+        h.update(_library_hash().encode())
+        return h.hexdigest()[:20]
+
+
+# -- the encoding: one place -------------------------------------------------------------------------
+
+def layout(kinds) -> tuple[tuple[int, int], ...]:
+    """Per argument: (first int slot, float slot) in the task's rows; -1 where unused."""
+    out, i, f = [], 0, 0
+    for kind, _ in kinds:
+        if kind == BUF:
+            out.append((i, -1))
+            i += 3
+        elif kind == INT:
+            out.append((i, -1))
+            i += 1
+        else:
+            out.append((-1, f))
+            f += 1
+    return tuple(out)
+
+
+def widths(kinds) -> tuple[int, int]:
+    """Int and float slots one task of this signature takes."""
+    n_i = sum(3 if k == BUF else 1 if k == INT else 0 for k, _ in kinds)
+    return n_i, sum(1 for k, _ in kinds if k == FLOAT)
+
+
+def encode(kinds, values, irow: np.ndarray, frow: np.ndarray) -> None:
+    """Write one task's values into its int and float rows. A BUF value is (base slot, offset, count)."""
+    for (kind, ty), (i, f), v in zip(kinds, layout(kinds), values):
+        if kind == BUF:
+            irow[i:i + 3] = v
+        elif kind == INT:
+            irow[i] = int(v)
+        else:
+            frow[f] = float(v)
+
+
+def scalar_kind(value) -> tuple[str, str]:
+    """The kind of a static scalar argument, or ThunkError."""
+    if isinstance(value, (bool, np.bool_, int, np.integer, float, np.floating)):
+        ty = str(typeof(value))
+        ty = "bool" if ty == "bool" else ty
+        if ty in _INT_TYPES:
+            return INT, ty
+        if ty in _FLOAT_TYPES:
+            return FLOAT, ty
+    raise ThunkError(f"argument of type {type(value).__name__} ({value!r:.40}) has no table encoding")
+
+
+def buffer_kind(dtype) -> tuple[str, str]:
+    name = np.dtype(dtype).name
+    if name not in _BUF_DTYPES:
+        raise ThunkError(f"buffers of dtype {name} have no table encoding")
+    return BUF, name
+
+
+# -- the generator ---------------------------------------------------------------------------------
+
+def kernel_ref(fn) -> tuple[str, str]:
+    """(module, name) under which `fn` can be imported, or ThunkError."""
+    py = getattr(fn, "py_func", None)
+    if py is None or not hasattr(fn, "compile"):
+        raise ThunkError(f"{getattr(fn, '__name__', fn)!r} is not a Numba @njit function")
+    module, name = py.__module__, py.__qualname__
+    if "<" in name or "." in name:
+        raise ThunkError(f"kernel {name} is not a module-level function")
+    if getattr(importlib.import_module(module), name, None) is not fn:
+        raise ThunkError(f"kernel {module}.{name} is not importable by name")
+    return module, name
+
+
+def source(sig: Signature) -> str:
+    """The Python source of the thunk module for `sig`."""
+    dtypes = sorted({ty for kind, ty in sig.kinds if kind == BUF or ty not in ("int64", "float64", "bool")})
+    lines = ["# generated by runtime_v1.thunks: do not edit (a changed kernel gets a new file)",
+             f"# {sig.module}.{sig.name}{list(sig.kinds)}",
+             "import numpy as np", "from numba import carray, cfunc",
+             "from runtime_v1.native import STATUS, THUNK_SIG, as_pointer",
+             f"from {sig.module} import {sig.name} as kernel", ""]
+    lines += [f"T_{ty} = np.dtype('{ty}').type" for ty in dtypes]
+    lines += ["", "", "@cfunc(THUNK_SIG, cache=True, nopython=True)", "def thunk(ip, fp, bp):"]
+    call = []
+    for k, ((kind, ty), (i, f)) in enumerate(zip(sig.kinds, layout(sig.kinds))):
+        if kind == BUF:
+            lines.append(f"    a{k} = carray(as_pointer(bp[ip[{i}]] + ip[{i + 1}], T_{ty}), ip[{i + 2}])")
+            call.append(f"a{k}")
+        elif kind == INT:
+            call.append(f"ip[{i}]" if ty == "int64" else f"ip[{i}] != 0" if ty == "bool" else f"T_{ty}(ip[{i}])")
+        else:
+            call.append(f"fp[{f}]" if ty == "float64" else f"T_{ty}(fp[{f}])")
+    lines += ["    try:", f"        kernel({', '.join(call)})", "    except Exception:  # noqa: BLE001",
+              "        bp[STATUS] = 1"]
+    return "\n".join(lines) + "\n"
+
+
+# -- the cache ---------------------------------------------------------------------------------------
+
+_loaded: dict[Signature, object] = {}   # signature -> cfunc (kept alive: its address is in task tables)
+_lock = threading.Lock()
+
+
+def thunk_address(sig: Signature) -> int:
+    """Generate (once), import and compile-or-load the thunk of `sig`; its C address. ThunkError on failure."""
+    with _lock:
+        fn = _loaded.get(sig)
+        if fn is None:
+            try:
+                fn = _import(sig)
+            except Exception as e:  # noqa: BLE001 - any typing/lowering failure means "not native"
+                raise ThunkError(f"thunk for {sig.module}.{sig.name} failed to compile: "
+                                 f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+            _loaded[sig] = fn
+        return fn.address
+
+
+def _import(sig: Signature):
+    path = cache_dir() / f"thunk_{sig.digest}.py"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(source(sig))
+        os.replace(tmp, path)
+    name = f"_ge_thunk_{sig.digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module.thunk
+
+
+@functools.lru_cache(maxsize=1)
+def cache_dir() -> Path:
+    candidates = []
+    if os.environ.get("GE_THUNK_CACHE"):
+        candidates.append(Path(os.environ["GE_THUNK_CACHE"]))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    candidates.append(Path(base) / "ge" / "thunks")
+    candidates.append(Path(tempfile.gettempdir()) / f"ge-thunks-{os.getuid() if hasattr(os, 'getuid') else 0}")
+    for d in candidates:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            probe = d / f".probe.{os.getpid()}"
+            probe.write_text("")
+            probe.unlink()
+            return d
+        except OSError:
+            continue
+    raise ThunkError("no writable directory for the thunk cache")
+
+
+@functools.lru_cache(maxsize=1)
+def _library_hash() -> str:
+    import ge.kernels
+    from . import native
+    h = hashlib.sha1()
+    files = sorted(Path(ge.kernels.__file__).parent.glob("*.py")) + [Path(inspect.getfile(native))]
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
