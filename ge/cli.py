@@ -2,6 +2,7 @@
 
     ge run [MODEL] [--runtime v2] [--repeat 10]     run a model (default: ONNX light ResNet-50) on ones
     ge plan [MODEL] [--json F] [--plot F.png] [--orders]   compile and report the static memory plan
+    ge profile [MODEL] --trace F.json [--max-streams N]     trace a run per stream; real and modelled overlap
 """
 from __future__ import annotations
 
@@ -89,6 +90,8 @@ def cmd_plan(args) -> int:
             "memory_assigner": args.assigner}
     plan = compile_model(_model_arg(args.model), opts)
     print(memory_table(plan))
+    print(f"streams: {plan.num_streams}, events: {len(plan.events)}"
+          + (f" (single stream: {plan.single_stream_reason})" if plan.single_stream_reason else ""))
     if args.orders:
         print("\n" + _orders_table(_model_arg(args.model), plan.options))
     if args.json:
@@ -125,6 +128,47 @@ def cmd_bench(args) -> int:
                       indent=1)
     if args.plot:
         plot_bench(rows, args.plot, title=os.path.basename(path))
+    return 0
+
+
+def cmd_profile(args) -> int:
+    """Run on runtime_v2 with a Tracer (one track per stream, one slice per kernel, event arrows), write the
+    Chrome/Perfetto JSON, print per-stream busy time and overlap, and the modelled NPU (ge.npu.sim)
+    single- vs multi-stream time and AICORE utilization."""
+    from .compiler import import_model, optimize
+    from .npu import Tracer, compare
+    from .schedule.toposort import topological_order
+    path = _model_arg(args.model)
+    opts = Options(max_streams=args.max_streams, enable_single_stream=args.max_streams == 1)
+    sess = Session(path, runtime="v2", options=opts)
+    compile_kernels(sess.plan)
+    feeds = _ones_feeds(sess)
+    sess.run(None, feeds)  # warm: kernels compiled or loaded, instance created
+    index = sess._check_feeds(feeds)
+    tracer = Tracer(os.path.basename(path))
+    t0 = time.perf_counter()
+    for _ in range(args.repeat):
+        sess._executor.run_traced(index, tracer)
+    wall = (time.perf_counter() - t0) / args.repeat
+    tracer.save(args.trace)
+    plan, st = sess.plan, tracer.stats()
+    print(f"model     {path}")
+    print(f"plan      {len(plan.nodes)} nodes, {plan.num_streams} stream(s), {len(plan.events)} events, "
+          f"{sess._executor.stream_threads} stream thread(s)"
+          + (f"  (single stream: {plan.single_stream_reason})" if plan.single_stream_reason else ""))
+    print(f"real      {args.repeat} run(s), {wall * 1e3:.2f} ms per run; trace written to {args.trace}")
+    busy = sum(st["busy"].values())
+    for s, b in st["busy"].items():
+        print(f"  stream {s}: busy {b * 1e3 / args.repeat:8.2f} ms per run")
+    print(f"  busy {busy * 1e3 / args.repeat:.2f} ms, overlap {st['overlap'] * 1e3 / args.repeat:.2f} ms per run, "
+          f"busy / wall {busy / args.repeat / wall:.2f}x")
+    graph = optimize(import_model(path), opts)
+    single, multi = compare(graph, topological_order(graph, opts.topo_sorting_mode), opts)
+    print(f"modelled  single stream {single.makespan_s * 1e6:9.1f} us, AICORE utilization "
+          f"{single.aicore_utilization:6.1%}")
+    print(f"          multi stream  {multi.makespan_s * 1e6:9.1f} us, AICORE utilization "
+          f"{multi.aicore_utilization:6.1%}  ({multi.num_streams} streams, {multi.num_events} events, "
+          f"{single.makespan_s / multi.makespan_s:.2f}x)")
     return 0
 
 
@@ -193,6 +237,12 @@ def main(argv=None) -> int:
     q.add_argument("--no-reuse", action="store_true", help="ge.exec.disableReuseMemory=1")
     q.add_argument("--orders", action="store_true", help="also compare every topological sort mode")
     q.set_defaults(fn=cmd_plan)
+    f = sub.add_parser("profile", help="trace runs per stream (Chrome/Perfetto JSON), real and modelled overlap")
+    f.add_argument("model", nargs="?", help="ONNX file (default: the ONNX light ResNet-50 inside onnx)")
+    f.add_argument("--trace", required=True, metavar="F.json", help="write the Chrome/Perfetto trace here")
+    f.add_argument("--max-streams", type=int, default=8, help="streams for the plan (1: single stream)")
+    f.add_argument("--repeat", type=int, default=3, help="traced runs (default 3)")
+    f.set_defaults(fn=cmd_profile)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 
-from .errors import GEError
+from .errors import DeviceMemoryError, GEError
 from .ir import Graph
 from .kernels.bind import node_context, node_kernel, static_spec
 from .kernels.registry import UnknownValueError
@@ -13,6 +14,7 @@ from .memory import plan_memory
 from .options import Options, as_options
 from .passes import PIPELINE, run_pipeline
 from .plan import ACTIVATION, CONST, INPUT, Plan, PlanNode, PlanTensor
+from .npu.engines import GE_LOCAL, engine_for_op
 from .schedule.toposort import topological_order
 
 log = logging.getLogger("ge")
@@ -46,7 +48,10 @@ def optimize(graph: Graph, options: Options) -> Graph:
 def compile(model, options: Options | dict | None = None, *, inputs=None,  # noqa: A001 - the public verb
             outputs=None) -> Plan:
     options = as_options(options)
-    graph = optimize(import_model(model, inputs, outputs), options)
+    graph = import_model(model, inputs, outputs)
+    for v in list(graph.values.values()):  # before a pass (constant folding) materialises one
+        _check_size(graph, v, options)
+    graph = optimize(graph, options)
     order = topological_order(graph, options.topo_sorting_mode)
     return build_plan(graph, order, options)
 
@@ -64,6 +69,7 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
             if v.dtype is None:
                 raise GEError(f"value '{v.name}' of graph '{graph.name}' has no known dtype")
             kind = CONST if v.is_const else INPUT if v in graph.inputs else ACTIVATION
+            _check_size(graph, v, options)
             i = index[id(v)] = len(tensors)
             shape = v.shape if v.shape is not None else ("?",)
             tensors.append(PlanTensor(i, v.name, v.dtype, tuple(shape), kind))
@@ -82,10 +88,44 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
             graph, node, kernel).opset, dict(node.attrs), ins, outs, kernel, launch, dynamic,
             kernel.engine))
     outputs = tuple(tensor_of(v) for v in graph.outputs)
-    plan = Plan(graph.name, tuple(tensors), tuple(nodes), inputs, outputs, constants, options)
+    nodes, events, reason = _assign_streams(graph, order, nodes, options)
+    plan = Plan(graph.name, tuple(tensors), tuple(nodes), inputs, outputs, constants, options,
+                events=events, single_stream_reason=reason)
     memory = plan_memory(plan)
     log.debug("plan %s: %s", plan.name, memory.summary())
     return dataclasses.replace(plan, memory=memory)
+
+
+def _check_size(graph, v, options) -> None:
+    """Refuse, before anything is planned or allocated, a static tensor larger than the whole device."""
+    if v.dtype is None or v.shape is None or not all(isinstance(d, int) for d in v.shape):
+        return
+    nbytes = math.prod(v.shape) * v.dtype.itemsize  # Python ints: no int64 overflow for huge dims
+    if nbytes > options.device_memory_bytes:
+        raise DeviceMemoryError(nbytes, options.device_memory_bytes, 0,
+                                f"tensor '{v.name}' {v.dtype}{list(v.shape)} of graph '{graph.name}' "
+                                "(larger than the whole device; refused at compile time)")
+
+
+def _assign_streams(graph, order, nodes, options):
+    """Engines (GE_LOCAL for no-task aliases), GE's logical streams and the pruned sync events
+    (ge.schedule). One stream, with the reason logged, when options or the graph ask for it."""
+    from .schedule.events import plan_events_indexed, verify_events
+    from .schedule.streams import assign_streams
+    engines = [GE_LOCAL if n.is_alias else engine_for_op(n.op_type, n.kernel.engine) for n in nodes]
+    a = assign_streams(graph, order, options, engines=engines)
+    producer = {t: n.step for n in nodes for t in n.outputs if t >= 0}
+    preds = [sorted({producer[t] for t in n.inputs if t in producer}) for n in nodes]
+    events = plan_events_indexed(preds, a.streams).events if a.num_streams > 1 else ()
+    problems = verify_events(preds, a.streams, events) if events else []
+    if problems:
+        raise GEError(f"stream events of '{graph.name}' do not cover its dependencies: {problems[:3]}")
+    nodes = [dataclasses.replace(n, engine=e, stream=s) for n, e, s in zip(nodes, engines, a.streams)]
+    if a.single_stream_reason:
+        log.info("plan %s: single stream (%s)", graph.name, a.single_stream_reason)
+    else:
+        log.info("plan %s: %d streams, %d events", graph.name, a.num_streams, len(events))
+    return nodes, tuple(events), a.single_stream_reason
 
 
 def _bind_launch(graph, node, kernel):

@@ -20,6 +20,7 @@ from .options import Options
 
 if TYPE_CHECKING:
     from .memory import MemoryPlan
+    from .schedule.events import SyncEvent
 
 INPUT, CONST, ACTIVATION = "input", "const", "activation"
 
@@ -77,6 +78,10 @@ class Plan:
     constants: Mapping[int, np.ndarray]
     options: Options = field(default_factory=Options)
     memory: "MemoryPlan | None" = None  # static memory plan (ge.memory), set by the compiler
+    # sync events between streams (ge.schedule.events.SyncEvent: id, record_after / wait_before steps,
+    # src_stream, dst_stream); empty on one stream
+    events: "tuple[SyncEvent, ...]" = ()
+    single_stream_reason: str | None = None  # why the compiler kept one stream (None: multi-stream allowed)
 
     def __post_init__(self):
         object.__setattr__(self, "constants", MappingProxyType(dict(self.constants)))
@@ -84,6 +89,10 @@ class Plan:
     @property
     def is_dynamic(self) -> bool:
         return any(n.is_dynamic for n in self.nodes)
+
+    @property
+    def num_streams(self) -> int:
+        return len({n.stream for n in self.nodes}) if self.nodes else 0
 
     def tensor(self, name: str) -> PlanTensor:
         for t in self.tensors:
@@ -93,12 +102,20 @@ class Plan:
 
     def summary(self) -> str:
         lines = [f"plan {self.name}: {len(self.nodes)} nodes, {len(self.tensors)} tensors, "
-                 f"{sum(c.nbytes for c in self.constants.values())} weight bytes"]
+                 f"{sum(c.nbytes for c in self.constants.values())} weight bytes",
+                 f"  streams: {self.num_streams}, events: {len(self.events)}" + (
+                     f" (single stream: {self.single_stream_reason})" if self.single_stream_reason else "")]
+        waits, records = {}, {}
+        for e in self.events:
+            waits.setdefault(e.wait_before, []).append(f"wait e{e.id}")
+            records.setdefault(e.record_after, []).append(f"record e{e.id}")
         for n in self.nodes:
             outs = ", ".join(f"%{self.tensors[o].name}:{short(self.tensors[o].dtype)}"
                              f"{list(self.tensors[o].shape)}" for o in n.outputs)
             ins = ", ".join("None" if i < 0 else f"%{self.tensors[i].name}" for i in n.inputs)
             tag = " (alias)" if n.is_alias else " (dynamic)" if n.is_dynamic else ""
+            sync = waits.get(n.step, []) + records.get(n.step, [])
+            tag += f"  [{', '.join(sync)}]" if sync else ""
             lines.append(f"  {n.step:4d} s{n.stream} {n.engine:6s} {outs} = {n.op_type}({ins}){tag}")
         return "\n".join(lines)
 
@@ -120,7 +137,11 @@ class Plan:
                             "segment": m.segment if m else None, "offset": m.offset if m else None,
                             "alias_of": m.alias_of if m else None,
                             "first": m.first if m else None, "last": m.last if m else None})
-        out = {"name": self.name, "nodes": nodes, "events": [], "tensors": tensors,
+        events = [{"id": e.id, "record_after": self.nodes[e.record_after].name,
+                   "wait_before": self.nodes[e.wait_before].name, "src_stream": e.src_stream,
+                   "dst_stream": e.dst_stream} for e in self.events]
+        out = {"name": self.name, "nodes": nodes, "events": events, "num_streams": self.num_streams,
+               "single_stream_reason": self.single_stream_reason, "tensors": tensors,
                "inputs": [name(i) for i in self.inputs], "outputs": [name(i) for i in self.outputs],
                "segments": dict(mem.segments) if mem else {}, "memory": None}
         if mem:

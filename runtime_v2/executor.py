@@ -11,6 +11,11 @@ callers wait for one).
 
 The loop works on integers and tuples only: (kind, fn, inputs, tail, releases) per step. Static nodes were
 prepared at compile time and are never re-prepared; dynamic nodes are prepared per new input shape.
+
+Multi-stream (streams.py): a plan with several streams whose steps all live in the arena, in caller arrays
+or as views (no dynamic node, no caching-allocator span: those frees are ordered by plan step, which only
+one stream keeps) runs one host thread per stream, joined by the plan's events; the kernels release the GIL,
+so streams overlap on real cores. Any other plan, or a budget of one thread, runs in plan order.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from ge.errors import DeviceMemoryError, ExecutionError, GEError
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .dynamic import DynamicNode
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST, STATIC, lower
+from .streams import StreamRunner, build_programs, thread_count
 
 
 class Instance:
@@ -48,6 +54,7 @@ class Instance:
                 bufs[t] = base[off:off + spec.nbytes].view(spec.dtype)
         self.bufs = bufs
         self.steps = [self._bind(ex, s, base) for s in ex.lowered.steps]
+        self.runner = StreamRunner(ex.programs, len(ex.plan.events)) if ex.programs else None
 
     def _bind(self, ex, s, base):
         if s.kind == DYNAMIC:
@@ -73,6 +80,8 @@ class Instance:
         return out
 
     def release(self, device: DeviceMemory, shared: bool) -> None:
+        if self.runner is not None:
+            self.runner.close()
         if not shared:
             self.alloc.empty_cache()
         if self.arena is not None:
@@ -102,6 +111,17 @@ class Executor:
         self._creating = 0                 # instances being created (they count against the cap)
         self._cond = threading.Condition()
         self._closed = False
+        self.stream_threads = self._stream_threads()
+        self.programs = build_programs(plan, self.stream_threads) if self.stream_threads > 1 else None
+        weakref.finalize(self, _close_runners, self._all)
+
+    def _stream_threads(self) -> int:
+        """Threads for the plan's streams (1: the plan runs in plan order on the calling thread)."""
+        if len({n.stream for n in self.plan.nodes}) < 2:
+            return 1
+        if not self._stream_threads_possible():
+            return 1   # dynamic or caching-allocator tensors: their frees follow plan order (one stream)
+        return thread_count(self.plan)
 
     # -- instances ------------------------------------------------------------------------------
     def _checkout(self) -> Instance:
@@ -180,6 +200,28 @@ class Executor:
         finally:
             self._checkin(inst)
 
+    def run_traced(self, feeds: dict[int, np.ndarray], tracer) -> list[np.ndarray]:
+        """One run recording each step's slice and each event on `tracer` (ge.npu.Tracer): one track per
+        stream. A single-stream plan is traced on one host thread; it must be static (no dynamic step)."""
+        inst = self._checkout()
+        try:
+            runner = inst.runner
+            if runner is None:
+                if not self._stream_threads_possible():
+                    raise GEError("tracing needs a plan without dynamic-shape or caching-allocator steps")
+                runner = StreamRunner(build_programs(self.plan, 1), len(self.plan.events))
+            bufs, shapes = inst.bufs.copy(), self._shapes.copy()
+            for t, a in feeds.items():
+                bufs[t] = a.reshape(-1)
+                shapes[t] = a.shape
+            labels = [(n.stream, n.name) for n in self.plan.nodes]
+            return self._run_streams(inst, bufs, shapes, None, runner, tracer, labels)
+        finally:
+            self._checkin(inst)
+
+    def _stream_threads_possible(self) -> bool:
+        return not any(s.kind == DYNAMIC or any(o.place == ALLOC for o in s.outs) for s in self.lowered.steps)
+
     def _run(self, inst: Instance, feeds, bound=None) -> list[np.ndarray]:
         bufs = inst.bufs.copy()
         shapes = self._shapes.copy()
@@ -190,6 +232,8 @@ class Executor:
             shapes[t] = a.shape
         if bound:
             bound = self._bind_outputs(bound, bufs)
+        if inst.runner is not None:
+            return self._run_streams(inst, bufs, shapes, bound)
         k = -1
         try:
             for k, (kind, fn, ins, tail, release) in enumerate(inst.steps):
@@ -216,17 +260,46 @@ class Executor:
         except Exception as e:
             if k < 0:
                 raise
-            node = self.lowered.steps[k].node
-            where = f"while running {node.op_type} node '{node.name}' (op {node.op_type}, opset {node.opset}, " \
-                    f"step {node.step})"
-            if isinstance(e, DeviceMemoryError):  # stays catchable as such, and names the node
-                raise DeviceMemoryError(e.requested, e.capacity, e.in_use, f"a tensor {where}") from e
-            detail = str(e) if isinstance(e, GEError) else f"{type(e).__name__}: {e}"
-            raise ExecutionError(f"{where}: {detail}") from e
+            raise self._error(k, e) from e
         finally:
             for sp in spans:  # only after a failure (or unreleased outputs) is anything left here
                 if sp is not None:
                     alloc.free(sp)
+
+    def _error(self, k: int, e: BaseException) -> GEError:
+        node = self.lowered.steps[k].node
+        where = f"while running {node.op_type} node '{node.name}' (op {node.op_type}, opset {node.opset}, " \
+                f"step {node.step}, stream {node.stream})"
+        if isinstance(e, DeviceMemoryError):  # stays catchable as such, and names the node
+            return DeviceMemoryError(e.requested, e.capacity, e.in_use, f"a tensor {where}")
+        detail = str(e) if isinstance(e, GEError) else f"{type(e).__name__}: {e}"
+        return ExecutionError(f"{where}: {detail}")
+
+    def _run_streams(self, inst: Instance, bufs, shapes, bound, runner=None, tracer=None,
+                     labels=None) -> list[np.ndarray]:
+        """The plan's streams on host threads (no dynamic step, no span: see _stream_threads)."""
+        steps = inst.steps
+
+        def body(k):
+            kind, fn, ins, tail, _ = steps[k]
+            if kind == BOUND:
+                fn(*[bufs[i] for i in ins], *tail)
+            elif kind == ALIAS:
+                bufs[tail] = bufs[ins]
+            else:
+                _static(fn, ins, tail, bufs, None, None)
+        failed = (runner or inst.runner).run(body, tracer, labels)
+        if failed is not None:
+            k, e = failed
+            if not isinstance(e, Exception):
+                raise e
+            raise self._error(k, e) from e
+        if bound:
+            return [bound[t][1] if t in bound and bufs[t] is bound[t][0] else
+                    bufs[t].reshape(shapes[t]).copy() if copy else bufs[t].reshape(shapes[t])
+                    for t, copy in self._outputs]
+        return [bufs[t].reshape(shapes[t]).copy() if copy else bufs[t].reshape(shapes[t])
+                for t, copy in self._outputs]
 
     def _bind_outputs(self, bound: dict, bufs: list) -> dict:
         """{output position: array} -> {tensor: (flat view, array)} for the outputs a kernel writes (HOST),
@@ -256,7 +329,15 @@ class Executor:
             return {"capacity": self.device.capacity, "device_in_use": self.device.in_use,
                     "device_peak": self.device.peak, "arena_bytes": self.arena_bytes,
                     "instances": len(self._all), "idle_instances": len(self._idle),
+                    "stream_threads": self.stream_threads,
                     "shared_allocator": self._shared is not None, "dynamic": dyn}
+
+
+def _close_runners(instances) -> None:
+    """When an executor is collected: stop the stream threads of its instances."""
+    for inst in list(instances):
+        if inst.runner is not None:
+            inst.runner.close()
 
 
 def _weak(method):

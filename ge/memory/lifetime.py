@@ -18,8 +18,12 @@ Steps:
      dynamic (not planned statically, runtime_v2 allocates them); everything else -> feature_map.
      2b. With `inplace_memory`, a node's output may join the symbol of an input its kernel declares it may
      overwrite, when this node is that input's last reader (ORT's and GE's in-place reuse).
-  3. Life of a feature-map symbol: begin = producer step; end = last step reading any member (the producer
-     step when unread). A reader on another stream makes the end infinite (no events yet order streams).
+  3. Life of a feature-map symbol: begin = producer step; end = last step reading any member on the
+     producer's stream (the producer step when unread). A reader on another stream (GE's cross-stream rule,
+     DESIGN.md §6): the block becomes free for the producer stream only at the first node there that the
+     plan's events order after the reader (HappensBefore.first_after), so the life ends just before that
+     node; with no such node it never ends. Requests of different streams never share bytes (Buffer.conflicts),
+     so a block only ever passes from a stream to itself, after everything that read it elsewhere.
   4. Requests (`Buffer`) in allocation order: per node its outputs, then its workspaces; sizes rounded up to
      512 B (GE's MEM_ALIGN_SIZE); zero-byte requests are dropped.
 `live_lower_bound` is max over steps of the bytes alive at that step: no assigner can do better on this order.
@@ -145,6 +149,7 @@ def compute_lifetimes(plan) -> Lifetimes:
         for t in node.outputs:
             if t >= 0 and seg[t] == FEATURE_MAP and root[t] == t:
                 first[t] = last[t] = node.step
+    hb = None
     for node in plan.nodes:
         for t in node.inputs:
             if t < 0:
@@ -152,7 +157,14 @@ def compute_lifetimes(plan) -> Lifetimes:
             r = root[life[t]]
             if r not in first:
                 continue
-            end = node.step if node.stream == producer[r].stream else NEVER
+            own = producer[r].stream
+            if node.stream == own:
+                end = node.step
+            else:
+                if hb is None:
+                    hb = _happens_before(plan)
+                free_at = hb.first_after(node.step, own)
+                end = NEVER if free_at is None else free_at - 1
             last[r] = max(last[r], end)
     # Step 4: requests in allocation order
     read = {root[life[t]] for n in plan.nodes for t in n.inputs if t >= 0}
@@ -169,6 +181,11 @@ def compute_lifetimes(plan) -> Lifetimes:
                                           node.step, node.step, node.stream, True))
     return Lifetimes(tuple(buffers), MappingProxyType(dict(enumerate(root))), MappingProxyType(seg),
                      MappingProxyType(first), MappingProxyType(last), len(plan.nodes))
+
+
+def _happens_before(plan):
+    from ..schedule.events import happens_before
+    return happens_before([n.stream for n in plan.nodes], getattr(plan, "events", ()))
 
 
 def live_lower_bound(buffers, steps: int) -> int:

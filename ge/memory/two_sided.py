@@ -37,11 +37,12 @@ def two_sided_fit(buffers) -> Assignment:
     cap = live_lower_bound(buffers, steps)  # Step 1
     offsets = [0] * len(buffers)
     placed: dict[int, list] = {}  # stream -> [(buffer, offset)] still alive (allocation order: begins grow)
+    ever: dict[int, list] = {}    # stream -> every (buffer, offset) placed: other streams conflict forever
     for b in sorted(buffers, key=lambda b: b.id):
         mine = placed.setdefault(b.stream, [])
         mine[:] = [(o, off) for o, off in mine if o.end >= b.begin]
-        conflicting = [(o, off) for s, lst in placed.items() for o, off in lst
-                       if s != b.stream or o.conflicts(b)]
+        conflicting = [(o, off) for o, off in mine if o.conflicts(b)] + [
+            (o, off) for s, lst in ever.items() if s != b.stream for o, off in lst]
         spans, top = _free_spans(sorted((off, off + o.size) for o, off in conflicting), cap)
         candidates = {p for s, e in spans if e - s >= b.size for p in (s, e - b.size)}  # Step 3
         if candidates:  # Step 4
@@ -56,5 +57,6 @@ def two_sided_fit(buffers) -> Assignment:
             cap = max(cap, top + b.size)
         offsets[b.id] = offset
         mine.append((b, offset))
+        ever.setdefault(b.stream, []).append((b, offset))
     total = max((offsets[b.id] + b.size for b in buffers), default=0)
     return Assignment("two-sided-fit", tuple(offsets), total)

@@ -5,10 +5,13 @@ Checks:
      offsets are 512-aligned; every tensor lies inside its segment; a tensor marked `alias_of` sits at its
      source's offset, and the output of an alias node sits at its input's offset. An output sharing an
      input's block in place must be declared by the kernel, and nothing may read that input afterwards.
-  2. Exclusivity in feature_map: group tensors that share a block (alias nodes); a group lives from its first
-     producer step to its last reader, where reading a view (the output of any node that may alias) counts as
-     reading its source; workspaces live for their node's step. Two groups whose lives overlap, or that are on
-     different streams, must not share a byte. Weights and io blocks never share a byte at all.
+  2. Exclusivity in feature_map: group tensors that share a block (alias nodes); a group is defined at its
+     producers' steps and used there and at every reader, where reading a view (the output of any node that
+     may alias) counts as reading its source; a workspace is defined and used at its node's step. Under the
+     plan's stream and event order (happens-before: same stream in order, or joined by events), two groups
+     may share a byte only when every use of one happens before every definition of the other. On one
+     stream this is "disjoint step intervals"; across streams it needs events. Weights and io blocks never
+     share a byte at all.
 Raises MemoryPlanError listing the first problems found.
 """
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 from ..errors import GEError
 
 ALIGNMENT = 512
-FOREVER = float("inf")
 
 
 class MemoryPlanError(GEError):
@@ -92,31 +94,52 @@ def _check_placement(plan, mem, block, errors):
 
 
 def _items(plan, mem, block, view):
-    """(group, segment, offset, bytes, begin, end, stream) per block group and per workspace."""
+    """[group, segment, offset, bytes, defs, uses] per block group and per workspace (defs/uses: steps)."""
     producer = {t: n for n in plan.nodes for t in n.outputs if t >= 0}
     life: dict[int, list] = {}
     for t, m in zip(plan.tensors, mem.tensors):
         if m.segment in ("weights", "io") or (m.segment == "feature_map" and t.is_static and t.nbytes):
             g = block[t.index]
-            begin = producer[t.index].step if t.index in producer else -1
-            stream = producer[t.index].stream if t.index in producer else 0
-            item = life.setdefault(g, [g, m.segment, m.offset, 0, begin, begin, stream])
+            item = life.setdefault(g, [g, m.segment, m.offset, 0, set(), set()])
             item[3] = max(item[3], t.nbytes or 0)
-            item[4] = min(item[4], begin)
+            if t.index in producer:
+                item[4].add(producer[t.index].step)
+                item[5].add(producer[t.index].step)
     for n in plan.nodes:
         for t in n.inputs:
             if t < 0:
                 continue
             for g in {block[t], block[view[t]]}:
                 if g in life:
-                    item = life[g]
-                    item[5] = max(item[5], n.step if n.stream == item[6] else FOREVER)
+                    life[g][5].add(n.step)
     items = list(life.values())
     for n, ws in zip(plan.nodes, mem.workspaces):
         for k, (off, nbytes) in enumerate(ws):
             if nbytes:
-                items.append([("ws", n.step, k), "feature_map", off, nbytes, n.step, n.step, n.stream])
+                items.append([("ws", n.step, k), "feature_map", off, nbytes, {n.step}, {n.step}])
     return items
+
+
+class _Order:
+    """Happens-before on plan steps: stream order plus events (a bitset of later steps per step)."""
+
+    def __init__(self, plan):
+        n = len(plan.nodes)
+        succ = [[] for _ in range(n)]
+        last: dict[int, int] = {}
+        for node in plan.nodes:
+            if node.stream in last:
+                succ[last[node.stream]].append(node.step)
+            last[node.stream] = node.step
+        for e in getattr(plan, "events", ()):
+            succ[e.record_after].append(e.wait_before)
+        self.later = [0] * n
+        for u in range(n - 1, -1, -1):
+            for w in succ[u]:
+                self.later[u] |= self.later[w] | (1 << w)
+
+    def all_before(self, uses, defs) -> bool:
+        return bool(uses) and all((self.later[u] >> d) & 1 for u in uses for d in defs)
 
 
 def verify_memory(plan, mem) -> None:
@@ -124,21 +147,32 @@ def verify_memory(plan, mem) -> None:
     block, view = _groups(plan, mem, errors)
     _check_placement(plan, mem, block, errors)
     items = [i for i in _items(plan, mem, block, view) if i[2] is not None and i[3] > 0]
+    order = _Order(plan)
     for i, a in enumerate(items):
         if a[1] == "feature_map" and a[2] % ALIGNMENT:
             errors.append(f"workspace {a[0]} offset {a[2]} is not aligned")
         for b in items[i + 1:]:
             if a[1] != b[1] or a[2] + a[3] <= b[2] or b[2] + b[3] <= a[2]:
                 continue  # different segments or disjoint bytes
-            if a[1] == "feature_map" and a[6] == b[6] and (a[5] < b[4] or b[5] < a[4]):
-                continue  # same stream, disjoint lives
-            errors.append(f"{a[1]}: {_name(plan, a)} [{a[4]}, {a[5]}] and {_name(plan, b)} [{b[4]}, {b[5]}] "
-                          f"share bytes ({a[2]}+{a[3]} vs {b[2]}+{b[3]})")
+            if a[1] == "feature_map" and a[4] and b[4] and (
+                    order.all_before(a[5], b[4]) or order.all_before(b[5], a[4])):
+                continue  # one's last use happens before the other's first definition
+            errors.append(f"{a[1]}: {_name(plan, a)} {_span(a)} and {_name(plan, b)} {_span(b)} share bytes "
+                          f"({a[2]}+{a[3]} vs {b[2]}+{b[3]}) but neither's uses happen before the other's "
+                          f"definitions (steps and streams: {_streams(plan, a)} vs {_streams(plan, b)})")
             if len(errors) > 20:
                 break
     if errors:
         raise MemoryPlanError(f"memory plan of '{plan.name}' is invalid ({len(errors)} problems):\n  "
                               + "\n  ".join(errors[:20]))
+
+
+def _span(item) -> str:
+    return f"[{min(item[5], default='-')}, {max(item[5], default='-')}]"
+
+
+def _streams(plan, item) -> str:
+    return "{" + ", ".join(f"{u}:s{plan.nodes[u].stream}" for u in sorted(item[5])[:6]) + "}"
 
 
 def _name(plan, item) -> str:

@@ -22,7 +22,7 @@ def _model():
 
 
 def test_lifetimes_follow_the_clock():
-    plan = ge.compile(_model(), {"topo_sorting_mode": "bfs"})
+    plan = ge.compile(_model(), {"topo_sorting_mode": "bfs", "enable_single_stream": True})
     step = {n.name: n.step for n in plan.nodes}
     life = compute_lifetimes(plan)
     idx = {t.name: t.index for t in plan.tensors}
@@ -52,7 +52,7 @@ def test_lower_bound_is_max_live_bytes():
 
 def test_cross_stream_reader_never_releases():
     import dataclasses
-    plan = ge.compile(_model(), {"topo_sorting_mode": "bfs"})
+    plan = ge.compile(_model(), {"topo_sorting_mode": "bfs", "enable_single_stream": True})
     nodes = list(plan.nodes)
     k = next(i for i, n in enumerate(nodes) if n.name == "relu_z")
     nodes[k] = dataclasses.replace(nodes[k], stream=1)

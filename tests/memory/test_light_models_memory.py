@@ -19,9 +19,10 @@ def graph(name):
 
 
 @functools.lru_cache(maxsize=None)
-def plan(name, mode):
+def plan(name, mode, single_stream=False):
     g = graph(name)
-    return build_plan(g, topological_order(g, mode), Options(topo_sorting_mode=mode))
+    return build_plan(g, topological_order(g, mode),
+                      Options(topo_sorting_mode=mode, enable_single_stream=single_stream))
 
 
 @pytest.mark.parametrize("mode", TOPO_MODES)
@@ -42,7 +43,8 @@ def test_every_assigner_gives_a_valid_plan(name, mode):
 @pytest.mark.parametrize("mode", TOPO_MODES)
 @pytest.mark.parametrize("name", LIGHT_MODELS)
 def test_hybrid_is_within_two_percent_of_the_lower_bound(name, mode):
-    stats = plan(name, mode).memory.stats
+    # on one stream: the bound is a single-clock bound, and blocks never pass between streams (DESIGN.md §6)
+    stats = plan(name, mode, single_stream=True).memory.stats
     assert stats.ratio <= 1.02, stats  # measured: 1.000 on every light model and mode
 
 

@@ -16,7 +16,9 @@ def plan():
 def test_json_schema(plan):
     d = json.loads(plan.to_json())
     assert set(d) >= {"nodes", "events", "tensors", "segments", "memory"}
-    assert d["events"] == []
+    nodes = {n["name"] for n in d["nodes"]}
+    assert len(d["events"]) == len(plan.events) > 0   # squeezenet: 2 streams
+    assert all(e["record_after"] in nodes and e["wait_before"] in nodes for e in d["events"])
     assert [n["step"] for n in d["nodes"]] == list(range(len(plan.nodes)))
     names = {t["name"] for t in d["tensors"]}
     for n in d["nodes"]:

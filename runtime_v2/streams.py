@@ -1,0 +1,170 @@
+"""Multi-stream execution for runtime_v2: one host thread per stream group, events between them.
+
+A plan with several streams (PlanNode.stream) and its sync events (Plan.events) runs as follows:
+  1. Threads: the thread budget (Options.thread_budget, 0 = the CPUs this process may use) divided by the
+     threads one kernel may use (Options.intra_op_threads) gives how many stream threads may run at once;
+     stream s runs on thread s mod that number. With one thread the plan runs in plan order, as one stream.
+  2. Programs: each thread runs the steps of its streams in plan order; before a step it waits for the
+     events whose wait_before it is (only those recorded by another thread: one thread keeps its own
+     order), after it records those whose record_after it is (only those some other thread waits for).
+     Plan order is topological and every thread walks it forwards, so merged streams cannot deadlock.
+  3. Events count generations, as ge.npu.Event does: run r records generation r + 1 and waits for it, so
+     the tables are built once and replayed per run, never reset.
+  4. Failure: the failing thread notes (step, error) and aborts the run; every waiting thread wakes and
+     stops, the caller gets the error of the earliest failing step, and the next run starts clean.
+The calling thread runs the first group itself; the others are persistent workers of the instance (started
+at its first run, stopped when the instance is released or its executor is collected).
+With a `tracer` (ge.npu.Tracer), every step is a slice on its stream's track and every event record and
+wait a slice joined by a flow arrow (event id, generation): `ge profile` writes it as a Chrome trace.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+
+def thread_count(plan) -> int:
+    """Step 1: stream threads for `plan` within the thread budget."""
+    streams = len({n.stream for n in plan.nodes})
+    opts = plan.options
+    budget = getattr(opts, "thread_budget", 0) or _cpus()
+    per_kernel = max(1, getattr(opts, "intra_op_threads", 1) or 1)
+    return max(1, min(streams, budget // per_kernel))
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def build_programs(plan, threads: int) -> list[tuple]:
+    """Step 2: per thread, a tuple of (step, waits, records) with event ids, in plan order."""
+    dense = {s: i for i, s in enumerate(sorted({n.stream for n in plan.nodes}))}
+    group = [dense[n.stream] % threads for n in plan.nodes]
+    waits: dict[int, list] = {}
+    records: dict[int, list] = {}
+    for e in plan.events:
+        if group[e.record_after] != group[e.wait_before]:
+            waits.setdefault(e.wait_before, []).append(e.id)
+            records.setdefault(e.record_after, []).append(e.id)
+    programs = [[] for _ in range(threads)]
+    for n in plan.nodes:
+        programs[group[n.step]].append((n.step, tuple(waits.get(n.step, ())), tuple(records.get(n.step, ()))))
+    return [tuple(p) for p in programs if p]
+
+
+class StreamRunner:
+    """Runs `body(step)` over the programs on threads, with generation-counted events (steps 3-4)."""
+
+    def __init__(self, programs, num_events: int, name: str = "ge-stream"):
+        self.programs = programs
+        self.gen = [0] * num_events
+        self.conds = [threading.Condition() for _ in range(num_events)]
+        self.run_id = 0
+        self.body = None
+        self.abort = False
+        self.errors: list = []
+        self._lock = threading.Lock()
+        self._go = [threading.Semaphore(0) for _ in programs]
+        self._done = threading.Semaphore(0)
+        self._stopping = False
+        self._threads: list[threading.Thread] = []
+        self._name = name
+        self.tracer = self.labels = None
+
+    def _start(self) -> None:
+        for g in range(1, len(self.programs)):
+            t = threading.Thread(target=self._worker, args=(g,), name=f"{self._name}-{g}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def run(self, body, tracer=None, labels=None) -> tuple | None:
+        """Run every program once; returns (step, exception) of the earliest failing step, or None.
+        `tracer` with `labels` (per step: (stream, node name)) records slices and event flows."""
+        self.tracer, self.labels = tracer, labels
+        if not self._threads and len(self.programs) > 1:
+            self._start()
+        self.run_id += 1
+        self.body, self.abort, self.errors = body, False, []
+        for g in range(1, len(self.programs)):
+            self._go[g].release()
+        try:
+            self._run_group(0)
+        finally:
+            for _ in range(1, len(self.programs)):
+                self._done.acquire()
+            self.body = None
+        return min(self.errors, key=lambda e: e[0]) if self.errors else None
+
+    def _worker(self, g: int) -> None:
+        while True:
+            self._go[g].acquire()
+            if self._stopping:
+                return
+            try:
+                self._run_group(g)
+            finally:
+                self._done.release()
+
+    def _run_group(self, g: int) -> None:
+        target, body, gen, conds = self.run_id, self.body, self.gen, self.conds
+        step = -1
+        if self.tracer is not None:
+            body = self._traced(body, target)
+        try:
+            for step, waits, records in self.programs[g]:
+                for e in waits:
+                    if gen[e] < target:
+                        with conds[e]:
+                            while gen[e] < target and not self.abort:
+                                conds[e].wait()
+                if self.abort:
+                    return
+                body(step)
+                for e in records:
+                    with conds[e]:
+                        gen[e] = target
+                        conds[e].notify_all()
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller of run()
+            with self._lock:
+                self.errors.append((step, exc))
+            self._abort()
+
+    def _traced(self, body, target):
+        tr, labels, now = self.tracer, self.labels, time.perf_counter
+        waits, records = {}, {}
+        for prog in self.programs:
+            for step, w, r in prog:
+                waits[step], records[step] = w, r
+
+        def slice_(step, kind, name, t0, flow=None):
+            s = labels[step][0]
+            tr.add_slice(s, f"stream {s}", kind, name, t0 - tr.t0, now() - tr.t0, flow)
+
+        def traced(step):
+            for e in waits[step]:   # already waited for: a zero-length mark that ends the flow arrow
+                slice_(step, "wait", f"wait e{e}", now(), (e, target))
+            t0 = now()
+            body(step)
+            slice_(step, "kernel", labels[step][1], t0)
+            for e in records[step]:
+                slice_(step, "record", f"record e{e}", now(), (e, target))
+        return traced
+
+    def _abort(self) -> None:
+        self.abort = True
+        for c in self.conds:
+            with c:
+                c.notify_all()
+
+    def close(self) -> None:
+        """Stop the worker threads (between runs)."""
+        self._stopping = True
+        for g in range(1, len(self.programs)):
+            self._go[g].release()
+        for t in self._threads:
+            t.join(timeout=10)
+        self._threads = []
