@@ -8,8 +8,8 @@ onnxruntime at session.run with its default graph optimizations. Prints the best
 total weighted by how often ResNet-50 (ONNX's light model, batch 1) has each shape; the last line is a
 MobileNet-style depthwise conv (not counted).
 
-ge's GEMMs are its own Numba loops (ge/kernels/gemm.py), single-threaded, with AVX-512 code from LLVM;
-onnxruntime's MLAS picks AVX-512 kernels too. OPENBLAS_* settings no longer affect ge's convs.
+ge's GEMMs are its own Numba micro-kernels (ge/kernels/gemm.py, on simd.py's explicit 512-bit vectors),
+single-threaded; onnxruntime's MLAS picks AVX-512 kernels too. OPENBLAS_* settings do not affect them.
 """
 from __future__ import annotations
 

@@ -36,13 +36,14 @@ def test_ge_bench_table_json_and_plot(tmp_path, capsys):
                           opset_imports=[helper.make_opsetid("", 17)])
     path = tmp_path / "relu.onnx"
     path.write_bytes(m.SerializeToString())
-    args = ["bench", str(path), "--vs", "onnxruntime", "--rounds", "3", "--json", str(tmp_path / "b.json"),
+    args = ["bench", str(path), "--runtime", "v1,v2", "--vs", "onnxruntime", "--rounds", "3",
+            "--json", str(tmp_path / "b.json"),
             "--plot", str(tmp_path / "b.png")]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "ge v2" in out and "onnxruntime" in out and "median ms" in out
+    assert "ge v1" in out and "ge v2" in out and "onnxruntime" in out and "median ms" in out
     rows = json.loads((tmp_path / "b.json").read_text())["rows"]
-    assert [r["name"] for r in rows] == ["ge v2", "onnxruntime"] and rows[0]["ratio"] == 1.0
+    assert [r["name"] for r in rows] == ["ge v1", "ge v2", "onnxruntime"] and rows[0]["ratio"] == 1.0
     assert (tmp_path / "b.png").stat().st_size > 1000
 
 

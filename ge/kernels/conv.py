@@ -1,15 +1,27 @@
 """Conv, ConvTranspose and the fused "ge" FusedConv: convolution lowered to GEMM, batch loop outside.
 
 Every conv is seen as 3-D (1-D and 2-D get leading spatial dims of 1), so one compiled kernel per dtype
-serves all ranks. Per image and group, `prepare` picks one of three ways:
+serves all ranks. Per image and group, `prepare` picks one of four ways:
   POINTWISE  1x1, stride 1, no pad: the input already is the GEMM operand, y[Mg,S] = W[Mg,Cg] @ x[Cg,S].
-  IM2COL     otherwise: unfold the input into col[Cg*kD*kH*kW, S] (a declared workspace), then one GEMM
-             W[Mg, Cg*k] @ col. Each col row is filled as runs of output rows: the valid middle of a run
-             is a straight (or strided) copy, the padded ends are zeroed, so no per-element bounds test.
+  SHIFTED    2-D (or 1-D), undilated ("implicit im2col"): copy the input
+             rows a tile of output rows reads, zero-padded and split into its stride phases, to a workspace
+             (rows Wq = OW + (KW-1)//sw wide); then one GEMM grid[Mg, rows*Wq] = W[Mg, Cg*KT] @ B whose row
+             (c, kh, kw) is channel c of phase (kh%sh, kw%sw) shifted by (kh//sh, kw//sw): B is that copy
+             read through a table of row offsets (gemm_nn_rows), nothing is unfolded. The grid has the
+             padded width: the extra columns of each row are garbage, dropped when its valid columns are
+             copied to y.
+  IM2COL     otherwise (dilated, 3-D): unfold the input into col[Cg*kD*kH*kW, rows*OW] for
+             a tile of output rows at a time (a few MiB at most), then one GEMM W[Mg, Cg*k] @ col into
+             those rows of y. Each col row is filled as runs of output rows: the valid middle of a run is a
+             straight (or strided) copy, the padded ends are zeroed, so no per-element bounds test.
   DIRECT     one input channel per group (depthwise): a GEMM with K = kH*kW is all overhead, so each
              output plane accumulates w[k] * shifted input plane, tap by tap, in vectorizable row loops.
-GEMMs are gemm.py's loops on the flat buffers (no copies, no BLAS: see gemm.py for why). Bias, FusedConv's residual Z and its activation are one epilogue pass per
-output row (see epilogue.py).
+Every output element of a conv is one FMA chain (gemm.py) over k = (channel, tap) in the same order,
+whatever its channel or position (tiles change nothing), so channels with equal weights stay bitwise
+equal; SHIFTED and IM2COL even give the same bits. Workspaces: SHIFTED needs the padded rows
+and the grid tile, about (Cg + Mg) * rows * Wq elements (VGG-19's largest: 110 MiB of im2col -> 3.4 MiB).
+GEMMs are gemm.py's (no BLAS: see gemm.py for why). Bias, FusedConv's residual Z and its activation are one
+epilogue pass per output row (see epilogue.py).
 
 ConvTranspose is the adjoint: col[Mg*k, S_in] = W_g^T @ x_g (W_g read transposed through strides), then
 col2im scatters and adds col into the zeroed output, and the bias epilogue runs.
@@ -20,11 +32,15 @@ import numpy as np
 from numba import njit
 
 from .epilogue import activation_args, epilogue
-from .gemm import gemm_nn
+from .gemm import gemm_nn, gemm_nn_ld, gemm_nn_rows
 from .registry import KernelContext, Launch, TensorSpec, register
 
-POINTWISE, IM2COL, DIRECT = 0, 1, 2
+POINTWISE, IM2COL, DIRECT, SHIFTED = range(4)
 _FLOATS = (np.float32, np.float64)
+USE_SHIFTED = True  # False: IM2COL wherever SHIFTED would run (the same bits, more memory: for bisecting)
+GEMM_MIN_COLUMNS = 1024  # SHIFTED: a tile of output rows is at least this many grid columns wide ...
+GRID_ELEMS = 1 << 18      # ... and more while padded input + grid stay under this many elements
+COL_ELEMS = 1 << 19       # IM2COL: output rows per tile so that col stays under this (at least one row)
 
 
 # -- kernels ----------------------------------------------------------------------------------------
@@ -102,16 +118,15 @@ def _split_phases(x, xo, xs, rows, W, sw):
 
 
 @njit(nogil=True, cache=True)
-def _im2col(x, xo, col, xs, C, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw):
-    """col[(c,kd,kh,kw), (od,oh,ow)] = x[xo + (c, od*sd-pd+kd*dd, ...)] or 0 in the padding.
+def _im2col(x, xo, col, xs, phased, t0, t1, C, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw,
+            dd, dh, dw):
+    """col[(c,kd,kh,kw), (od,oh,ow)] = x[xo + (c, od*sd-pd+kd*dd, ...)] or 0 in the padding, for the
+    output rows od*OH + oh in [t0, t1) (col holds (t1 - t0) * OW columns).
 
-    With a column stride (sw > 1) and a wide kernel, the input rows are first split into their stride
-    phases (xs, when it has room), so that every run of col is a contiguous copy of one phase.
+    With a column stride (sw > 1) and a wide kernel, the input rows were split into their stride phases
+    (xs, by _split_phases, when it has room), so that every run of col is a contiguous copy of one phase.
     """
-    S = OD * OH * OW
-    phased = sw > 1 and xs.size > 0
-    if phased:
-        _split_phases(x, xo, xs, C * D * H, W, sw)
+    T = (t1 - t0) * OW
     Wq = (W + sw - 1) // sw
     r = 0
     for c in range(C):
@@ -122,22 +137,56 @@ def _im2col(x, xo, col, xs, C, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, 
                     lo, hi = _valid(start, sw, W, OW)
                     iw = start + lo * sw  # first input column read, >= 0
                     ip = (iw % sw) * Wq + iw // sw  # where it sits in its phase row
-                    for od in range(OD):
+                    for t in range(t0, t1):
+                        od = t // OH
+                        oh = t - od * OH
                         i_d = od * sd - pd + kd * dd
-                        for oh in range(OH):
-                            ih = oh * sh - ph + kh * dh
-                            o = r * S + (od * OH + oh) * OW
-                            if i_d < 0 or i_d >= D or ih < 0 or ih >= H:
-                                _zero(col, o, OW)
-                                continue
-                            _zero(col, o, lo)
-                            row = (c * D + i_d) * H + ih
-                            if phased:
-                                _gather(col, o + lo, xs, row * sw * Wq + ip, hi - lo, 1)
-                            else:
-                                _gather(col, o + lo, x, xo + row * W + iw, hi - lo, sw)
-                            _zero(col, o + hi, OW - hi)
+                        ih = oh * sh - ph + kh * dh
+                        o = r * T + (t - t0) * OW
+                        if i_d < 0 or i_d >= D or ih < 0 or ih >= H:
+                            _zero(col, o, OW)
+                            continue
+                        _zero(col, o, lo)
+                        row = (c * D + i_d) * H + ih
+                        if phased:
+                            _gather(col, o + lo, xs, row * sw * Wq + ip, hi - lo, 1)
+                        else:
+                            _gather(col, o + lo, x, xo + row * W + iw, hi - lo, sw)
+                        _zero(col, o + hi, OW - hi)
                     r += 1
+
+
+@njit(nogil=True, cache=True)
+def _channel_stride(R, Wp):
+    """Elements between channels of the padded input: R*Wp rounded up to an odd number of 64-byte lines
+    (float32), since a GEMM walks it as B's row stride and a power-of-two stride (14x14: 16 rows of 16)
+    maps its panel onto a few L1 sets (measured 1.4x slower)."""
+    cs = (R * Wp + 15) // 16 * 16
+    return cs + 16 if cs % 32 == 0 else cs
+
+
+@njit(nogil=True, cache=True)
+def _pad_copy(x, xo, p, C, H, W, ph, pw, sh, sw, A, B, i0, R, Wq, cs, tail):
+    """The stride phases of the zero-padded input, R phase rows from row i0 on: phase (a, b) < (A, B) of
+    channel c at p[((a*B + b)*C + c)*cs:], its row i, column j = padded input (i0 + i)*sh + a, j*sw + b
+    (input row - ph, column - pw; zero outside), and `tail` zeros past the end. Stride 1: one phase."""
+    _zero(p, 0, A * B * C * cs + tail)
+    for a in range(A):
+        for b in range(B):
+            lo, hi = _valid(b - pw, sw, W, Wq)  # the phase columns inside the input
+            for c in range(C):
+                o = ((a * B + b) * C + c) * cs
+                for i in range(R):
+                    ih = (i0 + i) * sh + a - ph
+                    if 0 <= ih < H:
+                        _gather(p, o + i * Wq + lo, x, xo + (c * H + ih) * W + lo * sw + b - pw, hi - lo, sw)
+
+
+@njit(nogil=True, cache=True)
+def _from_grid(y, yo, q, qo, rows, OW, Wp):
+    """y[yo + r*OW + ow] = q[qo + r*Wp + ow]: the valid columns of one channel's padded-width grid."""
+    for r in range(rows):
+        _gather(y, yo + r * OW, q, qo + r * Wp, OW, 1)
 
 
 @njit(nogil=True, cache=True)
@@ -172,8 +221,36 @@ def _direct(x, xo, w, wo, y, yo, lohi, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, 
 
 
 @njit(nogil=True, cache=True)
-def conv(x, w, b, z, y, col, geom, mode, has_b, has_z, act, p0, p1):
-    """y = act(conv(x, w) + b + z). geom: N C D H W, M OD OH OW, KD KH KW, strides, pads, dilations, G."""
+def _shifted(x, xo, wg, y, yo, ws, Cg, H, W, Mg, OH, OW, KH, KW, sh, sw, ph, pw, tile):
+    """SHIFTED for one image and group: per tile of output rows, copy the input rows it reads, zero-padded
+    and split into stride phases, to ws; then one GEMM grid[Mg, rows*Wq] = W[Mg, Cg*KT] @ B where B's row
+    (c, kh, kw) is channel c of phase (kh % sh, kw % sw) shifted by (kh // sh, kw // sw) (a table of row
+    offsets: no im2col); then copy the grid's valid columns (ow < OW) into y."""
+    KT, A, B = KH * KW, min(sh, KH), min(sw, KW)
+    K, Wq = Cg * KT, OW + (KW - 1) // sw
+    R = tile + (KH - 1) // sh  # phase rows per tile
+    cs = _channel_stride(R, Wq)
+    tail = (KW - 1) // sw
+    P = (A * B * Cg * cs + tail + 15) // 16 * 16  # where the grid starts
+    brow = np.empty(K, np.int64)
+    for c in range(Cg):
+        for t in range(KT):
+            kh, kw = t // KW, t % KW
+            brow[c * KT + t] = (((kh % sh) * B + kw % sw) * Cg + c) * cs + (kh // sh) * Wq + kw // sw
+    for oh0 in range(0, OH, tile):
+        rows = min(tile, OH - oh0)
+        _pad_copy(x, xo, ws, Cg, H, W, ph, pw, sh, sw, A, B, oh0, R, Wq, cs, tail)
+        nq = rows * Wq
+        lq = (nq + 15) // 16 * 16  # grid rows start 64-byte aligned
+        gemm_nn_rows(wg, ws, brow, ws[P:], Mg, nq, K, K, 1, lq, False)
+        for m in range(Mg):
+            _from_grid(y, yo + m * OH * OW + oh0 * OW, ws, P + m * lq, rows, OW, Wq)
+
+
+@njit(nogil=True, cache=True)
+def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile):
+    """y = act(conv(x, w) + b + z). geom: N C D H W, M OD OH OW, KD KH KW, strides, pads, dilations, G.
+    tile: output rows per GEMM (IM2COL, SHIFTED)."""
     N, C, D, H, W = geom[0], geom[1], geom[2], geom[3], geom[4]
     M, OD, OH, OW = geom[5], geom[6], geom[7], geom[8]
     KD, KH, KW, sd, sh, sw = geom[9], geom[10], geom[11], geom[12], geom[13], geom[14]
@@ -183,16 +260,24 @@ def conv(x, w, b, z, y, col, geom, mode, has_b, has_z, act, p0, p1):
     lohi = np.empty(2 * KW, np.int64)  # valid output columns of each kw tap, for DIRECT
     for kw in range(KW):
         lohi[kw], lohi[KW + kw] = _valid(kw * dw - pw, sw, W, OW)
+    phased = mode == IM2COL and sw > 1 and KW > 1
+    T = tile * OW  # IM2COL: col columns per tile; the stride phases after col
     for n in range(N):
         for g in range(G):
             xo, yo = (n * C + g * Cg) * S_in, (n * M + g * Mg) * S
-            wg, yg = w[g * Mg * K:(g + 1) * Mg * K], y[yo:yo + Mg * S]
+            wg = w[g * Mg * K:(g + 1) * Mg * K]
             if mode == POINTWISE:
-                gemm_nn(wg, x[xo:xo + Cg * S_in], yg, Mg, S, K, K, 1, False)
+                gemm_nn(wg, x[xo:xo + Cg * S_in], y[yo:yo + Mg * S], Mg, S, K, K, 1, False)
             elif mode == IM2COL:
-                _im2col(x, xo, col, col[K * S:], Cg, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw,
-                        dd, dh, dw)
-                gemm_nn(wg, col, yg, Mg, S, K, K, 1, False)
+                if phased:
+                    _split_phases(x, xo, ws[K * T:], Cg * D * H, W, sw)
+                for t0 in range(0, OD * OH, tile):
+                    t1 = min(t0 + tile, OD * OH)
+                    _im2col(x, xo, ws, ws[K * T:], phased, t0, t1, Cg, D, H, W, OD, OH, OW, KD, KH, KW,
+                            sd, sh, sw, pd, ph, pw, dd, dh, dw)
+                    gemm_nn_ld(wg, ws, y[yo + t0 * OW:], Mg, (t1 - t0) * OW, K, K, 1, (t1 - t0) * OW, S, False)
+            elif mode == SHIFTED:
+                _shifted(x, xo, wg, y, yo, ws, Cg, H, W, Mg, OH, OW, KH, KW, sh, sw, ph, pw, tile)
             else:
                 for m in range(Mg):
                     _direct(x, xo, w, (g * Mg + m) * K, y, yo + m * S, lohi, D, H, W, OD, OH, OW, KD, KH, KW,
@@ -306,17 +391,31 @@ def _infer_conv(ctx: KernelContext) -> list[TensorSpec]:
     return [TensorSpec(_conv_shape(ctx)[1], ctx.inputs[0].dtype)]
 
 
+def _round16(n: int) -> int:
+    return -(-n // 16) * 16
+
+
 def _prepare_conv(ctx: KernelContext) -> Launch:
     geom, _ = _conv_shape(ctx)
-    C, M, S, K, G = geom[1], geom[5], int(np.prod(geom[6:9])), int(np.prod(geom[9:12])), geom[21]
-    Cg, Mg = C // G, M // G
-    if K == 1 and (geom[12:15] == 1).all() and not geom[15:18].any():  # 1x1, stride 1, no pad
+    C, M, G = int(geom[1]), int(geom[5]), int(geom[21])
+    D, H, W, OD, OH, OW = (int(v) for v in geom[[2, 3, 4, 6, 7, 8]])
+    KD, KH, KW, sw = (int(v) for v in geom[[9, 10, 11, 14]])
+    Cg, Mg, KT = C // G, M // G, KD * KH * KW
+    dtype = ctx.inputs[0].dtype
+    tile = 1
+    if KT == 1 and (geom[12:15] == 1).all() and not geom[15:18].any():  # 1x1, stride 1, no pad
         mode, ws = POINTWISE, 1
     elif Cg == 1 and Mg <= 4:
         mode, ws = DIRECT, 1
+    elif D == KD == OD == 1 and (geom[18:21] == 1).all() and USE_SHIFTED:
+        mode, sh = SHIFTED, int(geom[13])  # 2-D (or 1-D), dilation 1: GEMMs on a shifted padded input
+        Wq, A, B = OW + (KW - 1) // sw, min(sh, KH), min(sw, KW)
+        tile = min(OH, max(-(-GEMM_MIN_COLUMNS // Wq), GRID_ELEMS // ((Mg + A * B * Cg) * Wq)))
+        cs = int(_channel_stride(tile + (KH - 1) // sh, Wq))
+        ws = _round16(A * B * Cg * cs + (KW - 1) // sw) + Mg * _round16(tile * Wq)
     else:
-        mode, ws = IM2COL, Cg * K * S
-        D, H, W, KW, sw = geom[2], geom[3], geom[4], geom[11], geom[14]
+        mode, tile = IM2COL, min(OD * OH, max(1, COL_ELEMS // (Cg * KT * OW)))
+        ws = Cg * KT * tile * OW
         if sw > 1 and KW > 1:  # room for the stride phases of one group's input rows
             ws += Cg * D * H * sw * -(-W // sw)
     has_b, has_z = ctx.has(2), ctx.has(3)
@@ -325,8 +424,8 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     inputs = (0, 1, 2 if has_b else 1, 3 if has_z else 0)
     if has_z and ctx.inputs[3].shape != ctx.outputs[0].shape:
         raise ctx.error(f"Z has shape {ctx.inputs[3].shape}, expected the output's {ctx.outputs[0].shape}")
-    return Launch(conv, (geom, mode, int(has_b), int(has_z), act, p0, p1),
-                  (TensorSpec((ws,), ctx.inputs[0].dtype),), inputs)
+    return Launch(conv, (geom, mode, int(has_b), int(has_z), act, p0, p1, tile),
+                  (TensorSpec((ws,), dtype),), inputs)
 
 
 register("Conv", infer=_infer_conv)(_prepare_conv)

@@ -38,6 +38,49 @@ def test_conv(xs, ws, attrs):
     check_op("Conv", [rand(*xs), rand(*ws), rand(ws[0])], attrs, rtol=1e-4, atol=1e-4)
 
 
+# SHIFTED (a GEMM on the zero-padded, phase-split input through a table of row offsets) for undilated 2-D
+# and 1-D convs, IM2COL for dilated ones.
+MODE_CASES = [
+    ((1, 16, 5, 6), (32, 16, 1, 1), {}),
+    ((2, 16, 7, 7), (20, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 16, 9, 9), (16, 16, 3, 3), {"strides": [2, 2]}),
+    ((1, 24, 9, 9), (24, 24, 1, 1), {"strides": [2, 2]}),
+    ((1, 16, 20, 19), (7, 16, 3, 3), {"pads": [1, 0, 2, 1]}),
+    ((1, 32, 6, 6), (32, 16, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
+    ((1, 16, 12), (17, 16, 3), {"pads": [1, 1]}),
+    ((1, 16, 9, 9), (18, 16, 2, 4), {"pads": [0, 2, 1, 1]}),
+    ((1, 16, 15, 16), (8, 16, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
+    ((1, 16, 10, 11), (8, 16, 3, 5), {"strides": [3, 2], "pads": [1, 2, 0, 1]}),
+    ((1, 3, 9, 9), (4, 3, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 16, 8, 8), (8, 16, 3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}),    # IM2COL: dilated
+]
+
+
+@pytest.mark.parametrize("xs,ws,attrs", MODE_CASES)
+def test_conv_modes(xs, ws, attrs):
+    check_op("Conv", [rand(*xs), rand(*ws), rand(ws[0])], attrs, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("xs,ws,attrs", CONV_CASES[:4] + MODE_CASES[4:6] + MODE_CASES[8:10] + [CONV_CASES[13]])
+def test_conv_tiled(xs, ws, attrs, monkeypatch):
+    """IM2COL and SHIFTED cut the output into row tiles when their buffers would be big: force tiny tiles."""
+    from ge.kernels import conv
+    monkeypatch.setattr(conv, "COL_ELEMS", 1)
+    monkeypatch.setattr(conv, "GRID_ELEMS", 1)
+    monkeypatch.setattr(conv, "GEMM_MIN_COLUMNS", 1)
+    check_op("Conv", [rand(*xs), rand(*ws), rand(ws[0])], attrs, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("xs,ws,attrs", MODE_CASES)
+def test_equal_weights_give_bitwise_equal_channels(xs, ws, attrs):
+    """Channel uniformity (gemm.py) holds in every lowering."""
+    w = np.full(ws, 0.02, np.float32)
+    model, feeds = make_model("Conv", [rand(*xs) * 1000, w], attrs)
+    (got,) = run_ge(model, feeds)
+    G = attrs.get("group", 1)  # channels of one group see the same input
+    assert np.ptp(got.reshape(got.shape[0], G, -1, *got.shape[2:]), axis=2).max() == 0
+
+
 def test_conv_no_bias_float64_opset1():
     check_op("Conv", [rand(1, 2, 6, 6, dtype=np.float64), rand(3, 2, 3, 3, dtype=np.float64)],
              {"strides": [2, 2]}, opset=1)
@@ -125,3 +168,14 @@ def test_conv_errors(bad):
     xs, ws, attrs = bad
     with pytest.raises(ShapeError, match="Conv node"):
         run_ge(*make_model("Conv", [rand(*xs), rand(*ws)], attrs))
+
+
+@pytest.mark.parametrize("xs,ws,attrs", MODE_CASES[1:3] + MODE_CASES[4:11] + CONV_CASES[13:15])
+def test_shifted_and_im2col_give_the_same_bits(xs, ws, attrs, monkeypatch):
+    """Both sum over k = (channel, tap) in the same order (see conv.py)."""
+    from ge.kernels import conv
+    inputs = [rand(*xs), rand(*ws), rand(ws[0])]
+    (shifted,) = run_ge(*make_model("Conv", inputs, attrs))
+    monkeypatch.setattr(conv, "USE_SHIFTED", False)
+    (im2col,) = run_ge(*make_model("Conv", inputs, attrs))
+    assert np.array_equal(shifted, im2col)

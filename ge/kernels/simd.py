@@ -1,0 +1,159 @@
+"""Explicit 512-bit vectors for the GEMM micro-kernel (gemm.py): a Numba type and six intrinsics.
+
+LLVM's loop vectorizer only vectorizes innermost loops, so a C tile cannot stay in registers across the
+k loop when the kernel is written with scalar loops (each k step reloads and stores C). These intrinsics
+let a kernel hold vectors in plain local variables: `Vec` is <16 x float> for float32 arrays and
+<8 x double> for float64 ones (the lane count follows the array's dtype, so one kernel source serves both
+and each dtype is still one specialization); LLVM maps them to zmm registers (two ymm halves without
+AVX-512).
+
+    vlanes(arr)              lanes of arr's dtype, a compile-time constant
+    vload(arr, i)            arr[i:i+lanes]                      (unaligned; no bounds check)
+    vload_n(arr, i, n)       arr[i:i+n] in the first n lanes, zeros after (masked: nothing past n is read)
+    vstore(arr, i, v)        arr[i:i+lanes] = v
+    vstore_n(arr, i, v, n)   arr[i:i+n] = v[:n]                  (masked)
+    vbcast(arr, i)           arr[i] in every lane
+    vzero(arr)               zeros
+    vfma(a, b, c)            a*b + c per lane, one rounding (llvm.fma)
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, models, register_model
+
+_I32, _I64 = ir.IntType(32), ir.IntType(64)
+
+
+class Vec(types.Type):
+    """One 64-byte vector of a float dtype."""
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.lanes = 64 // (dtype.bitwidth // 8)
+        super().__init__(name=f"Vec({dtype}x{self.lanes})")
+
+
+@register_model(Vec)
+class _VecModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        elem = ir.FloatType() if fe_type.dtype == types.float32 else ir.DoubleType()
+        super().__init__(dmm, fe_type, ir.VectorType(elem, fe_type.lanes))
+
+
+def _vec_ptr(context, builder, aryty, ary, idx, vt):
+    data = context.make_array(aryty)(context, builder, ary).data
+    return builder.bitcast(builder.gep(data, [idx]), vt.as_pointer())
+
+
+def _mask(builder, lanes, n):
+    """<lanes x i1>: lane < n."""
+    vt = ir.VectorType(_I64, lanes)
+    n = builder.sext(n, _I64) if n.type.width < 64 else n
+    nv = builder.insert_element(ir.Constant(vt, ir.Undefined), n, ir.Constant(_I32, 0))
+    splat = ir.Constant(ir.VectorType(_I32, lanes), [0] * lanes)
+    nv = builder.shuffle_vector(nv, ir.Constant(vt, ir.Undefined), splat)
+    return builder.icmp_signed("<", ir.Constant(vt, list(range(lanes))), nv)
+
+
+def _masked(builder, name, vec, ret, params):
+    suffix = f"v{vec.lanes}f{vec.dtype.bitwidth}"
+    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, params),
+                                          f"llvm.masked.{name}.{suffix}.p0{suffix}")
+
+
+def _check_float_array(arr):
+    if not isinstance(arr, types.Array) or arr.dtype not in (types.float32, types.float64):
+        raise TypeError(f"simd: expected a float32 or float64 array, got {arr}")
+
+
+@intrinsic
+def vlanes(typingctx, arr):
+    _check_float_array(arr)
+    n = 64 // (arr.dtype.bitwidth // 8)
+    return types.int64(arr), lambda context, builder, sig, args: ir.Constant(_I64, n)
+
+
+@intrinsic
+def vload(typingctx, arr, idx):
+    _check_float_array(arr)
+    vec = Vec(arr.dtype)
+
+    def codegen(context, builder, sig, args):
+        vt = context.get_value_type(vec)
+        return builder.load(_vec_ptr(context, builder, arr, args[0], args[1], vt), align=4)
+    return vec(arr, idx), codegen
+
+
+@intrinsic
+def vload_n(typingctx, arr, idx, n):
+    _check_float_array(arr)
+    vec = Vec(arr.dtype)
+
+    def codegen(context, builder, sig, args):
+        vt = context.get_value_type(vec)
+        mask_t = ir.VectorType(ir.IntType(1), vec.lanes)
+        fn = _masked(builder, "load", vec, vt, [vt.as_pointer(), _I32, mask_t, vt])
+        return builder.call(fn, [_vec_ptr(context, builder, arr, args[0], args[1], vt), ir.Constant(_I32, 4),
+                                 _mask(builder, vec.lanes, args[2]), ir.Constant(vt, None)])
+    return vec(arr, idx, n), codegen
+
+
+@intrinsic
+def vstore(typingctx, arr, idx, v):
+    _check_float_array(arr)
+
+    def codegen(context, builder, sig, args):
+        vt = context.get_value_type(v)
+        builder.store(args[2], _vec_ptr(context, builder, arr, args[0], args[1], vt), align=4)
+        return context.get_dummy_value()
+    return types.none(arr, idx, v), codegen
+
+
+@intrinsic
+def vstore_n(typingctx, arr, idx, v, n):
+    _check_float_array(arr)
+
+    def codegen(context, builder, sig, args):
+        vt = context.get_value_type(v)
+        fn = _masked(builder, "store", v, ir.VoidType(),
+                     [vt, vt.as_pointer(), _I32, ir.VectorType(ir.IntType(1), v.lanes)])
+        builder.call(fn, [args[2], _vec_ptr(context, builder, arr, args[0], args[1], vt), ir.Constant(_I32, 4),
+                          _mask(builder, v.lanes, args[3])])
+        return context.get_dummy_value()
+    return types.none(arr, idx, v, n), codegen
+
+
+@intrinsic
+def vbcast(typingctx, arr, idx):
+    _check_float_array(arr)
+    vec = Vec(arr.dtype)
+
+    def codegen(context, builder, sig, args):
+        vt = context.get_value_type(vec)
+        data = context.make_array(arr)(context, builder, args[0]).data
+        v = builder.insert_element(ir.Constant(vt, ir.Undefined), builder.load(builder.gep(data, [args[1]])),
+                                   ir.Constant(_I32, 0))
+        return builder.shuffle_vector(v, ir.Constant(vt, ir.Undefined),
+                                      ir.Constant(ir.VectorType(_I32, vec.lanes), [0] * vec.lanes))
+    return vec(arr, idx), codegen
+
+
+@intrinsic
+def vzero(typingctx, arr):
+    _check_float_array(arr)
+    vec = Vec(arr.dtype)
+    return vec(arr), lambda context, builder, sig, args: ir.Constant(context.get_value_type(vec), None)
+
+
+@intrinsic
+def vfma(typingctx, a, b, c):
+    if not (isinstance(a, Vec) and a == b == c):
+        raise TypeError(f"vfma: expected three equal Vec types, got {a}, {b}, {c}")
+
+    def codegen(context, builder, sig, args):
+        vt = context.get_value_type(a)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]),
+                                            f"llvm.fma.v{a.lanes}f{a.dtype.bitwidth}")
+        return builder.call(fn, args)
+    return a(a, b, c), codegen
