@@ -121,6 +121,7 @@ class Executor:
         self.max_instances = 1 if self.refreshable else getattr(opts, "executor_instances", 8)
         first = Instance(self.model, None, device)
         self._all, self._idle = [first], [first]
+        self._creating = 0  # instances being built count against the cap (else two threads overshoot it)
         self._cond = threading.Condition()
         self._closed = False
         self._inputs = {t: (self.model.io_slot[t].slot, _spec(plan.tensors[t])) for t in plan.inputs}
@@ -150,10 +151,16 @@ class Executor:
                     raise GEError("the session is closed")
                 if self._idle:
                     return self._idle.pop()
-                if len(self._all) < self.max_instances:
+                if len(self._all) + self._creating < self.max_instances:
+                    self._creating += 1
                     break
                 self._cond.wait()
-        inst = Instance(self.model, self._all[0].weights, self.device)
+        try:
+            inst = Instance(self.model, self._all[0].weights, self.device)
+        finally:
+            with self._cond:
+                self._creating -= 1
+                self._cond.notify()
         with self._cond:
             self._all.append(inst)
         return inst

@@ -251,12 +251,7 @@ class Executor:
                         if sp is not None:
                             alloc.free(sp)
                             spans[t] = None
-            if bound:
-                return [bound[t][1] if t in bound and bufs[t] is bound[t][0] else
-                        bufs[t].reshape(shapes[t]).copy() if copy else bufs[t].reshape(shapes[t])
-                        for t, copy in self._outputs]
-            return [bufs[t].reshape(shapes[t]).copy() if copy else bufs[t].reshape(shapes[t])
-                    for t, copy in self._outputs]
+            return self._collect(bufs, shapes, bound)
         except Exception as e:
             if k < 0:
                 raise
@@ -294,12 +289,19 @@ class Executor:
             if not isinstance(e, Exception):
                 raise e
             raise self._error(k, e) from e
-        if bound:
-            return [bound[t][1] if t in bound and bufs[t] is bound[t][0] else
-                    bufs[t].reshape(shapes[t]).copy() if copy else bufs[t].reshape(shapes[t])
-                    for t, copy in self._outputs]
-        return [bufs[t].reshape(shapes[t]).copy() if copy else bufs[t].reshape(shapes[t])
-                for t, copy in self._outputs]
+        return self._collect(bufs, shapes, bound)
+
+    def _collect(self, bufs, shapes, bound) -> list[np.ndarray]:
+        """The graph outputs: the caller's bound array where the kernel wrote into it, else the buffer
+        (copied when it is a view of something the caller must not keep: an input, a constant, the arena)."""
+        out = []
+        for t, copy in self._outputs:
+            if bound and t in bound and bufs[t] is bound[t][0]:
+                out.append(bound[t][1])
+            else:
+                a = bufs[t].reshape(shapes[t])
+                out.append(a.copy() if copy else a)
+        return out
 
     def _bind_outputs(self, bound: dict, bufs: list) -> dict:
         """{output position: array} -> {tensor: (flat view, array)} for the outputs a kernel writes (HOST),
