@@ -1,7 +1,8 @@
-"""ge (runtime_v2) against onnxruntime on the light models (random weights), one thread each.
+"""ge (runtime_v1 and runtime_v2) against onnxruntime on the light models (random weights), one thread each
+(ge's thread_budget=1: multi-stream plans run in plan order on one thread).
 
     pytest bench/test_vs_onnxruntime.py --benchmark-only
-The benchmark times ge; extra_info holds both medians from alternating runs and ge/onnxruntime.
+The benchmark times ge v1; extra_info holds every median from alternating runs and the ratios to onnxruntime.
 """
 import numpy as np
 import pytest
@@ -16,16 +17,17 @@ ort = pytest.importorskip("onnxruntime")
 @pytest.mark.parametrize("name", LIGHT_MODELS)
 def test_light_model_ge_vs_onnxruntime(benchmark, name):
     model = with_random_weights(name)
-    sess = ge.Session(model, runtime="v2")
-    (inp,) = sess.get_inputs()
+    one_thread = ge.Options(thread_budget=1)
+    v1, v2 = (ge.Session(model, runtime=rt, options=one_thread) for rt in ("v1", "v2"))
+    (inp,) = v1.get_inputs()
     feeds = {inp.name: np.random.default_rng(0).standard_normal(inp.shape).astype(np.float32)}
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.log_severity_level = 3
     o = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    times = alternate({"ge": lambda: sess.run(None, feeds), "onnxruntime": lambda: o.run(None, feeds)},
-                      rounds=10)
+    times = alternate({"ge_v1": lambda: v1.run(None, feeds), "ge_v2": lambda: v2.run(None, feeds),
+                       "onnxruntime": lambda: o.run(None, feeds)}, rounds=10)
     info = record(benchmark, times, base="onnxruntime")
     print(f"\n{name}: {info}")
     benchmark.group = "ge vs onnxruntime (1 thread)"
-    benchmark.pedantic(sess.run, (None, feeds), rounds=3, iterations=1)
+    benchmark.pedantic(v1.run, (None, feeds), rounds=3, iterations=1)
