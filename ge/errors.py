@@ -13,13 +13,15 @@ class ModelLoadError(GEError):
 class UnsupportedOpError(GEError):
     """No kernel is registered for an op at the model's opset."""
 
-    def __init__(self, op_type: str, domain: str, opset: int, node: str, registered: list[str]):
+    def __init__(self, op_type: str, domain: str, opset: int, node: str, registered: list[str],
+                 reason: str = ""):
         self.op_type, self.domain, self.opset, self.node = op_type, domain, opset, node
-        self.registered = registered
+        self.registered, self.reason = registered, reason
         where = f"{domain}::" if domain else ""
         shown = ", ".join(registered[:200])
+        why = f": {reason}" if reason else ""
         super().__init__(
-            f"unsupported op {where}{op_type} (opset {opset}) at node '{node}'; "
+            f"unsupported op {where}{op_type} (opset {opset}) at node '{node}'{why}; "
             f"registered ops: {shown}")
 
 

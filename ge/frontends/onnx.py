@@ -8,6 +8,7 @@ Step 4: build the Graph: inputs (initializers are constants, not feeds), constan
 """
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -15,22 +16,30 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import external_data_helper, shape_inference
 
-from ..errors import ModelLoadError
+from ..errors import ModelLoadError, UnsupportedOpError
 from ..ir import Graph
 from ..ir.dtypes import from_onnx
 from .onnx_attrs import node_attributes, tensor_to_array
+
+MAX_PROTO_BYTES = (2 << 30) - 1
 
 
 def load_model(model) -> tuple[onnx.ModelProto, str | None, str]:
     """(ModelProto without external data resolved, its folder or None, a display name)."""
     if isinstance(model, onnx.ModelProto):
+        _check_names(model.graph, "model")
         return model, None, model.graph.name or "model"
     if isinstance(model, (bytes, bytearray, memoryview)):
         return _parse(bytes(model), "<bytes>"), None, "<bytes>"
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         if not path.is_file():
-            raise ModelLoadError(f"model file '{path}' does not exist")
+            what = "is not a regular file" if path.exists() else "does not exist"
+            raise ModelLoadError(f"model file '{path}' {what}")
+        size = path.stat().st_size
+        if size > MAX_PROTO_BYTES:  # refused before reading: protobuf cannot parse it anyway
+            raise ModelLoadError(f"'{path}' is {size} bytes; an ONNX protobuf is at most 2 GiB (larger models "
+                                 "keep their weights as external data)")
         return _parse(path.read_bytes(), str(path)), str(path.resolve().parent), str(path)
     raise ModelLoadError(f"cannot load a model from {type(model).__name__}: give a path, bytes or ModelProto")
 
@@ -43,13 +52,35 @@ def _parse(data: bytes, name: str) -> onnx.ModelProto:
         raise ModelLoadError(f"'{name}' is not a valid ONNX model (protobuf parse failed: {e})") from None
     if not m.HasField("graph") or not m.graph.node and not m.graph.output:
         raise ModelLoadError(f"'{name}' is not an ONNX model: it has no graph")
+    _check_names(m.graph, name)
     return m
+
+
+def _check_names(g, model_name: str) -> None:
+    """protobuf hands back a string field that is not UTF-8 as bytes; ge's names are str: refuse it."""
+    def bad(kind, s):
+        raise ModelLoadError(f"'{model_name}': {kind} name {s!r} is not valid UTF-8")
+    if not isinstance(g.name, str):
+        bad("graph", g.name)
+    for kind, items in (("input", g.input), ("output", g.output), ("value_info", g.value_info),
+                        ("initializer", g.initializer)):
+        for x in items:
+            if not isinstance(x.name, str):
+                bad(kind, x.name)
+    for n in g.node:
+        for kind, s in [("node", n.name), ("op type", n.op_type), ("domain", n.domain)] + \
+                [("value", x) for x in (*n.input, *n.output)]:
+            if not isinstance(s, str):
+                bad(kind, s)
 
 
 def _load_external(t: onnx.TensorProto, base_dir: str | None, model_name: str) -> None:
     """Fill an external tensor's raw_data, refusing locations outside the model's folder."""
     info = {e.key: e.value for e in t.external_data}
     location = info.get("location", "")
+    if not isinstance(location, str) or "\0" in location:
+        raise ModelLoadError(f"{model_name}: tensor '{t.name}' has an invalid external data location "
+                             f"{location!r}; refused")
     if base_dir is None:
         raise ModelLoadError(f"{model_name}: tensor '{t.name}' has external data '{location}' but the model "
                              "was not loaded from a file; pass its path instead")
@@ -60,12 +91,32 @@ def _load_external(t: onnx.TensorProto, base_dir: str | None, model_name: str) -
                              "the model's folder; refused")
     if not os.path.isfile(target):
         raise ModelLoadError(f"{model_name}: external data file '{location}' of tensor '{t.name}' is missing")
+    _check_external_size(t, info, os.path.getsize(target), model_name)
     try:
         external_data_helper.load_external_data_for_tensor(t, root)
     except Exception as e:  # noqa: BLE001
         raise ModelLoadError(f"{model_name}: cannot read external data of tensor '{t.name}': {e}") from None
     t.data_location = onnx.TensorProto.DEFAULT
     del t.external_data[:]
+
+
+def _check_external_size(t: onnx.TensorProto, info: dict, file_size: int, model_name: str) -> None:
+    """The bytes to read (`length`, or the file from `offset` to its end) must be the tensor's declared
+    size: refused before reading, so a huge or wrong file is never loaded into memory."""
+    packed = {getattr(onnx.TensorProto, n, -1) for n in ("STRING", "INT4", "UINT4", "FLOAT4E2M1", "INT2", "UINT2")}
+    if t.data_type in packed:  # strings have no fixed size; sub-byte types pack several per byte
+        return
+    try:
+        offset, length = int(info.get("offset", 0)), int(info["length"]) if "length" in info else None
+        itemsize = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+    except (ValueError, KeyError, TypeError) as e:
+        raise ModelLoadError(f"{model_name}: external data of tensor '{t.name}' is malformed ({e})") from None
+    declared = math.prod(t.dims) * itemsize
+    available = file_size - offset if length is None else length
+    if offset < 0 or offset > file_size or available != declared or offset + available > file_size:
+        raise ModelLoadError(f"{model_name}: tensor '{t.name}' declares {list(t.dims)} ({declared} bytes) "
+                             f"but its external data '{info.get('location')}' offers {available} bytes at offset "
+                             f"{offset} of a {file_size}-byte file")
 
 
 def _dims(type_proto, fresh) -> tuple | None:
@@ -92,6 +143,7 @@ def import_onnx(model) -> Graph:
     opsets = {(o.domain or ""): int(o.version) for o in proto.opset_import}
     if "ai.onnx" in opsets:
         opsets.setdefault("", opsets.pop("ai.onnx"))
+    _check_opset(g, opsets.get("", 0))
     try:
         inferred = shape_inference.infer_shapes(proto, strict_mode=False).graph
     except Exception:  # noqa: BLE001 - inference is a hint only; ge infers again
@@ -121,9 +173,12 @@ def import_onnx(model) -> Graph:
         v = graph.add_value(t.name)
         v.const = tensor_to_array(t)
         v.dtype, v.shape = v.const.dtype, v.const.shape
+    initializers = {t.name for t in g.initializer}
     for vi in g.input:
-        if vi.name in graph.values:
+        if vi.name in initializers:
             continue  # an initializer listed as input (IR < 4): a constant, not a feed
+        if vi.name in graph.values:
+            raise ModelLoadError(f"{name}: graph input '{vi.name}' is declared twice")
         if not vi.type.HasField("tensor_type"):
             raise ModelLoadError(f"{name}: input '{vi.name}' is not a tensor (sequences/maps are unsupported)")
         v = graph.add_input(vi.name, None, None)
@@ -135,6 +190,7 @@ def import_onnx(model) -> Graph:
 
     used: set[str] = set()
     for i, n in enumerate(_topological(g.node, set(graph.values), name)):
+        _check_schema(n, opsets.get(n.domain if n.domain != "ai.onnx" else "", 0), name)
         node_name = n.name or f"{n.op_type}_{i}"
         if node_name in used:  # names must be unique in ge; ONNX only recommends it
             node_name = f"{node_name}_{i}"
@@ -153,6 +209,46 @@ def import_onnx(model) -> Graph:
             raise ModelLoadError(f"{name}: graph output '{vi.name}' is never produced")
         graph.outputs.append(graph.values[vi.name])
     return graph
+
+
+def _check_schema(n, opset: int, model_name: str) -> None:
+    """Input/output counts, required attributes and attribute types against ONNX's schema of the op at
+    the model's opset, so a malformed node is a ModelLoadError naming it, not a crash inside a kernel.
+    Ops ONNX does not define (other domains, removed ops) are left to the kernel registry."""
+    if n.domain not in ("", "ai.onnx"):
+        return
+    try:
+        schema = onnx.defs.get_schema(n.op_type, opset, "")
+    except onnx.defs.SchemaError:
+        return
+    where = f"{model_name}: {n.op_type} node '{n.name or n.op_type}'"
+    for what, count, lo, hi in (("inputs", len(n.input), schema.min_input, schema.max_input),
+                                ("outputs", len(n.output), schema.min_output, schema.max_output)):
+        if not lo <= count <= hi:
+            want = f"{lo}" if lo == hi else f"{lo} to {hi}"
+            raise ModelLoadError(f"{where} has {count} {what}; opset {opset} {n.op_type} takes {want}")
+    given = {a.name: a for a in n.attribute}
+    for attr_name, spec in schema.attributes.items():
+        a = given.get(attr_name)
+        if a is None:
+            if spec.required:
+                raise ModelLoadError(f"{where} lacks its required attribute '{attr_name}'")
+        elif a.type != int(spec.type) and not a.ref_attr_name:
+            got = onnx.AttributeProto.AttributeType.Name(a.type) if a.type in \
+                onnx.AttributeProto.AttributeType.values() else str(a.type)
+            raise ModelLoadError(f"{where}: attribute '{attr_name}' is {got}, the schema wants "
+                                 f"{spec.type.name}")
+
+
+def _check_opset(g, opset: int) -> None:
+    """A default-domain opset newer than the installed onnx defines has semantics ge cannot know."""
+    newest = onnx.defs.onnx_opset_version()
+    if opset > newest:
+        from ..kernels.registry import registered_ops
+        n = next((n for n in g.node if n.domain in ("", "ai.onnx")), None)
+        op, node = (n.op_type, n.name or n.op_type) if n is not None else ("<none>", "<graph>")
+        raise UnsupportedOpError(op, "", opset, node, registered_ops(),
+                                 f"the model imports ONNX opset {opset}; the newest ge knows is {newest}")
 
 
 def _topological(nodes, available: set[str], model_name: str):

@@ -14,11 +14,12 @@ from v1_models import chain, mlp, reference_mlp
 from runtime_v1 import thunks
 
 
-def test_auto_keeps_v2_and_v1_is_available():
+def test_auto_picks_v1_for_static_plans_and_v2_for_dynamic_ones():
     assert "v1" in ge.api.available_runtimes()
     model, _ = mlp()
-    assert ge.Session(model).runtime == "v2"
-    assert ge.Session(model, runtime="v1").runtime == "v1"
+    assert ge.Session(model).runtime == "v1"
+    assert ge.Session(model, runtime="v2").runtime == "v2"
+    assert ge.Session(bert_like(batch=1, seq="seq", vocab=50, max_seq=32)).runtime == "v2"
 
 
 def test_dynamic_plan_is_refused_naming_v2():

@@ -1,0 +1,96 @@
+"""Device memory exhaustion: a model larger than the modelled device (Options(device_memory_bytes=small)) is
+a DeviceMemoryError at load on runtime v1 and at run on runtime v2, naming requested / capacity / in use;
+the process and other sessions keep working, and a v2 session recovers once requests fit again."""
+import re
+
+import numpy as np
+import pytest
+
+import ge
+from rel_models import relu_chain
+
+KB = 1024
+SHAPE = [128, 256]                       # 128 KiB per tensor: each fits, the whole plan does not
+SMALL = ge.Options(device_memory_bytes=256 * KB, disable_reuse_memory=True)
+
+
+def _numbers(e):
+    m = re.search(r"requested (\d+) bytes, capacity (\d+) bytes, in use (\d+) bytes", str(e))
+    assert m, str(e)
+    return tuple(map(int, m.groups()))
+
+
+@pytest.fixture(scope="module")
+def bystander():
+    """Another session, on the default device, that must keep working through every failure."""
+    s = ge.Session(relu_chain([4, 4], 2), runtime="v2")
+    yield s
+    s.close()
+
+
+def _bystander_ok(s):
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 4)
+    np.testing.assert_allclose(s.run(None, {"x": x})[0], 1 / (1 + np.exp(-np.maximum(x, 0))), rtol=1e-6)
+
+
+def test_v1_refuses_at_load(bystander):
+    with pytest.raises(ge.DeviceMemoryError) as e:
+        ge.Session(relu_chain(SHAPE, 6), runtime="v1", options=SMALL)
+    requested, capacity, in_use = _numbers(e.value)
+    assert requested > capacity == 256 * KB and in_use == 0
+    assert (e.value.requested, e.value.capacity) == (requested, capacity) and "runtime_v1" in str(e.value)
+    _bystander_ok(bystander)
+
+
+def test_v2_refuses_at_run_and_stays_refusing_cleanly(bystander):
+    s = ge.Session(relu_chain(SHAPE, 6), runtime="v2", options=SMALL)  # loading reserves nothing yet
+    x = np.ones(SHAPE, np.float32)
+    for _ in range(3):  # the failure is repeatable and leaks nothing
+        with pytest.raises(ge.DeviceMemoryError) as e:
+            s.run(None, {"x": x})
+        requested, capacity, in_use = _numbers(e.value)
+        assert requested > capacity == 256 * KB and in_use == 0
+    _bystander_ok(bystander)
+    s.close()
+
+
+def test_v2_dynamic_request_too_big_then_recovers(bystander):
+    s = ge.Session(relu_chain(["N", 256], 3), runtime="v2", options=ge.Options(device_memory_bytes=1 << 20))
+    small = np.linspace(-1, 1, 2 * 256, dtype=np.float32).reshape(2, 256)
+    want = s.run(None, {"x": small})[0]
+    with pytest.raises(ge.DeviceMemoryError) as e:
+        s.run(None, {"x": np.ones((2048, 256), np.float32)})  # 2 MiB tensors on a 1 MiB device
+    requested, capacity, in_use = _numbers(e.value)
+    assert requested >= 2 << 20 and capacity == 1 << 20 and 0 <= in_use <= capacity
+    np.testing.assert_array_equal(s.run(None, {"x": small})[0], want)
+    stats = s.allocator_stats()
+    assert stats["device_in_use"] <= stats["capacity"] == 1 << 20 and stats["dynamic"]["allocated"] == 0
+    _bystander_ok(bystander)
+    s.close()
+
+
+@pytest.mark.parametrize("runtime", ["v1", "v2"])
+def test_just_fits(runtime):
+    opts = ge.Options(device_memory_bytes=4 << 20)
+    with ge.Session(relu_chain(SHAPE, 6), runtime=runtime, options=opts) as s:
+        x = np.full(SHAPE, -1, np.float32)
+        want = x
+        for k in range(6):
+            want = np.maximum(want, 0) if k % 2 == 0 else 1 / (1 + np.exp(-want))
+        np.testing.assert_allclose(s.run(None, {"x": x})[0], want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("runtime", ["v1", "v2"])
+def test_device_larger_than_the_host_can_map(runtime, bystander):
+    """Options(device_memory_bytes=1 PiB): runtime_v2 maps the whole range, which the host refuses (ENOMEM);
+    that is a DeviceMemoryError, not a bare OSError. runtime_v1 only allocates its arena, so it runs."""
+    opts = ge.Options(device_memory_bytes=1 << 50)
+    x = np.ones((2, 3), np.float32)
+    try:
+        s = ge.Session(relu_chain([2, 3], 2), runtime=runtime, options=opts)
+    except ge.DeviceMemoryError as e:
+        assert runtime == "v2" and e.capacity == 1 << 50 and "host refused" in str(e)
+    else:  # a host that maps 1 PiB lazily: then it must simply work
+        with s:
+            np.testing.assert_allclose(s.run(None, {"x": x})[0], 1 / (1 + np.exp(-1.0)), rtol=1e-6)
+    _bystander_ok(bystander)
