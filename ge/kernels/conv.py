@@ -354,6 +354,8 @@ def _common(ctx: KernelContext, kernel_dims):
         raise ctx.error(f"kernel_shape {k} does not match the weight's {list(kernel_dims)}")
     strides, dil = _ints(ctx, "strides", nd, 1), _ints(ctx, "dilations", nd, 1)
     pads = _ints(ctx, "pads", 2 * nd, 0)
+    if min(strides) < 1 or min(dil) < 1 or min(pads) < 0:
+        raise ctx.error(f"strides {strides} and dilations {dil} must be >= 1 and pads {pads} >= 0")
     return nd, k, strides, dil, pads[:nd], pads[nd:], int(ctx.attr("group", 1))
 
 
