@@ -27,7 +27,7 @@ MAX_FOLD_ROUNDS = 8
 
 
 def run_pipeline(graph, options) -> PassManager:
-    pm = PassManager(PIPELINE, options.disabled_passes, options.dump_after, options.verify_passes)
+    pm = PassManager(PIPELINE, options.disabled_passes, options.dump_after, options.verify_passes, options)
     # folding can make new shapes static, which can make more nodes foldable: run to a fixed point
     for _ in range(MAX_FOLD_ROUNDS):
         n_nodes = len(graph.nodes)

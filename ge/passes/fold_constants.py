@@ -2,12 +2,16 @@
 
 Also folds Shape and Size of statically shaped values (their inputs need not be constant). The light
 models build every weight with ConstantOfShape: after this pass none of those runs at inference.
-Nodes are visited in order, so chains of constants fold in one sweep.
+Nodes are visited in order, so chains of constants fold in one sweep. A result larger than the modelled
+device memory is refused (DeviceMemoryError naming the node) before anything is allocated.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ..errors import DeviceMemoryError
 from ..kernels.bind import node_context, node_kernel, static_spec
 from ..kernels.registry import run_kernel
 
@@ -25,7 +29,16 @@ def _shape_value(node, spec):
     return np.array(spec.shape[start:end], np.int64)
 
 
-def fold_constants(graph) -> bool:
+def _check_fits(node, ctx, kernel, capacity: int) -> None:
+    for spec in kernel.infer(ctx):
+        nbytes = math.prod(spec.shape) * spec.dtype.itemsize  # Python ints: no overflow at 2**80
+        if nbytes > capacity:
+            raise DeviceMemoryError(nbytes, capacity, 0, f"the constant {node.op_type} node '{node.name}' "
+                                    "would fold into")
+
+
+def fold_constants(graph, options=None) -> bool:
+    capacity = options.device_memory_bytes if options is not None else math.inf
     changed = False
     for node in list(graph.nodes):
         if node.op_type in NEVER_FOLD or node.domain not in ("", "ge"):
@@ -37,6 +50,7 @@ def fold_constants(graph) -> bool:
             kernel = node_kernel(graph, node)
             arrays = [None if v is None else v.const for v in node.inputs]
             ctx = node_context(graph, node, kernel, values=arrays)
+            _check_fits(node, ctx, kernel, capacity)
             graph.fold_node(node, run_kernel(kernel, ctx, arrays))
             changed = True
     return changed

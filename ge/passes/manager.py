@@ -1,6 +1,6 @@
 """The pass manager: runs the named pipeline, can skip, time, dump after and verify after each pass.
 
-A pass is `fn(graph) -> bool` (changed). Switches, also as environment flags for bisecting:
+A pass is `fn(graph) -> bool` (changed), or `fn(graph, options) -> bool` when it needs the compile options. Switches, also as environment flags for bisecting:
   disabled passes   Options.disabled_passes   or  GE_DISABLE_PASSES=fuse_activation,fold_batchnorm
   dump after a pass Options.dump_after        or  GE_DUMP_AFTER=fold_constants   (printed graph to stderr)
   verify after each Options.verify_passes     or  GE_VERIFY_PASSES=1
@@ -8,6 +8,7 @@ A failure is re-raised as a GEError naming the pass.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -22,13 +23,18 @@ log = logging.getLogger("ge.passes")
 Pass = Callable[..., bool]
 
 
+def _takes_options(fn) -> bool:
+    return len(inspect.signature(fn).parameters) > 1
+
+
 def _env_list(name: str) -> set[str]:
     return {s.strip() for s in os.environ.get(name, "").split(",") if s.strip()}
 
 
 class PassManager:
-    def __init__(self, passes: list[tuple[str, Pass]], disabled=(), dump_after=(), verify_each=False):
-        self.passes = passes
+    def __init__(self, passes: list[tuple[str, Pass]], disabled=(), dump_after=(), verify_each=False,
+                 options=None):
+        self.passes, self.options = passes, options
         self.disabled = set(disabled) | _env_list("GE_DISABLE_PASSES")
         self.dump_after = set(dump_after) | _env_list("GE_DUMP_AFTER")
         self.verify_each = verify_each or os.environ.get("GE_VERIFY_PASSES") == "1"
@@ -41,7 +47,7 @@ class PassManager:
                 continue
             t0 = time.perf_counter()
             try:
-                changed = fn(graph)
+                changed = fn(graph, self.options) if _takes_options(fn) else fn(graph)
                 if self.verify_each:
                     verify(graph)
             except GEError:
