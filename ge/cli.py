@@ -112,11 +112,16 @@ def cmd_bench(args) -> int:
     """Alternate the contenders on one model and print median, p90 and the ratio to the first."""
     path = _model_arg(args.model)
     contenders, feeds = {}, None
+    streams = [int(x) for x in args.streams.split(",")] if args.streams else [None]
     for rt in args.runtime.split(","):
-        sess = Session(path, runtime=rt, options=Options(intra_op_threads=args.threads))
-        compile_kernels(sess.plan)
-        feeds = feeds or _ones_feeds(sess)
-        contenders[f"ge {sess.runtime}"] = (lambda s=sess: s.run(None, feeds))
+        for n in streams:
+            opts = Options(intra_op_threads=args.threads) if n is None else \
+                Options(intra_op_threads=args.threads, max_streams=n)
+            sess = Session(path, runtime=rt, options=opts)
+            compile_kernels(sess.plan)
+            feeds = feeds or _ones_feeds(sess)
+            name = f"ge {sess.runtime}" + ("" if n is None else f" {n} stream{'s' * (n > 1)}")
+            contenders[name] = (lambda s=sess: s.run(None, feeds))
     if args.vs == "onnxruntime":
         contenders["onnxruntime"] = _onnxruntime_runner(path, args.threads, feeds)
     rows = summarize(alternate(contenders, rounds=args.rounds), base=next(iter(contenders)))
@@ -222,6 +227,7 @@ def main(argv=None) -> int:
     b = sub.add_parser("bench", help="compare runtimes (and onnxruntime) on one model, side by side")
     b.add_argument("model", nargs="?", help="ONNX file (default: the ONNX light ResNet-50 inside onnx)")
     b.add_argument("--runtime", default="auto", help="comma-separated runtimes, e.g. v1,v2 (default auto)")
+    b.add_argument("--streams", help="comma-separated max_streams values to compare, e.g. 1,2,4")
     b.add_argument("--vs", choices=["onnxruntime"], help="also time onnxruntime on the same inputs")
     b.add_argument("--threads", type=int, default=1, help="threads per kernel, for ge and onnxruntime")
     b.add_argument("--rounds", type=int, default=20, help="alternating rounds (default 20)")

@@ -50,3 +50,16 @@ def test_ge_bench_table_json_and_plot(tmp_path, capsys):
 def test_ge_bench_unknown_runtime_is_clear(capsys):
     assert main(["bench", "--runtime", "v9", "--rounds", "1"]) == 2
     assert "unknown runtime" in capsys.readouterr().err
+
+
+def test_ge_bench_streams(tmp_path, capsys):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 8])
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sigmoid", ["x"], ["b"]),
+             helper.make_node("Add", ["a", "b"], ["y"])]
+    m = helper.make_model(helper.make_graph(nodes, "t", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "branches.onnx"
+    path.write_bytes(m.SerializeToString())
+    assert main(["bench", str(path), "--runtime", "v2", "--streams", "1,2", "--rounds", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "ge v2 1 stream " in out and "ge v2 2 streams" in out
