@@ -9,10 +9,12 @@ from .api import NodeArg, Session, available_runtimes
 from .compiler import compile
 from .errors import (DeviceMemoryError, ExecutionError, GEError, InputError, ModelLoadError, ShapeError,
                      UnsupportedOpError)
+from .offline import load, save
 from .options import Options
 from .plan import Plan
 
-__all__ = ["Session", "NodeArg", "Options", "Plan", "compile", "available_runtimes", "errors", "GEError",
+__all__ = ["Session", "NodeArg", "Options", "Plan", "compile", "save", "load", "available_runtimes", "errors",
+           "GEError",
            "ModelLoadError", "UnsupportedOpError", "ShapeError", "InputError", "DeviceMemoryError",
            "ExecutionError"]
 __version__ = "0.1.0"

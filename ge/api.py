@@ -10,6 +10,8 @@ import numpy as np
 from .compiler import compile as compile_model
 from .errors import DeviceMemoryError, GEError, InputError
 from .ir.dtypes import to_onnx
+from .offline import is_offline_model
+from .offline import load as load_plan
 from .options import as_options
 from .plan import Plan
 
@@ -87,6 +89,8 @@ class Session:
 
     def __init__(self, model, runtime: str = "auto", options=None, *, inputs=None, outputs=None):
         self.options = as_options(options)
+        if is_offline_model(model):  # a saved plan (ge.save): its compile options come from the file
+            model = load_plan(model)
         self.plan: Plan = model if isinstance(model, Plan) else compile_model(
             model, self.options, inputs=inputs, outputs=outputs)
         self.runtime = self._pick_runtime(runtime, self.plan)

@@ -3,6 +3,7 @@
     ge run [MODEL] [--runtime v2] [--repeat 10]     run a model (default: ONNX light ResNet-50) on ones
     ge plan [MODEL] [--json F] [--plot F.png] [--orders]   compile and report the static memory plan
     ge profile [MODEL] --trace F.json [--max-streams N]     trace a run per stream; real and modelled overlap
+    ge compile [MODEL] -o F.gem                     compile once, save plan + weights (ge run F.gem loads it)
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from . import __version__
 from .api import Session
 from .bench import alternate, format_table, summarize
 from .errors import GEError
+from .offline import is_offline_model
 from .options import Options
 from .warmup import compile_kernels
 from .zoo import DEFAULT_MODEL, light_model_path
@@ -52,7 +54,8 @@ def cmd_run(args) -> int:
     act = sum(t.nbytes or 0 for t in plan.tensors if t.kind == "activation")
     weights = sum(a.nbytes for a in plan.constants.values())
     print(f"model     {path}")
-    print(f"runtime   {sess.runtime}   nodes {len(plan.nodes)}   compile {compile_s:.2f} s   "
+    verb = "load" if is_offline_model(path) else "compile"
+    print(f"runtime   {sess.runtime}   nodes {len(plan.nodes)}   {verb} {compile_s:.2f} s   "
           f"kernels {n_kernels} in {kernels_s:.2f} s   first run {first_s * 1e3:.1f} ms")
     for o, a in zip(sess.get_outputs(), outs):
         print(f"output    {o.name} {a.dtype}{list(a.shape)}  checksum sum={float(a.sum(dtype=np.float64)):.6f} "
@@ -105,6 +108,25 @@ def cmd_plan(args) -> int:
             print("ge: --plot needs matplotlib (pip install matplotlib)", file=sys.stderr)
             return 2
         print(f"wrote {args.plot}")
+    return 0
+
+
+def cmd_compile(args) -> int:
+    """Compile once and save the plan with its weights (an offline model: `ge run F.gem` loads it)."""
+    from .compiler import compile as compile_model
+    from .offline import save
+    opts = {"topo_sorting_mode": args.order, "disable_reuse_memory": args.no_reuse,
+            "max_streams": args.max_streams}
+    t0 = time.perf_counter()
+    plan = compile_model(_model_arg(args.model), opts)
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = save(plan, args.output)
+    save_s = time.perf_counter() - t0
+    weights = sum(a.nbytes for a in plan.constants.values())
+    print(f"compiled  {_model_arg(args.model)}: {len(plan.nodes)} nodes, {plan.num_streams} streams, "
+          f"{_fmt_bytes(weights)} weights in {compile_s:.2f} s")
+    print(f"wrote     {out} in {save_s:.2f} s (load it with `ge run {out}` or ge.Session / ge.load)")
     return 0
 
 
@@ -243,6 +265,14 @@ def main(argv=None) -> int:
     q.add_argument("--no-reuse", action="store_true", help="ge.exec.disableReuseMemory=1")
     q.add_argument("--orders", action="store_true", help="also compare every topological sort mode")
     q.set_defaults(fn=cmd_plan)
+    c = sub.add_parser("compile", help="compile a model once and save it as an offline model (ge.load)")
+    c.add_argument("model", nargs="?", help="ONNX file (default: the ONNX light ResNet-50 inside onnx)")
+    c.add_argument("-o", "--output", required=True, metavar="F.gem",
+                   help="the offline model: a zip file (F.gem), or a directory if F ends with /")
+    c.add_argument("--order", default="dfs", help="topological sort mode: bfs, dfs, rdfs, memory_priority")
+    c.add_argument("--no-reuse", action="store_true", help="ge.exec.disableReuseMemory=1")
+    c.add_argument("--max-streams", type=int, default=8, help="streams for the plan (1: single stream)")
+    c.set_defaults(fn=cmd_compile)
     f = sub.add_parser("profile", help="trace runs per stream (Chrome/Perfetto JSON), real and modelled overlap")
     f.add_argument("model", nargs="?", help="ONNX file (default: the ONNX light ResNet-50 inside onnx)")
     f.add_argument("--trace", required=True, metavar="F.json", help="write the Chrome/Perfetto trace here")

@@ -20,6 +20,9 @@ class Options:
     disable_reuse_memory: bool = False
     memory_assigner: str = "hybrid"   # hybrid (smallest of all), or one name of ge.memory.hybrid.ASSIGNERS
     inplace_memory: bool = False      # an output may overwrite a declared in-place input at its last read
+    # node names or op types whose outputs and workspaces get their own feature-map block, shared with nothing
+    # (also GE's env OP_NO_REUSE_MEM="name_or_type,...", at most 10 entries; both lists apply)
+    no_reuse_ops: tuple[str, ...] = ()
     # streams
     enable_single_stream: bool = False
     max_streams: int = 8
@@ -43,6 +46,9 @@ class Options:
         object.__setattr__(self, "topo_sorting_mode", mode)
         object.__setattr__(self, "disabled_passes", tuple(self.disabled_passes))
         object.__setattr__(self, "dump_after", tuple(self.dump_after))
+        nro = self.no_reuse_ops
+        object.__setattr__(self, "no_reuse_ops", tuple(
+            s.strip() for s in (nro.split(",") if isinstance(nro, str) else nro) if str(s).strip()))
         if self.max_streams < 1:
             raise GEError(f"max_streams must be >= 1, got {self.max_streams}")
         if self.device_memory_bytes <= 0 or self.executor_instances < 1:

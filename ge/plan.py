@@ -154,3 +154,8 @@ class Plan:
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent)
+
+    def save(self, path) -> str:
+        """Store the plan and its weights (JSON + npz, no pickle) for `ge.load` (see ge.offline)."""
+        from .offline import save
+        return save(self, path)

@@ -26,6 +26,9 @@ Steps:
      so a block only ever passes from a stream to itself, after everything that read it elsewhere.
   4. Requests (`Buffer`) in allocation order: per node its outputs, then its workspaces; sizes rounded up to
      512 B (GE's MEM_ALIGN_SIZE); zero-byte requests are dropped.
+No-reuse nodes (`no_reuse_steps`: Options.no_reuse_ops and GE's env OP_NO_REUSE_MEM, node names or op types):
+the planner keeps their requests (outputs and workspaces) out of every assigner and gives each its own block
+after the reused region (planner.py); in-place sharing never involves them.
 `live_lower_bound` is max over steps of the bytes alive at that step: no assigner can do better on this order.
 """
 from __future__ import annotations
@@ -34,8 +37,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
+import os
+
 import numpy as np
 
+from ..errors import GEError
 from ..plan import CONST, INPUT
 
 ALIGN = 512
@@ -43,8 +49,33 @@ NEVER = 2 ** 62  # the end of a life that never ends
 WEIGHTS, FEATURE_MAP, IO, DYNAMIC = "weights", "feature_map", "io", "dynamic"
 
 
+MAX_OP_NO_REUSE_MEM = 10  # GE's limit on the entries of OP_NO_REUSE_MEM
+
+
 def align(n: int, to: int = ALIGN) -> int:
     return -(-int(n) // to) * to
+
+
+def no_reuse_names(options) -> frozenset[str]:
+    """Node names or op types whose outputs and workspaces never share memory: Options.no_reuse_ops plus
+    the env OP_NO_REUSE_MEM="name_or_type,..." (GE: at most 10 entries, 2000 characters)."""
+    names = {str(n).strip() for n in getattr(options, "no_reuse_ops", ()) if str(n).strip()}
+    env = os.environ.get("OP_NO_REUSE_MEM", "")
+    if env.strip():
+        listed = [e.strip() for e in env.split(",") if e.strip()]
+        if len(listed) > MAX_OP_NO_REUSE_MEM or len(env) > 2000:
+            raise GEError(f"OP_NO_REUSE_MEM lists {len(listed)} entries ({len(env)} characters); GE allows "
+                          f"at most {MAX_OP_NO_REUSE_MEM} entries and 2000 characters")
+        names.update(listed)
+    return frozenset(names)
+
+
+def no_reuse_steps(plan) -> frozenset[int]:
+    """Steps of the nodes whose name or op type is marked no-reuse (see no_reuse_names)."""
+    names = no_reuse_names(plan.options)
+    if not names:
+        return frozenset()
+    return frozenset(n.step for n in plan.nodes if n.name in names or n.op_type in names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,20 +133,21 @@ def _segments(plan, root):
     return seg
 
 
-def _inplace(plan, root, life, seg) -> None:
+def _inplace(plan, root, life, seg, no_reuse=frozenset()) -> None:
     """Step 2b (option inplace_memory): an output joins the symbol of an input the kernel may overwrite
     (`OpKernel.inplace`) when that input's symbol is read for the last time by this node, on its stream,
     and both are feature-map tensors of one dtype and size."""
     end: dict[int, int] = {}
     readers: dict[int, set] = {}  # life root -> streams reading it
     stream = {t: n.stream for n in plan.nodes for t in n.outputs if t >= 0}
+    producer = {t: n.step for n in plan.nodes for t in n.outputs if t >= 0}
     for n in plan.nodes:
         for t in n.inputs:
             if t >= 0:
                 end[life[t]] = max(end.get(life[t], -1), n.step)
                 readers.setdefault(life[t], set()).add(n.stream)
     for n in plan.nodes:
-        if n.launch is None or not n.kernel.inplace:
+        if n.launch is None or not n.kernel.inplace or n.step in no_reuse:
             continue
         for i, o in n.kernel.inplace:
             if i >= len(n.inputs) or o >= len(n.outputs) or n.inputs[i] < 0 or n.outputs[o] < 0:
@@ -124,7 +156,8 @@ def _inplace(plan, root, life, seg) -> None:
             a, b = plan.tensors[src], plan.tensors[out]
             if (seg[src] != FEATURE_MAP or seg[out] != FEATURE_MAP or root[out] != out or life[out] != out
                     or a.dtype != b.dtype or a.nbytes != b.nbytes or end.get(life[src]) != n.step
-                    or readers.get(life[src]) != {n.stream} or stream.get(root[src]) != n.stream):
+                    or readers.get(life[src]) != {n.stream} or stream.get(root[src]) != n.stream
+                    or producer.get(root[src]) in no_reuse):
                 continue
             merged_end = end.pop(out, n.step)
             readers[life[src]] |= readers.pop(out, set())
@@ -141,7 +174,7 @@ def compute_lifetimes(plan) -> Lifetimes:
     root, life = _symbols(plan)
     seg = _segments(plan, root)
     if getattr(plan.options, "inplace_memory", False):
-        _inplace(plan, root, life, seg)
+        _inplace(plan, root, life, seg, no_reuse_steps(plan))
     producer = {t: n for n in plan.nodes for t in n.outputs if t >= 0}
     # Step 3: begin / end per feature-map root
     first, last = {}, {}

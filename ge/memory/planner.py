@@ -4,19 +4,26 @@ Steps:
   1. Lifetimes and feature-map requests on the plan's order (`lifetime.py`), and the live lower bound.
   2. Assign feature-map offsets: no reuse when `disable_reuse_memory` (ge.exec.disableReuseMemory=1),
      else `options.memory_assigner` ("hybrid": every candidate, the smallest total wins).
+     2b. Requests of no-reuse nodes (Options.no_reuse_ops / env OP_NO_REUSE_MEM, by node name or op type:
+     their outputs and workspaces) take no part in the assigners: each gets its own block, appended after the
+     reused region in allocation order, never shared with any other request (GE's OP_NO_REUSE_MEM, §2.5).
+     An alias node (Reshape...) has no request: listing it changes nothing, its output stays a view.
+     The lower bound becomes the bound of the reused requests plus every no-reuse block.
   3. Weights back to back; io blocks (produced outputs, then graph inputs by size ascending); 512-aligned.
   4. Every tensor takes its symbol root's segment and offset; workspaces take their request's offset.
   5. With verification on (Options.verify_passes / GE_VERIFY_PASSES=1) the independent checker runs.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from types import MappingProxyType
 
+from .block_assigner import Assignment
 from .hybrid import assign
 from .lifetime import DYNAMIC, FEATURE_MAP, IO, WEIGHTS, align, compute_lifetimes, live_lower_bound, \
-    no_reuse_bytes
+    no_reuse_bytes, no_reuse_steps
 from .memory_plan import MemoryPlan, MemoryStats, TensorMemory
 
 
@@ -25,11 +32,23 @@ def plan_memory(plan) -> MemoryPlan:
     opts = plan.options
     # Step 1
     life = compute_lifetimes(plan)
-    bound = live_lower_bound(life.buffers, life.steps)
+    steps = no_reuse_steps(plan)
+    own = [b for b in life.buffers if b.begin in steps]  # a request begins at its node's step
+    shared = ([dataclasses.replace(b, id=i) for i, b in enumerate(b for b in life.buffers if b.begin not in steps)]
+              if own else life.buffers)
+    own_bytes = sum(b.size for b in own)
+    bound = live_lower_bound(shared, life.steps) + own_bytes
     # Step 2
     name = "no-reuse" if opts.disable_reuse_memory else getattr(opts, "memory_assigner", "hybrid")
-    winner, totals, _ = assign(life.buffers, name)
-    fm = {b.key: (winner.offsets[b.id], b.size) for b in life.buffers}
+    winner, totals, _ = assign(shared, name)
+    fm = {b.key: (winner.offsets[b.id], b.size) for b in shared}
+    if own:  # Step 2b
+        cursor = winner.total
+        for b in own:
+            fm[b.key] = (cursor, b.size)
+            cursor += b.size
+        winner = Assignment(winner.assigner, winner.offsets, cursor, winner.notes)
+        totals = {n: t + own_bytes for n, t in totals.items()}
     # Step 3
     offsets = {}
     cursor = 0

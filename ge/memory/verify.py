@@ -12,11 +12,15 @@ Checks:
      may share a byte only when every use of one happens before every definition of the other. On one
      stream this is "disjoint step intervals"; across streams it needs events. Weights and io blocks never
      share a byte at all.
+  3. No-reuse nodes (Options.no_reuse_ops / env OP_NO_REUSE_MEM): the block group of each feature-map output
+     they compute (an alias node computes nothing: its output stays a view of its source), and each of their
+     workspaces, shares no byte with any other item, whatever the times.
 Raises MemoryPlanError listing the first problems found.
 """
 from __future__ import annotations
 
 from ..errors import GEError
+from .lifetime import no_reuse_steps
 
 ALIGNMENT = 512
 
@@ -148,12 +152,20 @@ def verify_memory(plan, mem) -> None:
     _check_placement(plan, mem, block, errors)
     items = [i for i in _items(plan, mem, block, view) if i[2] is not None and i[3] > 0]
     order = _Order(plan)
+    steps = no_reuse_steps(plan)
+    launched = {t: n.step for n in plan.nodes if n.launch is not None for t in n.outputs if t >= 0}
+    own = {block[t] for t, s in launched.items() if s in steps} | {
+        (s, k) for s in steps for k, (_, nbytes) in enumerate(mem.workspaces[s]) if nbytes}
     for i, a in enumerate(items):
         if a[1] == "feature_map" and a[2] % ALIGNMENT:
             errors.append(f"workspace {a[0]} offset {a[2]} is not aligned")
         for b in items[i + 1:]:
             if a[1] != b[1] or a[2] + a[3] <= b[2] or b[2] + b[3] <= a[2]:
                 continue  # different segments or disjoint bytes
+            if a[1] == "feature_map" and (_key(a) in own or _key(b) in own):
+                errors.append(f"feature_map: {_name(plan, a)} and {_name(plan, b)} share bytes ({a[2]}+{a[3]} "
+                              f"vs {b[2]}+{b[3]}) but one belongs to a no-reuse node")
+                continue
             if a[1] == "feature_map" and a[4] and b[4] and (
                     order.all_before(a[5], b[4]) or order.all_before(b[5], a[4])):
                 continue  # one's last use happens before the other's first definition
@@ -165,6 +177,11 @@ def verify_memory(plan, mem) -> None:
     if errors:
         raise MemoryPlanError(f"memory plan of '{plan.name}' is invalid ({len(errors)} problems):\n  "
                               + "\n  ".join(errors[:20]))
+
+
+def _key(item):
+    g = item[0]
+    return (g[1], g[2]) if isinstance(g, tuple) else g
 
 
 def _span(item) -> str:
