@@ -15,8 +15,9 @@ A kernel that raises sets the base table's STATUS slot (native.py) instead: exce
 `layout(kinds)` is the one place that says which slot holds what; the encoder (`encode`) and the generator
 (`source`) both read it.
 
-Cache: the source goes to `<cache>/thunk_<hash>.py`, the hash covering the signature, the encoding version
-and the text of the kernel library (ge/kernels/*.py) and of native.py, so a changed kernel gets a new file.
+Cache: the source goes to `<cache>/<library hash>/thunk_<hash>.py`, the hash covering the signature, the
+encoding version and the text of the kernel library (ge/kernels/*.py) and of native.py, so a changed kernel
+gets a new file (and a new generation folder; stale generations are pruned after a day).
 The file is written once (atomically) and never rewritten, so Numba's on-disk cache (`cache=True`, kept in
 `__pycache__` beside it) stays valid across processes. Cache directory: $GE_THUNK_CACHE, else
 $XDG_CACHE_HOME/ge/thunks or ~/.cache/ge/thunks, else a directory under the system temp dir.
@@ -29,9 +30,11 @@ import importlib
 import importlib.util
 import inspect
 import os
+import shutil
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,7 +180,7 @@ def thunk_address(sig: Signature) -> int:
 
 
 def _import(sig: Signature):
-    path = cache_dir() / f"thunk_{sig.digest}.py"
+    path = generation_dir() / f"thunk_{sig.digest}.py"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(source(sig))
@@ -212,6 +215,28 @@ def cache_dir() -> Path:
         except OSError:
             continue
     raise ThunkError("no writable directory for the thunk cache")
+
+
+STALE_SECONDS = 24 * 3600
+
+
+@functools.lru_cache(maxsize=1)
+def generation_dir() -> Path:
+    """The thunks of this kernel library: one folder per library hash, so an edit to any kernel starts a new
+    generation; generations (and loose thunk files) untouched for a day are removed, best effort (a process
+    still running an older library keeps its loaded thunks in memory)."""
+    base = cache_dir()
+    current = base / _library_hash()[:16]
+    current.mkdir(exist_ok=True)
+    os.utime(current)
+    cutoff = time.time() - STALE_SECONDS
+    for entry in base.iterdir():
+        try:
+            if entry != current and entry.name != "__pycache__" and entry.stat().st_mtime < cutoff:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        except OSError:
+            pass
+    return current
 
 
 @functools.lru_cache(maxsize=1)

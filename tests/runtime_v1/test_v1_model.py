@@ -139,3 +139,29 @@ def test_kernel_error_names_the_node_and_the_session_stays_usable():
     with pytest.raises(ge.errors.ExecutionError, match="Gather node 'pick'.*IndexError"):
         sess.run(None, {"x": x, "i": np.array([0, 7], np.int64)})
     np.testing.assert_array_equal(sess.run(None, {"x": x, "i": np.array([4, -5], np.int64)})[0], x[[4, 0]])
+
+
+def test_thunk_generations_are_pruned(tmp_path, monkeypatch):
+    """Each kernel library gets its own thunk folder; folders untouched for a day go away."""
+    import os
+    import time
+
+    from runtime_v1 import thunks
+    stale = tmp_path / "0123456789abcdef"
+    stale.mkdir()
+    (stale / "thunk_old.py").write_text("")
+    loose = tmp_path / "thunk_loose.py"
+    loose.write_text("")
+    fresh = tmp_path / "fedcba9876543210"
+    fresh.mkdir()
+    old = time.time() - 2 * thunks.STALE_SECONDS
+    for p in (stale, loose):
+        os.utime(p, (old, old))
+    monkeypatch.setattr(thunks, "cache_dir", lambda: tmp_path)
+    thunks.generation_dir.cache_clear()
+    try:
+        current = thunks.generation_dir()
+        assert current.parent == tmp_path and current.name == thunks._library_hash()[:16]
+        assert not stale.exists() and not loose.exists() and fresh.exists()
+    finally:
+        thunks.generation_dir.cache_clear()
