@@ -1,4 +1,4 @@
-"""The light models with random weights: ge against onnxruntime on a random input."""
+"""The light models with random weights: ge (both runtimes) against onnxruntime on a random input."""
 import numpy as np
 import pytest
 
@@ -8,10 +8,11 @@ from ge.zoo import LIGHT_MODELS, with_random_weights
 ort = pytest.importorskip("onnxruntime")
 
 
+@pytest.mark.parametrize("runtime", ["v1", "v2"])
 @pytest.mark.parametrize("name", LIGHT_MODELS)
-def test_light_model_random_weights_matches_onnxruntime(name):
+def test_light_model_random_weights_matches_onnxruntime(name, runtime):
     model = with_random_weights(name)
-    sess = ge.Session(model, runtime="v2")
+    sess = ge.Session(model, runtime=runtime)
     (inp,) = sess.get_inputs()
     x = np.random.default_rng(1).standard_normal([d if isinstance(d, int) else 1 for d in inp.shape])
     feeds = {inp.name: x.astype(np.float32)}
