@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import time
 
-from .best_fit import best_fit_by_breadth, best_fit_by_size
+from .best_fit import best_fit_by_breadth, best_fit_by_conflict, best_fit_by_size
 from .block_assigner import BLOCK_STRATEGIES, Assignment, assign_blocks, no_reuse
 from .two_sided import two_sided_fit
 
 ASSIGNERS = {s.name: (lambda bs, s=s: assign_blocks(bs, s)) for s in BLOCK_STRATEGIES}
 ASSIGNERS["best-fit-size"] = best_fit_by_size
 ASSIGNERS["best-fit-breadth"] = best_fit_by_breadth
+ASSIGNERS["best-fit-conflict"] = best_fit_by_conflict
 ASSIGNERS["two-sided-fit"] = two_sided_fit
 ASSIGNERS["no-reuse"] = no_reuse
 

@@ -4,7 +4,8 @@ Steps (after GE's ReuseBlocksByLifeTime):
   1. Sort blocks by size, largest first. Ties: with ascending_sort, fewer members first then earlier begin;
      without it, later begin first.
   2. For each root block P (not yet a child), and each later block C that is neither a child nor a parent:
-     C may join P when they are on the same stream and no member of C overlaps a member of P in time. It then
+     C may join P when no member of C may be alive with a member of P: on one stream, their step intervals
+     are disjoint; across streams, the plan's events order them (GE packs one stream only). It then
      first tries, recursively, each of P's children (which must also be free of C in time); failing that it is
      appended after P's last child when it still fits inside P.
   3. Only roots take space; a child lives at its parent's offset plus its offset inside the parent.
@@ -34,7 +35,10 @@ class Block:
 
 
 def _apart(p: Block, c: Block) -> bool:
-    """No member of c overlaps a member of p in time (both member lists are sorted and disjoint)."""
+    """No member of c overlaps a member of p in time (both member lists are sorted and disjoint). Across
+    streams, every pair of members must be ordered by the events (Buffer.conflicts)."""
+    if p.stream != c.stream:
+        return not any(a.conflicts(b) for a in p.members for b in c.members)
     i = j = 0
     pm, cm = p.members, c.members
     while i < len(pm) and j < len(cm):
@@ -49,7 +53,7 @@ def _apart(p: Block, c: Block) -> bool:
 
 
 def _adopt(p: Block, c: Block, depth: int = 0) -> bool:
-    if depth > MAX_DEPTH or p.stream != c.stream or not _apart(p, c):
+    if depth > MAX_DEPTH or not _apart(p, c):
         return False
     for _, child in p.children:
         if _adopt(child, c, depth + 1):

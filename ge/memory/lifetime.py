@@ -22,14 +22,17 @@ Steps:
      producer's stream (the producer step when unread). A reader on another stream (GE's cross-stream rule,
      DESIGN.md §6): the block becomes free for the producer stream only at the first node there that the
      plan's events order after the reader (HappensBefore.first_after), so the life ends just before that
-     node; with no such node it never ends. Requests of different streams never share bytes (Buffer.conflicts),
-     so a block only ever passes from a stream to itself, after everything that read it elsewhere.
+     node; with no such node it never ends.
+     3b. Multi-stream plans: per other stream s, `Buffer.free_at[s]` is the first step on s that the events
+     order after every use (producer and readers); a request on s beginning there may take the bytes
+     (beyond GE, whose blocks never change streams). Without such a step, never.
   4. Requests (`Buffer`) in allocation order: per node its outputs, then its workspaces; sizes rounded up to
      512 B (GE's MEM_ALIGN_SIZE); zero-byte requests are dropped.
 No-reuse nodes (`no_reuse_steps`: Options.no_reuse_ops and GE's env OP_NO_REUSE_MEM, node names or op types):
 the planner keeps their requests (outputs and workspaces) out of every assigner and gives each its own block
 after the reused region (planner.py); in-place sharing never involves them.
-`live_lower_bound` is max over steps of the bytes alive at that step: no assigner can do better on this order.
+`live_lower_bound`: no assigner can do better on this order (max live bytes over steps on one stream; a
+clique of pairwise conflicting requests across streams).
 """
 from __future__ import annotations
 
@@ -49,7 +52,8 @@ NEVER = 2 ** 62  # the end of a life that never ends
 WEIGHTS, FEATURE_MAP, IO, DYNAMIC = "weights", "feature_map", "io", "dynamic"
 
 
-MAX_OP_NO_REUSE_MEM = 10  # GE's limit on the entries of OP_NO_REUSE_MEM
+MAX_OP_NO_REUSE_MEM = 10
+CLIQUE_STEPS = 32  # multi-stream lower bound: how many of the busiest steps seed a clique  # GE's limit on the entries of OP_NO_REUSE_MEM
 
 
 def align(n: int, to: int = ALIGN) -> int:
@@ -85,14 +89,22 @@ class Buffer:
     key: tuple        # ("tensor", root tensor index) or ("workspace", step, k)
     size: int         # bytes, 512-aligned
     begin: int
-    end: int          # inclusive; NEVER if never released
+    end: int          # inclusive, on its own stream; NEVER if never released
     stream: int
     late_release: bool  # released at the start of the next node (workspace, unread output)
+    # per stream s: the first step on s that runs after every use of this request (its bytes are free for
+    # s from there on); () means "one stream": end + 1 on its own, never elsewhere
+    free_at: tuple = ()
+
+    def free_for(self, stream: int) -> int:
+        if stream == self.stream:
+            return self.end + 1
+        return self.free_at[stream] if stream < len(self.free_at) else NEVER
 
     def conflicts(self, other: "Buffer") -> bool:
-        """True when the two may be alive at once (different streams are never ordered, so always)."""
-        return (self.stream != other.stream
-                or (self.begin <= other.end and other.begin <= self.end))
+        """True when the two may be alive at once: neither is free for the other's stream by the time the
+        other begins (on one stream: the closed intervals overlap)."""
+        return other.begin < self.free_for(other.stream) and self.begin < other.free_for(self.stream)
 
 
 @dataclass(frozen=True)
@@ -183,6 +195,7 @@ def compute_lifetimes(plan) -> Lifetimes:
             if t >= 0 and seg[t] == FEATURE_MAP and root[t] == t:
                 first[t] = last[t] = node.step
     hb = None
+    uses = {r: [s] for r, s in first.items()}  # every step touching a feature-map root (for free_at)
     for node in plan.nodes:
         for t in node.inputs:
             if t < 0:
@@ -190,6 +203,7 @@ def compute_lifetimes(plan) -> Lifetimes:
             r = root[life[t]]
             if r not in first:
                 continue
+            uses[r].append(node.step)
             own = producer[r].stream
             if node.stream == own:
                 end = node.step
@@ -201,17 +215,35 @@ def compute_lifetimes(plan) -> Lifetimes:
             last[r] = max(last[r], end)
     # Step 4: requests in allocation order
     read = {root[life[t]] for n in plan.nodes for t in n.inputs if t >= 0}
+    streams = 1 + max((n.stream for n in plan.nodes), default=0)
+    if streams > 1 and hb is None:
+        hb = _happens_before(plan)
+
+    def free_at(steps, own, end):
+        """Step 3b: per stream, the first step there after every use (own stream: end + 1)."""
+        if streams == 1:
+            return ()
+        out = []
+        for s in range(streams):
+            if s == own:
+                out.append(end + 1)
+                continue
+            after = [hb.first_after(x, s) for x in steps]
+            out.append(NEVER if None in after else max(after))
+        return tuple(out)
     buffers = []
     for node in plan.nodes:
         for t in node.outputs:
             if t in first and plan.tensors[t].nbytes:
                 buffers.append(Buffer(len(buffers), ("tensor", t), align(plan.tensors[t].nbytes),
-                                      first[t], last[t], node.stream, t not in read))
+                                      first[t], last[t], node.stream, t not in read,
+                                      free_at(uses[t], node.stream, last[t])))
         if node.launch is not None:
             for k, w in enumerate(node.launch.workspaces):
                 if w.nbytes:
                     buffers.append(Buffer(len(buffers), ("workspace", node.step, k), align(w.nbytes),
-                                          node.step, node.step, node.stream, True))
+                                          node.step, node.step, node.stream, True,
+                                          free_at((node.step,), node.stream, node.step)))
     return Lifetimes(tuple(buffers), MappingProxyType(dict(enumerate(root))), MappingProxyType(seg),
                      MappingProxyType(first), MappingProxyType(last), len(plan.nodes))
 
@@ -222,14 +254,33 @@ def _happens_before(plan):
 
 
 def live_lower_bound(buffers, steps: int) -> int:
-    """Max over steps of the bytes alive at that step (a never-ending life lasts to the last step)."""
+    """No assigner can use fewer bytes: the heaviest set of requests that pairwise conflict we find.
+
+    On one stream that is exact: the max over steps of the bytes alive there (a never-ending life lasts to
+    the last step). Across streams, requests alive at one step need not conflict (events may order them)
+    while requests of parallel branches conflict though their steps are far apart. So at each of the
+    busiest steps a greedy clique (largest first, each joining when it conflicts with all taken) starts
+    from the requests alive there and then grows with any other request: every clique is a valid bound.
+    """
     if not buffers:
         return 0
     delta = np.zeros(steps + 2, np.int64)
     for b in buffers:
         delta[b.begin] += b.size
         delta[min(b.end, steps) + 1] -= b.size
-    return int(np.cumsum(delta).max())
+    live = np.cumsum(delta)[:steps + 1]
+    if not any(b.free_at for b in buffers):
+        return int(live.max())
+    by_size = sorted(buffers, key=lambda b: -b.size)
+    best = 0
+    for t in np.argsort(-live, kind="stable")[:CLIQUE_STEPS]:
+        alive = [b for b in by_size if b.begin <= t <= b.end]
+        clique = []
+        for b in alive + by_size:
+            if all(b is not c and b.conflicts(c) for c in clique):
+                clique.append(b)
+        best = max(best, sum(b.size for b in clique))
+    return best
 
 
 def no_reuse_bytes(buffers) -> int:

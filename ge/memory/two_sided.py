@@ -7,7 +7,7 @@ for the big workspace the next node needs.
 Steps:
   1. cap = the live lower bound (the smallest arena that could possibly work).
   2. Walk the requests in allocation order. For a request b, the placed requests that conflict with it
-     (overlap in time, or another stream) cut [0, cap) into free spans.
+     (may be alive at once: Buffer.conflicts) cut [0, cap) into free spans.
   3. Candidates: the bottom and the top position of every free span long enough for b.
   4. Score each candidate by the longest free span it leaves, counting only the conflicting requests that
      will still be alive when b ends (those that die earlier free their space before b does): keep the
@@ -37,16 +37,16 @@ def two_sided_fit(buffers) -> Assignment:
     cap = live_lower_bound(buffers, steps)  # Step 1
     offsets = [0] * len(buffers)
     placed: dict[int, list] = {}  # stream -> [(buffer, offset)] still alive (allocation order: begins grow)
-    ever: dict[int, list] = {}    # stream -> every (buffer, offset) placed: other streams conflict forever
+    ever: dict[int, list] = {}    # stream -> every (buffer, offset) placed: other streams test each one
     for b in sorted(buffers, key=lambda b: b.id):
         mine = placed.setdefault(b.stream, [])
         mine[:] = [(o, off) for o, off in mine if o.end >= b.begin]
         conflicting = [(o, off) for o, off in mine if o.conflicts(b)] + [
-            (o, off) for s, lst in ever.items() if s != b.stream for o, off in lst]
+            (o, off) for s, lst in ever.items() if s != b.stream for o, off in lst if o.conflicts(b)]
         spans, top = _free_spans(sorted((off, off + o.size) for o, off in conflicting), cap)
         candidates = {p for s, e in spans if e - s >= b.size for p in (s, e - b.size)}  # Step 3
         if candidates:  # Step 4
-            staying = [(off, off + o.size) for o, off in conflicting if o.end >= b.end]
+            staying = [(off, off + o.size) for o, off in conflicting if o.free_for(b.stream) > b.end]
 
             def score(p):
                 left, _ = _free_spans(sorted(staying + [(p, p + b.size)]), cap)

@@ -3,15 +3,15 @@ import pytest
 
 from ge.memory.block_assigner import BLOCK_STRATEGIES, Strategy, assign_blocks, level1, no_reuse
 from ge.memory.hybrid import ASSIGNERS, assign
-from ge.memory.lifetime import Buffer, live_lower_bound
+from ge.memory.lifetime import NEVER, Buffer, live_lower_bound
 from ge.memory.ranges import LARGE_BLOCK, binary_ranges, size_class
 from ge.memory.two_sided import two_sided_fit
 
 KB = 1024
 
 
-def buf(i, size, begin, end, stream=0, late=False):
-    return Buffer(i, ("tensor", i), size, begin, end, stream, late)
+def buf(i, size, begin, end, stream=0, late=False, free_at=()):
+    return Buffer(i, ("tensor", i), size, begin, end, stream, late, free_at)
 
 
 def check(buffers, a):
@@ -53,12 +53,24 @@ def test_level2_nests_small_block_in_free_time_of_large_one():
     assert a.total == 10 * KB  # the two 4 KiB blocks nest in the 8 KiB block after it is free
 
 
-def test_streams_never_share():
+def test_streams_share_only_what_events_order():
+    # without events the two streams are never ordered: no sharing
     bs = [buf(0, KB, 0, 0, stream=0), buf(1, KB, 5, 5, stream=1)]
     for name in ASSIGNERS:
         a = ASSIGNERS[name](bs)
         check(bs, a)
         assert a.total == 2 * KB, name
+    # request 0 (stream 0) is free for stream 1 from step 3 (an event): request 2 there may take its bytes,
+    # request 1 (stream 1, step 2) may not; 1 and 2 overlap in time on stream 1
+    bs = [buf(0, 2 * KB, 0, 1, stream=0, free_at=(2, 3)), buf(1, KB, 2, 4, stream=1, free_at=(NEVER, 5)),
+          buf(2, 2 * KB, 3, 4, stream=1, free_at=(NEVER, 5))]
+    assert not bs[0].conflicts(bs[2]) and bs[0].conflicts(bs[1]) and bs[1].conflicts(bs[2])
+    assert live_lower_bound(bs, 5) == 3 * KB
+    for name in ASSIGNERS:
+        a = ASSIGNERS[name](bs)
+        check(bs, a)
+        if name not in ("no-reuse", "max-block"):
+            assert a.total == 3 * KB, name
 
 
 def test_binary_ranges_follow_ge_rules():

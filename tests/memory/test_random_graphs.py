@@ -1,5 +1,6 @@
 """Random DAGs (Relu, Add, Concat, Conv, Reshape pairs): every assigner's plan verifies, and runtime_v2 on
-the arena matches onnx's reference evaluator in a random sort mode, with reuse and in-place on or off."""
+the arena matches onnx's reference evaluator in a random sort mode, with reuse and in-place on or off, on one
+stream or several (blocks then pass between streams where events order them)."""
 import dataclasses
 
 import numpy as np
@@ -55,14 +56,18 @@ def dags(draw):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(model=dags(), mode=st.sampled_from(TOPO_MODES), reuse=st.booleans(), inplace=st.booleans())
-def test_random_dag_plans_verify_and_run(model, mode, reuse, inplace):
-    opts = ge.Options(topo_sorting_mode=mode, disable_reuse_memory=not reuse, inplace_memory=inplace)
+@given(model=dags(), mode=st.sampled_from(TOPO_MODES), reuse=st.booleans(), inplace=st.booleans(),
+       single=st.booleans())
+def test_random_dag_plans_verify_and_run(model, mode, reuse, inplace, single):
+    opts = ge.Options(topo_sorting_mode=mode, disable_reuse_memory=not reuse, inplace_memory=inplace,
+                      enable_single_stream=single)
     plan = ge.compile(model, opts)
     verify_memory(plan, plan.memory)
     for name in ASSIGNERS:
         p = dataclasses.replace(plan, options=plan.options.replace(memory_assigner=name), memory=None)
-        verify_memory(plan, plan_memory(p))
+        mem = plan_memory(p)
+        verify_memory(plan, mem)
+        assert mem.stats.lower_bound_bytes <= mem.stats.feature_map_bytes  # the bound is a real bound
     x = np.random.default_rng(0).standard_normal((1, 2, H, W)).astype(np.float32)
     sess = ge.Session(plan, runtime="v2")
     want = ReferenceEvaluator(model).run(None, {"x": x})

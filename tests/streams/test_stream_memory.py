@@ -26,12 +26,13 @@ def _golden_graph():
 
 
 # b and c run on two streams; a (read on both) and b (read on the other stream, which nothing on stream 0
-# follows) are never freed for stream 0; c frees at d as before (tests/memory/test_golden_layout.py: 1 stream)
+# follows) are never freed for stream 0, but both are free for stream 1 from Concat on (it waits for b's
+# event), so d takes a's bytes and f b's (tests/memory/test_golden_layout.py: 1 stream)
 GOLDEN_TWO_STREAMS = f"""\
-feature_map 12288 B by binary-block; bound 12288 B; io 6144 B
-  0 Relu       %a feature_map@8192+2048[0,{NEVER}]
-  1 Relu       %b feature_map@10240+2048[1,{NEVER}]
-  2 Relu       %c feature_map@4096+2048[2,3]
+feature_map 8192 B by binary-block; bound 8192 B; io 6144 B
+  0 Relu       %a feature_map@0+2048[0,{NEVER}]
+  1 Relu       %b feature_map@4096+2048[1,{NEVER}]
+  2 Relu       %c feature_map@6144+2048[2,3]
   3 Concat     %d feature_map@0+4096[3,6]
   4 Reshape    %e feature_map@0+4096[3,6] =d
   5 Relu       %f feature_map@4096+4096[5,6]
