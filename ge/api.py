@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compiler import compile as compile_model
+from .compiler import compile_gears
 from .errors import DeviceMemoryError, GEError, InputError
 from .ir.dtypes import to_onnx
 from .offline import is_offline_model
@@ -41,23 +42,37 @@ def _strip_port(name: str, known) -> str:
     return name
 
 
-def _check_v1_fits(plan: Plan) -> None:
+def _aligned(nbytes) -> int:
+    return -(-int(nbytes) // 512) * 512
+
+
+def _check_v1_fits(plan: Plan, need: int | None = None) -> None:
     """runtime_v1 allocates its whole arena (weights | feature_map | io) at load: refuse one larger than
     the modelled device (Options.device_memory_bytes) before allocating it."""
     if plan.memory is None:
         return  # runtime_v1 refuses it with its own message
     capacity = plan.options.device_memory_bytes
-    need = sum(-(-int(plan.memory.segments.get(k, 0)) // 512) * 512 for k in ("weights", "feature_map", "io"))
+    if need is None:
+        need = sum(_aligned(plan.memory.segments.get(k, 0)) for k in ("weights", "feature_map", "io"))
     if need > capacity:
         raise DeviceMemoryError(need, capacity, 0, f"runtime_v1's arena of '{plan.name}' (weights | "
                                 f"feature_map | io: {dict(plan.memory.segments)}) at load")
 
 
-def _load(module, runtime: str, plan: Plan):
-    """The runtime's executor; a host that cannot back the modelled device is a DeviceMemoryError, not a
-    bare OSError/MemoryError (e.g. device_memory_bytes larger than the address space can map)."""
+def _geared_v1_bytes(gp) -> int:
+    """What runtime_v1's gears allocate at load: the weights once, ONE feature map (the largest), and the
+    I/O slots of every gear."""
+    segs = [p.memory.segments for p in gp.plans.values()]
+    return (max(_aligned(s.get("weights", 0)) for s in segs) + max(_aligned(s.get("feature_map", 0)) for s in segs)
+            + sum(_aligned(s.get("io", 0)) for s in segs))
+
+
+def _load(make, runtime: str, plan: Plan):
+    """make(): the runtime's executor for `plan`; a host that cannot back the modelled device is a
+    DeviceMemoryError, not a bare OSError/MemoryError (e.g. device_memory_bytes larger than the address
+    space can map)."""
     try:
-        return module.Executor(plan)
+        return make()
     except GEError:
         raise
     except (MemoryError, OSError) as e:
@@ -91,19 +106,49 @@ class Session:
         self.options = as_options(options)
         if is_offline_model(model):  # a saved plan (ge.save): its compile options come from the file
             model = load_plan(model)
+        self.gear_plans = None  # ge.compiler.GearPlans when runtime_v1 runs batch gears (dynamic_batch)
+        if self.options.dynamic_batch:
+            if isinstance(model, Plan):
+                raise GEError("dynamic_batch compiles one plan per gear from the model; a compiled Plan or "
+                              "offline model (.gem) holds one plan: pass the model itself")
+            runtime = self._pick_geared_runtime(runtime)
+            if runtime == "v1":
+                self._init_geared(model, inputs, outputs)
+                return
+            # runtime_v2 runs the real batch dynamically: it needs no gears
+            model = compile_model(model, self.options.replace(dynamic_batch=()), inputs=inputs, outputs=outputs)
         self.plan: Plan = model if isinstance(model, Plan) else compile_model(
             model, self.options, inputs=inputs, outputs=outputs)
         self.runtime = self._pick_runtime(runtime, self.plan)
         module = importlib.import_module(f"runtime_{self.runtime}")
         if self.runtime == "v1":
             _check_v1_fits(self.plan)
-        self._executor = _load(module, self.runtime, self.plan)
-        self._inputs = [self.plan.tensors[i] for i in self.plan.inputs]
-        self._outputs = [self.plan.tensors[i] for i in self.plan.outputs]
+        self._executor = _load(lambda: module.Executor(self.plan), self.runtime, self.plan)
+        self._describe([self.plan.tensors[i] for i in self.plan.inputs],
+                       [self.plan.tensors[i] for i in self.plan.outputs])
+
+    def _init_geared(self, model, inputs, outputs) -> None:
+        """runtime_v1 over batch gears: one static plan per gear, memory shared (runtime_v1.gears)."""
+        from runtime_v1.gears import GearedExecutor
+        gp = self.gear_plans = compile_gears(model, self.options, inputs=inputs, outputs=outputs)
+        self.plan = gp.plans[gp.gears[-1]]  # the largest gear's plan
+        self.runtime = "v1"
+        _check_v1_fits(self.plan, _geared_v1_bytes(gp))
+        self._executor = _load(lambda: GearedExecutor(gp), "v1", self.plan)
+        self._describe(list(gp.inputs), list(gp.outputs))
+
+    def _describe(self, inputs, outputs) -> None:
+        self._inputs, self._outputs = inputs, outputs
         self._out_index = {t.name: k for k, t in enumerate(self._outputs)}
 
     @staticmethod
-    def _pick_runtime(runtime: str, plan: Plan) -> str:
+    def _pick_geared_runtime(runtime: str) -> str:
+        if runtime == "auto":  # gears are what lets v1's task sink run a symbolic batch
+            return "v1" if "v1" in available_runtimes() else "v2"
+        return Session._pick_runtime(runtime, None)
+
+    @staticmethod
+    def _pick_runtime(runtime: str, plan: Plan | None) -> str:
         have = available_runtimes()
         if runtime == "auto":
             # v1's task sink for static plans (20 ns vs 0.5 us host time per node, measured); v2 for

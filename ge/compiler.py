@@ -1,16 +1,24 @@
-"""compile(model, options) -> Plan: import, optimize, order, bind kernels. Each stage returns data."""
+"""compile(model, options) -> Plan: import, optimize, order, bind kernels. Each stage returns data.
+
+compile_gears(model, options) -> GearPlans: for Options.dynamic_batch, one static plan per batch gear
+(runtime_v1.gears runs them): find the batch dim the inputs share, bind it to each gear, compile.
+"""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import math
 import os
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
 
 from .errors import DeviceMemoryError, GEError
 from .ir import Graph
 from .kernels.bind import node_context, node_kernel, static_spec
 from .kernels.registry import UnknownValueError
-from .memory import plan_memory
+from .memory import continuous, plan_memory
 from .options import Options, as_options
 from .passes import PIPELINE, run_pipeline
 from .plan import ACTIVATION, CONST, INPUT, Plan, PlanNode, PlanTensor
@@ -48,12 +56,87 @@ def optimize(graph: Graph, options: Options) -> Graph:
 def compile(model, options: Options | dict | None = None, *, inputs=None,  # noqa: A001 - the public verb
             outputs=None) -> Plan:
     options = as_options(options)
+    if options.dynamic_batch:  # a Plan holds one gear; dropping the others silently would surprise
+        raise GEError(f"dynamic_batch {list(options.dynamic_batch)} compiles one plan per gear: use "
+                      "ge.compiler.compile_gears(model, options) or ge.Session(model, runtime='v1', "
+                      "options=...); a single Plan (and an offline model, .gem) cannot hold the gears")
     graph = import_model(model, inputs, outputs)
     for v in list(graph.values.values()):  # before a pass (constant folding) materialises one
         _check_size(graph, v, options)
     graph = optimize(graph, options)
     order = topological_order(graph, options.topo_sorting_mode)
     return build_plan(graph, order, options)
+
+
+@dataclass(frozen=True)
+class GearPlans:
+    """One static plan per batch gear of a model whose inputs share the symbolic batch dim `symbol`."""
+    symbol: str
+    plans: Mapping[int, Plan]              # gear -> static plan, gears ascending
+    inputs: tuple[PlanTensor, ...]         # as the model declares them: the batch dim is `symbol`
+    outputs: tuple[PlanTensor, ...]        # batched ones have `symbol` as their leading dim
+    batched: tuple[bool, ...]              # per output: leading dim is the batch (sliced to the real batch)
+
+    @property
+    def gears(self) -> tuple[int, ...]:
+        return tuple(self.plans)
+
+
+def compile_gears(model, options: Options | dict | None = None, *, inputs=None, outputs=None) -> GearPlans:
+    """Options.dynamic_batch: bind the inputs' shared symbolic leading dim to each gear, compile each."""
+    options = as_options(options)
+    if not options.dynamic_batch:
+        raise GEError("compile_gears needs Options.dynamic_batch (e.g. [1, 2, 4, 8])")
+    static = options.replace(dynamic_batch=())  # each gear's plan is an ordinary static plan
+    plans, symbol, declared = {}, None, None
+    for gear in options.dynamic_batch:
+        # a fresh graph per gear: the passes rewrite it in place
+        graph = copy.deepcopy(model) if isinstance(model, Graph) else import_model(model, inputs, outputs)
+        if symbol is None:
+            symbol = _batch_symbol(graph)
+            declared = [v.shape for v in graph.outputs]  # the frontend's view, before binding
+        for v in graph.values.values():  # one symbol means one size everywhere it appears
+            if v.shape is not None and symbol in v.shape:
+                v.shape = tuple(gear if d == symbol else d for d in v.shape)
+        plan = compile(graph, static)
+        dyn = [n for n in plan.nodes if n.is_dynamic]
+        if dyn:
+            raise GEError(f"dynamic_batch binds only the batch dim '{symbol}'; with it at {gear}, "
+                          f"{dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has shapes "
+                          "known only at run time. runtime_v1 runs static plans only: use runtime='v2', "
+                          "which runs dynamic shapes")
+        plans[gear] = plan
+    top = plans[max(plans)]
+    batched = tuple(_is_batched(k, symbol, declared[k], plans) for k in range(len(top.outputs)))
+    sym = lambda t: dataclasses.replace(t, shape=(symbol,) + tuple(t.shape[1:]))  # noqa: E731
+    ins = tuple(sym(top.tensors[i]) for i in top.inputs)
+    outs = tuple(sym(top.tensors[o]) if b else top.tensors[o] for o, b in zip(top.outputs, batched))
+    return GearPlans(symbol, MappingProxyType(plans), ins, outs, batched)
+
+
+def _batch_symbol(graph: Graph) -> str:
+    """The symbolic leading dim every input shares (the batch), or a GEError saying what is there."""
+    found = {v.name: v.shape[0] if v.shape else None for v in graph.inputs}
+    symbols = {d for d in found.values() if isinstance(d, str)}
+    if len(symbols) == 1 and all(isinstance(d, str) for d in found.values()):
+        return symbols.pop()
+    shapes = ", ".join(f"{v.name}{list(v.shape) if v.shape is not None else '[?]'}" for v in graph.inputs)
+    why = ("inputs disagree on it" if len(symbols) > 1 or (symbols and len(found) > 1)
+           else "no input has one")
+    raise GEError(f"dynamic_batch needs every input of '{graph.name}' to lead with one symbolic batch dim "
+                  f"(an ONNX dim_param such as 'N'), but {why}: {shapes}")
+
+
+def _is_batched(k: int, symbol: str, declared, plans) -> bool:
+    """Output k's leading dim is the batch: declared so, or (shape unknown before binding) it equals the
+    gear in every gear's plan."""
+    if declared:
+        if declared[0] == symbol:
+            return True
+        if isinstance(declared[0], int):
+            return False
+    lead = [p.tensors[p.outputs[k]].shape[:1] for p in plans.values()]
+    return all(d == (g,) for d, g in zip(lead, plans))
 
 
 def build_plan(graph: Graph, order: list, options: Options) -> Plan:
@@ -91,6 +174,12 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
     nodes, events, reason = _assign_streams(graph, order, nodes, options)
     plan = Plan(graph.name, tuple(tensors), tuple(nodes), inputs, outputs, constants, options,
                 events=events, single_stream_reason=reason)
+    # after streams: a Concat placed like the copy it was keeps the branches parallel (as GE_LOCAL from the
+    # start it would pull them onto one stream); it then runs nothing, on that stream
+    free = continuous.choose(plan)
+    if free:
+        plan = dataclasses.replace(plan, nodes=tuple(
+            dataclasses.replace(n, no_task=True, engine=GE_LOCAL) if n.step in free else n for n in nodes))
     memory = plan_memory(plan)
     log.debug("plan %s: %s", plan.name, memory.summary())
     return dataclasses.replace(plan, memory=memory)

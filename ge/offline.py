@@ -103,7 +103,7 @@ def plan_document(plan: Plan) -> tuple[dict, dict[str, np.ndarray]]:
     nodes = [{"name": n.name, "op_type": n.op_type, "domain": n.domain, "opset": n.opset,
               "attrs": {k: enc.value(v, f"attribute '{k}' of node '{n.name}'") for k, v in n.attrs.items()},
               "inputs": list(n.inputs), "outputs": list(n.outputs), "engine": n.engine, "stream": n.stream,
-              "dynamic": n.is_dynamic, "alias": n.launch is None} for n in plan.nodes]
+              "dynamic": n.is_dynamic, "alias": n.launch is None, "no_task": n.no_task} for n in plan.nodes]
     mem = None
     if plan.memory is not None:
         m, s = plan.memory, plan.memory.stats
@@ -358,7 +358,7 @@ def _build(doc: dict, arrays: dict) -> Plan:
                 raise ModelLoadError(f"node '{d['name']}' ({d['op_type']}): the kernel of this ge {what}, "
                                      "the file says otherwise; compile the model again")
         nodes.append(PlanNode(step, d["name"], d["op_type"], d["domain"], int(d["opset"]), attrs, ins, outs,
-                              kernel, launch, dynamic, d["engine"], int(d["stream"])))
+                              kernel, launch, dynamic, d["engine"], int(d["stream"]), bool(d.get("no_task"))))
     events = tuple(SyncEvent(*map(int, e)) for e in doc["events"])
     n_n = len(nodes)
     for e in events:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .errors import GEError
@@ -20,6 +22,7 @@ class Options:
     disable_reuse_memory: bool = False
     memory_assigner: str = "hybrid"   # hybrid (smallest of all), or one name of ge.memory.hybrid.ASSIGNERS
     inplace_memory: bool = False      # an output may overwrite a declared in-place input at its last read
+    concat_in_place: bool = True      # producers write into their slices of a Concat's output, no copy
     # node names or op types whose outputs and workspaces get their own feature-map block, shared with nothing
     # (also GE's env OP_NO_REUSE_MEM="name_or_type,...", at most 10 entries; both lists apply)
     no_reuse_ops: tuple[str, ...] = ()
@@ -35,6 +38,9 @@ class Options:
     executor_instances: int = 8
     # runtime_v1: the feature-map segment may be re-bound to a caller's buffer between runs
     feature_base_refreshable: bool = False
+    # runtime_v1: batch gears (GE's ge.dynamicBatchSize, atc --dynamic_batch_size="1,2,4,8"): one static plan
+    # per gear for a model whose inputs share a symbolic batch dim; a run pads up to the smallest gear >= batch
+    dynamic_batch: tuple[int, ...] = ()
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -49,6 +55,7 @@ class Options:
         nro = self.no_reuse_ops
         object.__setattr__(self, "no_reuse_ops", tuple(
             s.strip() for s in (nro.split(",") if isinstance(nro, str) else nro) if str(s).strip()))
+        object.__setattr__(self, "dynamic_batch", _gears(self.dynamic_batch))
         if self.max_streams < 1:
             raise GEError(f"max_streams must be >= 1, got {self.max_streams}")
         if self.device_memory_bytes <= 0 or self.executor_instances < 1:
@@ -77,7 +84,33 @@ def _flag(v) -> bool:
     return str(v).strip().lower() in ("1", "true", "yes", "on")
 
 
+MAX_GEARS = 100  # GE's limit on dynamic batch gears
+
+
+def _gears(value) -> tuple[int, ...]:
+    """Batch gears from "1,2,4,8", [1, 2, 4, 8] or 8: positive ints, sorted; a repeated gear is an error."""
+    if isinstance(value, str):
+        items = value.split(",")
+    else:
+        items = [value] if isinstance(value, numbers.Integral) or not isinstance(value, Iterable) else value
+    gears = []
+    for item in items:
+        text = str(item).strip()
+        if isinstance(item, str) and not text:
+            continue  # "1,2,4," from a shell script
+        if isinstance(item, bool) or not text.isdigit() or int(text) < 1:
+            raise GEError(f"dynamic_batch gears must be positive integers, got {item!r} in {value!r}")
+        gears.append(int(text))
+    if len(set(gears)) != len(gears):
+        raise GEError(f"dynamic_batch gears must not repeat, got {value!r}")
+    if len(gears) > MAX_GEARS:
+        raise GEError(f"dynamic_batch allows at most {MAX_GEARS} gears, got {len(gears)}")
+    return tuple(sorted(gears))
+
+
 GE_ALIASES = {
+    "ge.dynamicBatchSize": lambda v: ("dynamic_batch", v),
+    "dynamic_batch_size": lambda v: ("dynamic_batch", v),
     "ge.featureBaseRefreshable": lambda v: ("feature_base_refreshable", _flag(v)),
     "ge.exec.disableReuseMemory": lambda v: ("disable_reuse_memory", _flag(v)),
     "ge.topoSortingMode": lambda v: ("topo_sorting_mode", str(v)),

@@ -3,7 +3,8 @@
 Names are kept for errors and dumps; runtimes work on the integer indices. A node's `launch` is bound at
 compile time when all its shapes are static; a dynamic node (symbolic shapes, run-time shape values) has
 `launch=None` and is prepared per run by runtime_v2. A static node whose kernel declares `alias` and
-whose prepare gave no task is an alias: its output is a view of an input.
+whose prepare gave no task is an alias: its output is a view of an input. A `no_task` node (a Concat laid
+out in place by the memory plan) keeps its launch but runs nothing.
 """
 from __future__ import annotations
 
@@ -57,6 +58,9 @@ class PlanNode:
     is_dynamic: bool
     engine: str
     stream: int = 0
+    # the memory plan does the node's work: a Concat whose inputs are written straight into their slices of
+    # its output (GE's no-task node with continuous input memory); runtimes skip it, `launch` is kept
+    no_task: bool = False
 
     @property
     def is_alias(self) -> bool:
@@ -113,7 +117,7 @@ class Plan:
             outs = ", ".join(f"%{self.tensors[o].name}:{short(self.tensors[o].dtype)}"
                              f"{list(self.tensors[o].shape)}" for o in n.outputs)
             ins = ", ".join("None" if i < 0 else f"%{self.tensors[i].name}" for i in n.inputs)
-            tag = " (alias)" if n.is_alias else " (dynamic)" if n.is_dynamic else ""
+            tag = " (alias)" if n.is_alias else " (dynamic)" if n.is_dynamic else " (no task)" if n.no_task else ""
             sync = waits.get(n.step, []) + records.get(n.step, [])
             tag += f"  [{', '.join(sync)}]" if sync else ""
             lines.append(f"  {n.step:4d} s{n.stream} {n.engine:6s} {outs} = {n.op_type}({ins}){tag}")
@@ -127,7 +131,7 @@ class Plan:
         for n in self.nodes:
             ws = mem.workspaces[n.step] if mem else ()
             nodes.append({"name": n.name, "op_type": n.op_type, "step": n.step, "stream": n.stream,
-                          "engine": n.engine, "inputs": [name(i) for i in n.inputs],
+                          "engine": n.engine, "no_task": n.no_task, "inputs": [name(i) for i in n.inputs],
                           "outputs": [name(o) for o in n.outputs],
                           "workspaces": [{"offset": o, "bytes": b} for o, b in ws]})
         tensors = []
@@ -135,7 +139,7 @@ class Plan:
             m = mem.tensors[t.index] if mem else None
             tensors.append({"name": t.name, "dtype": t.dtype.name, "shape": list(t.shape), "bytes": t.nbytes,
                             "segment": m.segment if m else None, "offset": m.offset if m else None,
-                            "alias_of": m.alias_of if m else None,
+                            "alias_of": m.alias_of if m else None, "part_of": m.part_of if m else None,
                             "first": m.first if m else None, "last": m.last if m else None})
         events = [{"id": e.id, "record_after": self.nodes[e.record_after].name,
                    "wait_before": self.nodes[e.wait_before].name, "src_stream": e.src_stream,

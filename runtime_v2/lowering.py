@@ -9,7 +9,8 @@ Step by step (GE's RT2 lowering in miniature: Alloc before the launch, Free afte
      ALLOC - everything else (dynamic shapes, unplanned): a span of the caching allocator.
   3. Kinds of steps: BOUND (static, every output and workspace in the arena: the whole argument tail is
      bound once per instance), STATIC (static launch with some HOST/ALLOC outputs), ALIAS (no task, the
-     output views its source), DYNAMIC (shapes known at run time: see dynamic.py).
+     output views its source; a no-task Concat's output is already its arena view), DYNAMIC (shapes known at
+     run time: see dynamic.py).
   4. Releases: at the end step of a symbol, the ALLOC members give their spans back.
   5. Outputs whose symbol holds arena memory, a feed or a constant are copied before they are returned.
 """
@@ -123,6 +124,8 @@ def _step(plan: Plan, node: PlanNode, place, release) -> Step:
         return Step(node, DYNAMIC, None, (), outs, (), release)
     if launch is None:
         return Step(node, ALIAS, None, (node.inputs[node.kernel.alias],), (), (), release)
+    if node.no_task:  # its inputs were written into its output's arena view: alias the output to itself
+        return Step(node, ALIAS, None, (node.outputs[0],), (), (), release)
     outs = []
     for t in node.outputs:
         spec = plan.tensors[t]

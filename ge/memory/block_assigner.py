@@ -72,9 +72,11 @@ def level1(buffers, classify, first_release: bool = False) -> list[Block]:
             blk = heapq.heappop(active)[-1]
             free.setdefault((blk.stream, blk.cls), []).append(blk)
         cls = classify(b.size)
-        queue = free.get((b.stream, cls))
-        if queue:
-            blk = queue.pop(0) if first_release else queue.pop()
+        queue = free.get((b.stream, cls), [])
+        # a request also written on other streams takes only a block that is free there as well
+        fits = [k for k, blk in enumerate(queue) if not (b.starts and blk.members[-1].conflicts(b))]
+        if fits:
+            blk = queue.pop(fits[0] if first_release else fits[-1])
         else:
             blk = Block(cls, b.stream)
             blocks.append(blk)

@@ -37,7 +37,7 @@ class Block:
 def _apart(p: Block, c: Block) -> bool:
     """No member of c overlaps a member of p in time (both member lists are sorted and disjoint). Across
     streams, every pair of members must be ordered by the events (Buffer.conflicts)."""
-    if p.stream != c.stream:
+    if p.stream != c.stream or any(m.starts for m in p.members) or any(m.starts for m in c.members):
         return not any(a.conflicts(b) for a in p.members for b in c.members)
     i = j = 0
     pm, cm = p.members, c.members

@@ -25,7 +25,9 @@ Steps:
      node; with no such node it never ends.
      3b. Multi-stream plans: per other stream s, `Buffer.free_at[s]` is the first step on s that the events
      order after every use (producer and readers); a request on s beginning there may take the bytes
-     (beyond GE, whose blocks never change streams). Without such a step, never.
+     (beyond GE, whose blocks never change streams). Without such a step, never. A no-task Concat's block
+     whose parts are computed on several streams also records where it is first written on each other
+     stream (`Buffer.starts`): a request is free for it only when free by then on each.
   4. Requests (`Buffer`) in allocation order: per node its outputs, then its workspaces; sizes rounded up to
      512 B (GE's MEM_ALIGN_SIZE); zero-byte requests are dropped.
 No-reuse nodes (`no_reuse_steps`: Options.no_reuse_ops and GE's env OP_NO_REUSE_MEM, node names or op types):
@@ -36,7 +38,7 @@ clique of pairwise conflicting requests across streams).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
@@ -95,15 +97,23 @@ class Buffer:
     # per stream s: the first step on s that runs after every use of this request (its bytes are free for
     # s from there on); () means "one stream": end + 1 on its own, never elsewhere
     free_at: tuple = ()
+    # (stream, step) of writers on other streams (a no-task Concat's block: parts computed elsewhere)
+    starts: tuple = ()
 
     def free_for(self, stream: int) -> int:
         if stream == self.stream:
             return self.end + 1
         return self.free_at[stream] if stream < len(self.free_at) else NEVER
 
+    def before(self, other: "Buffer") -> bool:
+        """Every use of this request happens before the other one is first written, on every stream."""
+        return self.free_for(other.stream) <= other.begin and all(self.free_for(s) <= t for s, t in other.starts)
+
     def conflicts(self, other: "Buffer") -> bool:
         """True when the two may be alive at once: neither is free for the other's stream by the time the
         other begins (on one stream: the closed intervals overlap)."""
+        if self.starts or other.starts:
+            return not (self.before(other) or other.before(self))
         return other.begin < self.free_for(other.stream) and self.begin < other.free_for(self.stream)
 
 
@@ -115,6 +125,7 @@ class Lifetimes:
     first: Mapping[int, int]      # feature-map root tensor -> begin step
     last: Mapping[int, int]       # feature-map root tensor -> end step
     steps: int
+    parts: Mapping[int, tuple] = field(default_factory=dict)  # no-task Concat input -> (output, byte offset)
 
 
 def _symbols(plan):
@@ -145,7 +156,7 @@ def _segments(plan, root):
     return seg
 
 
-def _inplace(plan, root, life, seg, no_reuse=frozenset()) -> None:
+def _inplace(plan, root, life, seg, no_reuse=frozenset(), laid_out=frozenset()) -> None:
     """Step 2b (option inplace_memory): an output joins the symbol of an input the kernel may overwrite
     (`OpKernel.inplace`) when that input's symbol is read for the last time by this node, on its stream,
     and both are feature-map tensors of one dtype and size."""
@@ -167,6 +178,7 @@ def _inplace(plan, root, life, seg, no_reuse=frozenset()) -> None:
             src, out = n.inputs[i], n.outputs[o]
             a, b = plan.tensors[src], plan.tensors[out]
             if (seg[src] != FEATURE_MAP or seg[out] != FEATURE_MAP or root[out] != out or life[out] != out
+                    or src in laid_out or out in laid_out
                     or a.dtype != b.dtype or a.nbytes != b.nbytes or end.get(life[src]) != n.step
                     or readers.get(life[src]) != {n.stream} or stream.get(root[src]) != n.stream
                     or producer.get(root[src]) in no_reuse):
@@ -182,37 +194,56 @@ def _inplace(plan, root, life, seg, no_reuse=frozenset()) -> None:
             break  # one shared input per node
 
 
+def concat_parts(plan) -> dict[int, tuple[int, int]]:
+    """Step 1b: input tensor -> (output, byte offset inside it) of every no-task Concat: its producer writes
+    it straight into its slice of the Concat's output (ge.memory.continuous picks those Concats)."""
+    parts = {}
+    for n in plan.nodes:
+        if n.no_task:
+            offset = 0
+            for t in n.inputs:
+                parts[t] = (n.outputs[0], offset)
+                offset += plan.tensors[t].nbytes
+    return parts
+
+
 def compute_lifetimes(plan) -> Lifetimes:
     root, life = _symbols(plan)
+    parts = concat_parts(plan)
+    for part, (out, _) in parts.items():  # a part lives as long as the block it is a slice of
+        life[:] = [out if x == part else x for x in life]
     seg = _segments(plan, root)
     if getattr(plan.options, "inplace_memory", False):
-        _inplace(plan, root, life, seg, no_reuse_steps(plan))
-    producer = {t: n for n in plan.nodes for t in n.outputs if t >= 0}
-    # Step 3: begin / end per feature-map root
-    first, last = {}, {}
+        _inplace(plan, root, life, seg, no_reuse_steps(plan), set(parts) | {o for o, _ in parts.values()})
+    # Step 3: begin / end per feature-map root (a no-task Concat's output: from its first part's producer)
+    first, writers = {}, {}
     for node in plan.nodes:
         for t in node.outputs:
-            if t >= 0 and seg[t] == FEATURE_MAP and root[t] == t:
-                first[t] = last[t] = node.step
+            if t < 0 or seg[t] != FEATURE_MAP:
+                continue
+            r = parts[t][0] if t in parts else t if root[t] == t else None
+            if r is not None and not (node.no_task and r == t):
+                first.setdefault(r, node.step)
+                writers.setdefault(r, []).append(node.step)
+    home = {r: plan.nodes[s].stream for r, s in first.items()}  # the stream a block is planned on
+    last = dict(first)
+    uses = {r: list(w) for r, w in writers.items()}  # every step touching a block (for free_at)
+    reads = [(node, t) for node in plan.nodes for t in node.inputs if t >= 0]
+    reads += [(plan.nodes[s], r) for r, w in writers.items() for s in w[1:]]  # other parts' producers
     hb = None
-    uses = {r: [s] for r, s in first.items()}  # every step touching a feature-map root (for free_at)
-    for node in plan.nodes:
-        for t in node.inputs:
-            if t < 0:
-                continue
-            r = root[life[t]]
-            if r not in first:
-                continue
-            uses[r].append(node.step)
-            own = producer[r].stream
-            if node.stream == own:
-                end = node.step
-            else:
-                if hb is None:
-                    hb = _happens_before(plan)
-                free_at = hb.first_after(node.step, own)
-                end = NEVER if free_at is None else free_at - 1
-            last[r] = max(last[r], end)
+    for node, t in reads:
+        r = root[life[t]]
+        if r not in first:
+            continue
+        uses[r].append(node.step)
+        if node.stream == home[r]:
+            end = node.step
+        else:
+            if hb is None:
+                hb = _happens_before(plan)
+            free_at = hb.first_after(node.step, home[r])
+            end = NEVER if free_at is None else free_at - 1
+        last[r] = max(last[r], end)
     # Step 4: requests in allocation order
     read = {root[life[t]] for n in plan.nodes for t in n.inputs if t >= 0}
     streams = 1 + max((n.stream for n in plan.nodes), default=0)
@@ -231,21 +262,29 @@ def compute_lifetimes(plan) -> Lifetimes:
             after = [hb.first_after(x, s) for x in steps]
             out.append(NEVER if None in after else max(after))
         return tuple(out)
+    begins: dict[int, list] = {}
+    for r, s in first.items():
+        begins.setdefault(s, []).append(r)
     buffers = []
     for node in plan.nodes:
-        for t in node.outputs:
-            if t in first and plan.tensors[t].nbytes:
-                buffers.append(Buffer(len(buffers), ("tensor", t), align(plan.tensors[t].nbytes),
-                                      first[t], last[t], node.stream, t not in read,
-                                      free_at(uses[t], node.stream, last[t])))
-        if node.launch is not None:
+        for r in begins.get(node.step, ()):
+            if plan.tensors[r].nbytes:
+                starts = {}
+                for w in writers[r]:
+                    starts.setdefault(plan.nodes[w].stream, w)
+                starts.pop(node.stream)
+                buffers.append(Buffer(len(buffers), ("tensor", r), align(plan.tensors[r].nbytes),
+                                      first[r], last[r], node.stream, r not in read,
+                                      free_at(uses[r], node.stream, last[r]), tuple(starts.items())))
+        if node.launch is not None and not node.no_task:
             for k, w in enumerate(node.launch.workspaces):
                 if w.nbytes:
                     buffers.append(Buffer(len(buffers), ("workspace", node.step, k), align(w.nbytes),
                                           node.step, node.step, node.stream, True,
                                           free_at((node.step,), node.stream, node.step)))
     return Lifetimes(tuple(buffers), MappingProxyType(dict(enumerate(root))), MappingProxyType(seg),
-                     MappingProxyType(first), MappingProxyType(last), len(plan.nodes))
+                     MappingProxyType(first), MappingProxyType(last), len(plan.nodes),
+                     MappingProxyType(parts))
 
 
 def _happens_before(plan):

@@ -24,6 +24,7 @@ class TensorMemory:
     alias_of: str | None      # the tensor whose block this one is a view of
     first: int | None = None  # feature map: first and last step of the symbol's life
     last: int | None = None
+    part_of: str | None = None  # a no-task Concat's output this tensor is a slice of (at `offset`)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ Steps:
      An alias node (Reshape...) has no request: listing it changes nothing, its output stays a view.
      The lower bound becomes the bound of the reused requests plus every no-reuse block.
   3. Weights back to back; io blocks (produced outputs, then graph inputs by size ascending); 512-aligned.
-  4. Every tensor takes its symbol root's segment and offset; workspaces take their request's offset.
+  4. Every tensor takes its symbol root's segment and offset; workspaces take their request's offset; an
+     input of a no-task Concat (and its views) sits at the Concat output's offset plus its place in it.
   5. With verification on (Options.verify_passes / GE_VERIFY_PASSES=1) the independent checker runs.
 """
 from __future__ import annotations
@@ -67,15 +68,19 @@ def plan_memory(plan) -> MemoryPlan:
     for key, (off, _) in fm.items():
         if key[0] == "tensor":
             offsets[key[1]] = off
+    for part, (out, delta) in life.parts.items():
+        offsets[part] = offsets[out] + delta
     # Step 4
     tensors = []
     for t in plan.tensors:
         r = life.root[t.index]
         seg = life.segment[t.index]
+        whole = life.parts.get(r, (r,))[0]  # the block's root: a no-task Concat's output for its parts
         tensors.append(TensorMemory(
             t.index, t.name, seg,
             None if seg == DYNAMIC else offsets.get(r, 0 if seg == FEATURE_MAP else None), t.nbytes,
-            plan.tensors[r].name if r != t.index else None, life.first.get(r), life.last.get(r)))
+            plan.tensors[r].name if r != t.index else None, life.first.get(whole), life.last.get(whole),
+            plan.tensors[whole].name if whole != r else None))
     workspaces = tuple(
         tuple((fm[("workspace", n.step, k)][0], w.nbytes) if ("workspace", n.step, k) in fm else (0, 0)
               for k, w in enumerate(n.launch.workspaces))

@@ -74,8 +74,8 @@ def memory_layout(plan) -> str:
             m = mem.tensors[t]
             where = "-" if m.offset is None else f"{m.segment}@{m.offset}+{m.bytes}"
             life = f"[{m.first},{m.last}]" if m.first is not None and m.segment == "feature_map" else ""
-            alias = f" ={m.alias_of}" if m.alias_of else ""
+            alias = f" ={m.alias_of}" if m.alias_of else f" in {m.part_of}" if m.part_of else ""
             parts.append(f"%{m.name} {where}{life}{alias}")
         parts += [f"ws feature_map@{off}+{nbytes}" for off, nbytes in mem.workspaces[n.step] if nbytes]
-        lines.append(f"{n.step:3d} {n.op_type:10s} " + "  ".join(parts))
+        lines.append(f"{n.step:3d} {n.op_type:10s} " + "  ".join(parts) + (" (no task)" if n.no_task else ""))
     return "\n".join(lines)

@@ -42,7 +42,8 @@ def two_sided_fit(buffers) -> Assignment:
         mine = placed.setdefault(b.stream, [])
         mine[:] = [(o, off) for o, off in mine if o.end >= b.begin]
         conflicting = [(o, off) for o, off in mine if o.conflicts(b)] + [
-            (o, off) for s, lst in ever.items() if s != b.stream for o, off in lst if o.conflicts(b)]
+            (o, off) for s, lst in ever.items() if s != b.stream or b.starts for o, off in lst
+            if o.conflicts(b) and (s != b.stream or o.end < b.begin)]  # (the rest are in mine)
         spans, top = _free_spans(sorted((off, off + o.size) for o, off in conflicting), cap)
         candidates = {p for s, e in spans if e - s >= b.size for p in (s, e - b.size)}  # Step 3
         if candidates:  # Step 4

@@ -5,7 +5,10 @@ Checks:
      offsets are 512-aligned; every tensor lies inside its segment; a tensor marked `alias_of` sits at its
      source's offset, and the output of an alias node sits at its input's offset. An output sharing an
      input's block in place must be declared by the kernel, and nothing may read that input afterwards.
-  2. Exclusivity in feature_map: group tensors that share a block (alias nodes); a group is defined at its
+     The inputs of a no-task Concat lie back to back, in order, from its output's offset (the only
+     offsets allowed off the 512 grid), and the Concat keeps one byte order (dims before the axis are 1).
+  2. Exclusivity in feature_map: group tensors that share a block (alias nodes, no-task Concats: the group
+     spans its members' bytes); a group is defined at its
      producers' steps and used there and at every reader, where reading a view (the output of any node that
      may alias) counts as reading its source; a workspace is defined and used at its node's step. Under the
      plan's stream and event order (happens-before: same stream in order, or joined by events), two groups
@@ -46,6 +49,9 @@ def _groups(plan, mem, errors):
             view[find(view, out)] = find(view, src)
             if n.is_alias:
                 block[find(block, out)] = find(block, src)
+        if n.no_task:  # the inputs are slices of the output's block
+            for t in n.inputs:
+                block[find(block, t)] = find(block, n.outputs[0])
     for n in plan.nodes:
         if n.launch is None:
             continue
@@ -81,7 +87,7 @@ def _check_placement(plan, mem, block, errors):
         if m.offset is None:
             errors.append(f"static tensor '{t.name}' has no offset")
             continue
-        if m.offset % ALIGNMENT:
+        if m.offset % ALIGNMENT and m.part_of is None:
             errors.append(f"tensor '{t.name}' offset {m.offset} is not {ALIGNMENT}-aligned")
         if m.offset + t.nbytes > size.get(m.segment, 0):
             errors.append(f"tensor '{t.name}' [{m.offset}, {m.offset + t.nbytes}) exceeds segment "
@@ -95,6 +101,26 @@ def _check_placement(plan, mem, block, errors):
             a, b = mem.tensors[n.inputs[n.kernel.alias]], mem.tensors[n.outputs[0]]
             if (a.segment, a.offset) != (b.segment, b.offset):
                 errors.append(f"alias node '{n.name}': output '{b.name}' is not at its input's offset")
+        if n.no_task:
+            _check_concat_in_place(plan, mem, n, errors)
+
+
+def _check_concat_in_place(plan, mem, n, errors) -> None:
+    """A no-task Concat: the inputs, back to back in order, are its output (so the concat is free). That
+    needs a Concat, one byte order (every dim before the axis is 1) and distinct feature-map inputs."""
+    out = plan.tensors[n.outputs[0]]
+    axis = int(n.attrs.get("axis", 0)) % len(out.shape)
+    cursor = mem.tensors[out.index].offset
+    if n.op_type != "Concat" or any(d != 1 for d in out.shape[:axis]) or len(set(n.inputs)) != len(n.inputs):
+        errors.append(f"node '{n.name}' ({n.op_type}, axis {axis} of {list(out.shape)}) cannot be laid out "
+                      "in place")
+        return
+    for t in n.inputs:
+        m = mem.tensors[t]
+        if (m.segment, m.offset) != ("feature_map", cursor) or plan.tensors[t].kind != "activation":
+            errors.append(f"no-task Concat '{n.name}': input '{m.name}' is at {m.segment}@{m.offset}, "
+                          f"expected feature_map@{cursor}")
+        cursor += plan.tensors[t].nbytes
 
 
 def _items(plan, mem, block, view):
@@ -105,7 +131,10 @@ def _items(plan, mem, block, view):
         if m.segment in ("weights", "io") or (m.segment == "feature_map" and t.is_static and t.nbytes):
             g = block[t.index]
             item = life.setdefault(g, [g, m.segment, m.offset, 0, set(), set()])
-            item[3] = max(item[3], t.nbytes or 0)
+            if m.offset is not None and item[2] is not None:  # the group's byte span
+                end = max(item[2] + item[3], m.offset + (t.nbytes or 0))
+                item[2] = min(item[2], m.offset)
+                item[3] = end - item[2]
             if t.index in producer:
                 item[4].add(producer[t.index].step)
                 item[5].add(producer[t.index].step)

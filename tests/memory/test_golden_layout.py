@@ -15,6 +15,17 @@ feature_map 8192 B by binary-block; bound 8192 B; io 6144 B
   5 Relu       %f feature_map@4096+4096[5,6]
   6 Add        %y io@0+4096"""
 
+# the Concat in place: b and c are written into d's halves, so its block lives from b's producer on
+GOLDEN_CONCAT_IN_PLACE = """\
+feature_map 8192 B by binary-block; bound 8192 B; io 6144 B
+  0 Relu       %a feature_map@4096+2048[0,2]
+  1 Relu       %b feature_map@0+2048[1,6] in d
+  2 Relu       %c feature_map@2048+2048[1,6] in d
+  3 Concat     %d feature_map@0+4096[1,6] (no task)
+  4 Reshape    %e feature_map@0+4096[1,6] =d
+  5 Relu       %f feature_map@4096+4096[5,6]
+  6 Add        %y io@0+4096"""
+
 
 def test_golden_layout():
     nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
@@ -26,5 +37,6 @@ def test_golden_layout():
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                           [numpy_helper.from_array(np.array([1, -1], np.int64), "s")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    assert memory_layout(ge.compile(m, ge.Options(enable_single_stream=True))) == GOLDEN  # one stream: see
-    # tests/streams/test_stream_memory.py for the same graph on two streams
+    one = ge.Options(enable_single_stream=True)  # tests/streams/test_stream_memory.py: on two streams
+    assert memory_layout(ge.compile(m, one.replace(concat_in_place=False))) == GOLDEN
+    assert memory_layout(ge.compile(m, one)) == GOLDEN_CONCAT_IN_PLACE

@@ -22,8 +22,16 @@ CONV = "FusedConv"  # SqueezeNet's Conv+Relu after fusion
 
 @functools.lru_cache(maxsize=None)
 def plan(name="squeezenet"):
+    # Concats copy: re-planned below with other no-reuse options than it was compiled with, a Concat laid out
+    # in place at compile time would tie no-reuse outputs into one block (compiling with them never does)
     g = optimize(import_model(light_model_path(name)), Options())
-    return build_plan(g, topological_order(g, "dfs"), Options())
+    return build_plan(g, topological_order(g, "dfs"), Options(concat_in_place=False))
+
+
+def test_no_reuse_outputs_are_never_laid_out_in_a_concat():
+    p = ge.compile(light_model_path("squeezenet"), {"no_reuse_ops": (CONV,)})
+    assert not any(n.no_task for n in p.nodes)
+    assert sum(n.no_task for n in ge.compile(light_model_path("squeezenet")).nodes) == 8
 
 
 def replan(p, **opts):

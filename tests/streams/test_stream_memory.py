@@ -40,7 +40,7 @@ feature_map 8192 B by binary-block; bound 8192 B; io 6144 B
 
 
 def test_golden_graph_on_two_streams():
-    plan = ge.compile(_golden_graph())
+    plan = ge.compile(_golden_graph(), {"concat_in_place": False})
     assert plan.num_streams == 2
     layout = memory_layout(plan)
     assert layout == GOLDEN_TWO_STREAMS
@@ -48,7 +48,7 @@ def test_golden_graph_on_two_streams():
 
 
 def test_a_block_read_elsewhere_is_free_for_its_stream_after_the_first_node_ordered_after_the_reader():
-    plan = ge.compile(light_model_path("inception_v1"))
+    plan = ge.compile(light_model_path("inception_v1"), {"concat_in_place": False})  # one writer per block
     life = compute_lifetimes(plan)
     hb = happens_before([n.stream for n in plan.nodes], plan.events)
     producer = {t: n for n in plan.nodes for t in n.outputs}
@@ -79,8 +79,21 @@ def test_light_models_verify_under_stream_order(name, mode):
     verify_memory(plan, plan.memory)
 
 
-def test_verifier_rejects_sharing_across_unordered_streams():
+def test_concat_in_place_with_parts_from_two_streams():
+    # b (stream 0) and c (stream 1) are written into d's halves: d's block starts on both streams
     plan = ge.compile(_golden_graph())
+    assert plan.num_streams == 2 and [n.no_task for n in plan.nodes].count(True) == 1
+    block = next(b for b in compute_lifetimes(plan).buffers if plan.tensors[b.key[1]].name == "d")
+    assert block.starts and {block.stream, *(s for s, _ in block.starts)} == {0, 1}
+    verify_memory(plan, plan.memory)
+    x = np.random.default_rng(0).standard_normal((1, 128, 4)).astype(np.float32)
+    want = ge.Session(ge.compile(_golden_graph(), {"concat_in_place": False}), runtime="v2").run(None, {"x": x})
+    for runtime in ("v1", "v2"):
+        np.testing.assert_array_equal(ge.Session(plan, runtime=runtime).run(None, {"x": x})[0], want[0])
+
+
+def test_verifier_rejects_sharing_across_unordered_streams():
+    plan = ge.compile(_golden_graph(), {"concat_in_place": False})
     b, c = (next(t.index for t in plan.tensors if t.name == n) for n in "bc")
     sb, sc = (plan.nodes[next(n.step for n in plan.nodes if t in n.outputs)].stream for t in (b, c))
     assert sb != sc

@@ -1,0 +1,246 @@
+"""runtime_v1 batch gears (GE's dynamic batch, ge.dynamicBatchSize): one static plan per gear; each run
+goes to the smallest gear that holds its batch.
+
+Load (`GearedExecutor(gear_plans, device)`, gear_plans from ge.compiler.compile_gears):
+  1. Weights: one copy per distinct weight image. The gears' plans come from one graph, so their weight
+     segments normally match byte for byte (same constants, same sorted order); a gear whose constants do
+     not sit at the same offsets with the same bytes in an existing copy (e.g. a folded Shape that depends
+     on the batch) gets its own copy.
+  2. Feature map: one buffer of the largest feature-map size over the gears (GE's dynamic-batch assigner
+     sizes it to the max gear); every gear's Executor is bound to it, so the gears share it. A "set" is
+     that buffer plus one runtime_v1 Executor per gear, whose own arena holds only its I/O slots.
+  3. Sets are a pool: a run checks one out, so concurrent runs never share a feature map. The first set is
+     built at load, more only when runs overlap (at most Options.executor_instances; later callers wait).
+Run (`run(feeds, outputs=None)`):
+  4. Batch = the inputs' shared leading dim (all must agree); gear = the smallest gear >= batch
+     (InputError past the largest).
+  5. Inputs shorter than the gear are padded with zero rows, the gear's Executor runs, batched outputs
+     (leading dim = the batch symbol) are sliced back to the batch. Counters: `stats()` (`gear_runs`).
+Padding is only sound for models whose batch rows are independent (the usual inference graph).
+"""
+from __future__ import annotations
+
+import bisect
+import threading
+
+import numpy as np
+
+from ge.errors import GEError, InputError
+
+from .executor import Executor, _aligned_empty
+
+
+class _Weights:
+    """One weight-segment image, shared by every gear whose constants it holds."""
+
+    def __init__(self, plan, device):
+        self.nbytes = int(plan.memory.segments["weights"])
+        self.buf, self._release = _aligned_empty(max(self.nbytes, 1), device)
+        for t, a in plan.constants.items():
+            off, b = plan.memory.tensors[t].offset, _bytes(a)
+            self.buf[off:off + b.size] = b
+
+    def holds(self, plan) -> bool:
+        if plan.memory.segments["weights"] > self.buf.size:
+            return False
+        for t, a in plan.constants.items():
+            off, b = plan.memory.tensors[t].offset, _bytes(a)
+            if not np.array_equal(self.buf[off:off + b.size], b):
+                return False
+        return True
+
+    def close(self) -> None:
+        if self._release is not None:
+            self._release()
+            self._release = None
+
+
+def _bytes(a) -> np.ndarray:
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+
+
+class _Set:
+    """One feature-map buffer and, per gear, an Executor computing in it."""
+
+    def __init__(self, plans: dict, weights: dict, fm_bytes: int, device):
+        self.fm, self._release = _aligned_empty(max(fm_bytes, 1), device)
+        self.executors = {g: Executor(p, device, weights=weights[g].buf, feature_map=self.fm)
+                          for g, p in plans.items()}
+
+    def close(self) -> None:
+        for ex in self.executors.values():
+            ex.close()
+        if self._release is not None:
+            self._release()
+            self._release = None
+
+
+class GearedExecutor:
+    """runtime_v1 over batch gears: `run(feeds, outputs=None)` -> outputs for the feeds' real batch."""
+
+    binds_outputs = True  # bound outputs are computed in place when the batch is a gear, else copied
+
+    def __init__(self, gear_plans, device=None):
+        self.gear_plans = gear_plans
+        plans = dict(gear_plans.plans)
+        self.gears = tuple(sorted(plans))
+        self.plan = plans[self.gears[-1]]
+        self.device = device
+        self._inputs = gear_plans.inputs
+        self._batched = gear_plans.batched
+        # Step 1: weights, one image per distinct layout
+        self._images: list[_Weights] = []
+        self._weights = {g: self._image_for(p) for g, p in plans.items()}
+        # Step 2: one feature map of the largest size serves every gear
+        self.fm_bytes_per_gear = {g: int(p.memory.segments["feature_map"]) for g, p in plans.items()}
+        self._fm_bytes = max(self.fm_bytes_per_gear.values())
+        # Step 3: the pool of sets
+        opts = self.plan.options
+        self.max_sets = 1 if opts.feature_base_refreshable else opts.executor_instances
+        first = _Set(plans, self._weights, self._fm_bytes, device)
+        self._plans = plans
+        self._sets, self._idle, self._creating = [first], [first], 0
+        self._cond = threading.Condition()
+        self._closed = False
+        self._gear_runs = dict.fromkeys(self.gears, 0)
+        self._padded_runs = 0
+
+    def _image_for(self, plan) -> _Weights:
+        for img in self._images:
+            if img.holds(plan):
+                return img
+        img = _Weights(plan, self.device)
+        self._images.append(img)
+        return img
+
+    # -- pool (as Executor's instance pool) ----------------------------------------------------------
+    def _checkout(self) -> _Set:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise GEError("the session is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if len(self._sets) + self._creating < self.max_sets:
+                    self._creating += 1
+                    break
+                self._cond.wait()
+        try:
+            s = _Set(self._plans, self._weights, self._fm_bytes, self.device)
+        finally:
+            with self._cond:
+                self._creating -= 1
+                self._cond.notify()
+        with self._cond:
+            self._sets.append(s)
+        return s
+
+    def _checkin(self, s: _Set) -> None:
+        with self._cond:
+            if self._closed:
+                self._close_set(s)
+            else:
+                self._idle.append(s)
+            self._cond.notify()
+
+    def _close_set(self, s: _Set) -> None:
+        s.close()
+        self._sets.remove(s)
+        if not self._sets:  # the last user of the weights is gone
+            for img in self._images:
+                img.close()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            for s in self._idle:
+                self._close_set(s)
+            self._idle = []
+            self._cond.notify_all()
+
+    # -- running -------------------------------------------------------------------------------------
+    def run(self, feeds: dict, outputs: dict | None = None) -> list[np.ndarray]:
+        """feeds {input tensor index: array}; outputs {output position: array} written in place."""
+        batch = self._batch(feeds)
+        k = bisect.bisect_left(self.gears, batch)
+        if k == len(self.gears):
+            raise InputError(f"batch {batch} is larger than the largest gear: dynamic_batch gears are "
+                             f"{list(self.gears)}")
+        gear = self.gears[k]
+        plan = self._plans[gear]
+        gear_feeds = {plan.inputs[i]: _pad(feeds[t.index], gear) for i, t in enumerate(self._inputs)}
+        s = self._checkout()
+        try:
+            results = s.executors[gear].run(gear_feeds, outputs if batch == gear else None)
+        finally:
+            self._checkin(s)
+        if batch != gear:
+            results = [r[:batch] if b else r for r, b in zip(results, self._batched)]
+            for pos, buf in (outputs or {}).items():
+                r = results[pos]
+                if isinstance(buf, np.ndarray) and buf.shape == r.shape and buf.dtype == r.dtype \
+                        and buf.flags.writeable:
+                    np.copyto(buf, r)
+                    results[pos] = buf
+        with self._cond:
+            self._gear_runs[gear] += 1
+            self._padded_runs += batch != gear
+        return results
+
+    execute = run
+
+    def _batch(self, feeds: dict) -> int:
+        """The batch all inputs agree on; their dtypes and non-batch dims checked against the model."""
+        batch = first = None
+        for t in self._inputs:
+            a = feeds.get(t.index)
+            if a is None:
+                raise InputError(f"missing input '{t.name}' ({t.dtype}{list(t.shape)})")
+            if a.dtype != t.dtype or a.ndim != len(t.shape) or a.shape[1:] != tuple(t.shape[1:]):
+                raise InputError(f"input '{t.name}' is {a.dtype}{list(a.shape)}, expected "
+                                 f"{t.dtype}{list(t.shape)}")
+            if batch is None:
+                batch, first = a.shape[0], t.name
+            elif a.shape[0] != batch:
+                raise InputError(f"input '{t.name}' has batch {a.shape[0]} (leading dim '{t.shape[0]}'), but "
+                                 f"input '{first}' has batch {batch}: the inputs share the batch dim")
+        return batch
+
+    # -- feature-map base refresh (Options.feature_base_refreshable: one set) ------------------------
+    @property
+    def feature_memory_size(self) -> int:
+        return self._fm_bytes
+
+    def update_feature_memory_base(self, buf: np.ndarray) -> None:
+        """Re-bind the feature map every gear shares to the caller's buffer (>= feature_memory_size)."""
+        s = self._checkout()
+        try:
+            for ex in s.executors.values():
+                ex.update_feature_memory_base(buf)
+        finally:
+            self._checkin(s)
+
+    # -- stats ---------------------------------------------------------------------------------------
+    @property
+    def feature_map_bytes(self) -> int:
+        """Feature-map bytes held: one buffer of the largest gear's size per set (not one per gear)."""
+        with self._cond:
+            return len(self._sets) * self._fm_bytes
+
+    def stats(self) -> dict:
+        """Runs per gear, padded runs, sets, feature-map and weight bytes (shared vs per gear)."""
+        with self._cond:
+            out = {"runs": sum(self._gear_runs.values()), "gear_runs": dict(self._gear_runs),
+                   "padded_runs": self._padded_runs, "sets": len(self._sets),
+                   "feature_map_bytes": len(self._sets) * self._fm_bytes}
+        out.update(feature_map_bytes_per_gear=dict(self.fm_bytes_per_gear),
+                   weight_copies=len(self._images), weights_bytes=sum(i.nbytes for i in self._images))
+        return out
+
+
+def _pad(a: np.ndarray, gear: int) -> np.ndarray:
+    if a.shape[0] == gear:
+        return a
+    out = np.zeros((gear,) + a.shape[1:], a.dtype)
+    out[:a.shape[0]] = a
+    return out
