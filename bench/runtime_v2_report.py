@@ -67,9 +67,9 @@ def memory(names=("squeezenet", "shufflenet", "resnet50", "inception_v1", "dense
         for eager in (False, True):
             sess = ge.Session(with_symbolic_dims(m, {x.name: {0: "N"}}), runtime="v2")
             ex = sess._executor
-            inst = ex._checkout()
+            inst = ex._instances.checkout()
             inst.alloc.eager_merge = eager
-            ex._checkin(inst)
+            ex._instances.checkin(inst)
             sess.run(None, feeds)
             d = sess.allocator_stats()["dynamic"]
             row.append(f"{'eager' if eager else 'lazy'}: peak allocated {d['peak_allocated'] / 2**20:6.2f} "

@@ -3,6 +3,8 @@
     pytest bench/test_runtime_v1.py --benchmark-only -s
 - the light models (random weights): latency of v1 and v2, one thread;
 - a 1,000-node chain of tiny element-wise ops: the per-node overhead of each runtime (ns/node);
+- multi-stream inception_v1 / squeezenet: v1 on one stream, v1 multi-stream, v2 multi-stream (ratios to
+  v1 single in extra_info);
 - load time of ResNet-50 on v1 with a warm thunk cache.
 extra_info holds the medians from alternating runs and v1/v2; the benchmark itself times v1.
 """
@@ -38,6 +40,27 @@ def test_light_model_v1_vs_v2(benchmark, name):
     print(f"\n{name}: {info}")
     benchmark.group = "runtime v1 vs v2 (light models)"
     benchmark.pedantic(v1.run, (None, feeds), rounds=3, iterations=1)
+
+
+@pytest.mark.parametrize("name", ["inception_v1", "squeezenet"])
+def test_multi_stream_v1_vs_single_stream_vs_v2(benchmark, name):
+    """The multi-stream task sink (one thread per stream, events as native flags) beside the same model on
+    one stream and on runtime_v2's stream threads; the ratios go to extra_info, nothing is asserted."""
+    model = with_random_weights(name)
+    single = ge.Session(model, runtime="v1", options=ge.Options(enable_single_stream=True))
+    multi, v2 = _sessions(model)
+    (inp,) = single.get_inputs()
+    feeds = {inp.name: np.random.default_rng(0).standard_normal(inp.shape).astype(np.float32)}
+    want = single.run(None, feeds)[0]
+    for s in (multi, v2):
+        np.testing.assert_array_equal(s.run(None, feeds)[0], want)
+    times = alternate({"v1_single": lambda: single.run(None, feeds), "v1_multi": lambda: multi.run(None, feeds),
+                       "v2_multi": lambda: v2.run(None, feeds)}, rounds=20)
+    info = record(benchmark, times, base="v1_single")
+    benchmark.extra_info.update(streams=multi.plan.num_streams, events=len(multi.plan.events))
+    print(f"\n{name} ({multi.plan.num_streams} streams, {len(multi.plan.events)} events): {info}")
+    benchmark.group = f"multi-stream {name}: v1 single / v1 multi / v2 multi"
+    benchmark.pedantic(multi.run, (None, feeds), rounds=5, iterations=1)
 
 
 def test_per_node_overhead_chain_1000(benchmark):

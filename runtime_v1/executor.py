@@ -11,20 +11,26 @@ Per run (no per-node host work): reset the base table, patch the I/O slots — a
 dtype and size that is C-contiguous and aligned for its dtype becomes its slot (zero copy), otherwise it is
 copied into the arena's slot; an output is computed straight into the caller's bound array (zero copy)
 or into a fresh array — then run each stream's program and copy out only outputs that alias an input or a
-constant. Counters: `stats()`.
+constant. Counters: `stats()`. A single-stream plan runs on the calling thread; a multi-stream plan runs
+through the instance's `Streams` (one persistent worker thread per extra stream, native event flags).
 """
 from __future__ import annotations
 
+import os
 import threading
+import time
+import weakref
 from typing import NamedTuple
 
 import numpy as np
 
 from ge.errors import ExecutionError, GEError, InputError
+from ge.pool import InstancePool
 from ge.plan import Plan
 
+from . import native
 from .model import FEATURE_MAP, IO0, NATIVE, Model
-from .native import interpret
+from .native import ABORTED, RECORD, interpret, interpret_sync
 
 ALIGN = 512
 BIND, COPY = 0, 1
@@ -57,10 +63,10 @@ def _addr(a: np.ndarray) -> int:
 
 
 class Instance:
-    def __init__(self, model: Model, weights: np.ndarray | None, device=None):
+    def __init__(self, model: Model, weights: np.ndarray | None, device=None, feature_map=None):
         seg = model.segments
         w = -(-seg["weights"] // ALIGN) * ALIGN if weights is None else 0
-        f = -(-seg["feature_map"] // ALIGN) * ALIGN
+        f = -(-model.feature_bytes // ALIGN) * ALIGN if feature_map is None else 0  # else: the caller's
         total = w + f + max(seg["io"], 1)
         self.arena, self._release = _aligned_empty(total, device)
         if weights is None:  # the first instance: copy the weights in once
@@ -70,13 +76,17 @@ class Instance:
                 b = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
                 weights[off:off + b.size] = b
         self.weights = weights
-        self.fm = self.arena[w:w + f]
+        self.fm = self.arena[w:w + f] if feature_map is None else feature_map
         self.io = self.arena[w + f:]
         self.seg = [self.weights, self.fm, model.args, None]  # slot STATUS holds no buffer
         self.seg += [self.io[s.offset:s.offset + s.nbytes] for s in model.io]
         self.defaults = np.array([0 if a is None else _addr(a) for a in self.seg], np.int64)
-        self.bases = self.defaults.copy()
+        # one base table per stream (a thunk reports a failure in its own table's STATUS slot); row 0 is
+        # `bases`, the others are copied from it per run
+        self.rows = np.tile(self.defaults, (len(model.streams), 1))
+        self.bases = self.rows[0]
         self.model = model
+        self.streams = Streams(self) if len(model.streams) > 1 else None
         self.fallback = [self._bind_fallback(st) for st in model.streams]
         self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "zero_copy_outputs",
                                        "fresh_outputs", "copied_outputs", "runs"), 0)
@@ -102,9 +112,150 @@ class Instance:
         return task.node.launch.fn, args + list(task.node.launch.args), tuple(patches)
 
     def close(self) -> None:
+        if self.streams is not None:
+            self.streams.close()
         if self._release is not None:
             self._release()
             self._release = None
+
+
+class Streams:
+    """The stream threads of one instance of a multi-stream plan (native.py: flags, waits, wake-ups).
+
+    A run: 1. bump the generation, clear ABORT, `release` every parked worker with one futex bump;
+    2. the calling thread runs stream 0 while worker k runs stream k, each its program (native rows with
+    event ops, fallback calls between them); 3. `join`: wait until every worker arrived; 4. raise the
+    error of the earliest failing node, if any. A failing stream sets ABORT first, so waits on events it
+    would have recorded give up instead of hanging. Workers start at the first run and stop at close.
+    """
+
+    def __init__(self, inst: Instance):
+        self.inst, self.model = inst, inst.model
+        self.n_events = len(self.model.events)
+        self.errors: list = []
+        self.keep, self.tracer = None, None
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """New flags, no workers yet (at creation, and in a forked child, which inherits no threads)."""
+        self.ctrl = native.new_ctrl(self.n_events)
+        self.generation = 0
+        self.workers: list[threading.Thread] = []
+        self.pid = os.getpid()
+
+    def run(self, keep: dict, tracer=None) -> None:
+        n = len(self.model.streams)
+        if self.pid != os.getpid():  # a forked child: its parent's workers are not here to join
+            self._fresh()
+        if not self.workers and n > 1:
+            self._start(n)
+        self.generation += 1
+        self.ctrl[native.ABORT] = 0
+        self.errors, self.keep, self.tracer = [], keep, tracer
+        native.release(self.ctrl)
+        try:
+            self._stream(0)
+        finally:
+            native.join(self.ctrl, self.generation * (n - 1))
+            self.keep = self.tracer = None
+        if self.errors:
+            raise min(self.errors, key=lambda e: e[0])[1]
+
+    def _start(self, n: int) -> None:
+        for s in range(1, n):
+            t = threading.Thread(target=self._worker, args=(s, self.generation), daemon=True,
+                                 name=f"ge-v1-stream{self.model.streams[s].stream}")
+            t.start()
+            self.workers.append(t)
+
+    def _worker(self, s: int, generation: int) -> None:
+        while True:
+            generation += 1
+            if not native.park(self.ctrl, generation) or self.ctrl[native.STOP]:
+                return
+            try:
+                self._stream(s)
+            finally:
+                native.arrive(self.ctrl)
+
+    def _stream(self, s: int) -> None:
+        try:
+            failed = _program(self, s)
+        except BaseException as e:  # noqa: BLE001 - not a task's error (those come back as `failed`)
+            failed = (float("inf"), e)
+        if failed is not None:
+            native.abort(self.ctrl, self.n_events)
+            self.errors.append(failed)
+
+    def close(self) -> None:
+        """Stop the workers (between runs)."""
+        native.stop(self.ctrl)
+        for t in self.workers:
+            t.join(timeout=10)
+        self.workers = []
+
+
+def _program(sync: Streams, s: int):
+    """Run stream s's program once; None, or (node step, ExecutionError) of the task that failed."""
+    inst, m, ctrl, gen, tracer = sync.inst, sync.model, sync.ctrl, sync.generation, sync.tracer
+    st, calls, bases, keep = m.streams[s], inst.fallback[s], inst.rows[s], sync.keep
+    for kind, a, b in st.program:
+        if kind == NATIVE:
+            if tracer is None:
+                r = interpret_sync(st.addrs, st.ioffs, st.foffs, m.itab, m.ftab, bases, ctrl, gen, a, b)
+            else:
+                r = _traced_rows(sync, st, bases, a, b)
+            if r == ABORTED:
+                return None
+            if r >= 0:  # abort the other streams first, then re-run the task from Python for the message
+                native.abort(ctrl, sync.n_events)
+                node = st.native[r].node
+                try:
+                    _call(inst.bind_call(st.native[r]), inst, keep, node)
+                    _raise(node, "the kernel raised (native task; it did not raise when re-run)")
+                except ExecutionError as e:
+                    return node.step, e
+        else:
+            node = st.fallback[a].node
+            try:
+                t0 = time.perf_counter()
+                _call(calls[a], inst, keep, node)
+                if tracer is not None:
+                    _slice(tracer, st.stream, "kernel", node.name, t0)
+            except ExecutionError as e:
+                return node.step, e
+    return None
+
+
+def _traced_rows(sync: Streams, st, bases, a: int, b: int) -> int:
+    """Rows [a, b) one at a time, each a slice on the stream's track (event ops with their flow arrow)."""
+    m, tracer = sync.model, sync.tracer
+    for t in range(a, b):
+        t0 = time.perf_counter()
+        r = interpret_sync(st.addrs, st.ioffs, st.foffs, m.itab, m.ftab, bases, sync.ctrl, sync.generation,
+                           t, t + 1)
+        if r != native.DONE_OK:
+            return r
+        op, task = int(st.addrs[t]), st.native[t]
+        if task is not None:
+            _slice(tracer, st.stream, "kernel", task.node.name, t0)
+        else:
+            kind = "record" if op == RECORD else "wait"
+            e = int(st.ioffs[t])
+            _slice(tracer, st.stream, kind, f"{kind} e{e}", t0, (e, sync.generation))
+    return native.DONE_OK
+
+
+def _slice(tracer, stream: int, kind: str, name: str, t0: float, flow=None) -> None:
+    tracer.add_slice(stream, f"stream {stream}", kind, name, t0 - tracer.t0, time.perf_counter() - tracer.t0,
+                     flow)
+
+
+def _stop_streams(instances: list) -> None:
+    """The executor was collected without close(): its workers must not park forever."""
+    for inst in list(instances):
+        if inst.streams is not None:
+            inst.streams.close()
 
 
 class Executor:
@@ -112,20 +263,23 @@ class Executor:
 
     binds_outputs = True  # Session may pass bound outputs: {output position: array}
 
-    def __init__(self, plan: Plan, device=None):
+    def __init__(self, plan: Plan, device=None, *, weights=None, feature_map=None):
+        # weights / feature_map: the caller's buffers (gears.py: batch gears share them); an executor on a
+        # caller's feature map keeps one instance, since a second would write the same bytes
         self.plan = plan
         self.model = Model(plan)
         self.device = device
         opts = plan.options
         self.refreshable = bool(getattr(opts, "feature_base_refreshable", False))
-        self.max_instances = 1 if self.refreshable else getattr(opts, "executor_instances", 8)
-        first = Instance(self.model, None, device)
-        self._all, self._idle = [first], [first]
-        self._creating = 0  # instances being built count against the cap (else two threads overshoot it)
-        self._cond = threading.Condition()
-        self._closed = False
+        max_instances = 1 if self.refreshable or feature_map is not None else getattr(
+            opts, "executor_instances", 8)
+        first = Instance(self.model, weights, device, feature_map)  # more instances share its weights
+        self._instances = InstancePool(lambda: Instance(first.model, first.weights, device), max_instances,
+                                       Instance.close, first)
         self._inputs = {t: (self.model.io_slot[t].slot, _spec(plan.tensors[t])) for t in plan.inputs}
         self._outputs = self._output_plan()
+        if len(self.model.streams) > 1:
+            weakref.finalize(self, _stop_streams, self._instances.all)
 
     def _output_plan(self) -> tuple:
         """Per output position: (BIND, slot, spec) for the first output of a produced I/O block, else
@@ -143,48 +297,13 @@ class Executor:
                 out.append((COPY, slot, off, _spec(spec)))
         return tuple(out)
 
-    # -- pool --------------------------------------------------------------------------------------
-    def _checkout(self) -> Instance:
-        with self._cond:
-            while True:
-                if self._closed:
-                    raise GEError("the session is closed")
-                if self._idle:
-                    return self._idle.pop()
-                if len(self._all) + self._creating < self.max_instances:
-                    self._creating += 1
-                    break
-                self._cond.wait()
-        try:
-            inst = Instance(self.model, self._all[0].weights, self.device)
-        finally:
-            with self._cond:
-                self._creating -= 1
-                self._cond.notify()
-        with self._cond:
-            self._all.append(inst)
-        return inst
-
-    def _checkin(self, inst: Instance) -> None:
-        with self._cond:
-            if self._closed:
-                inst.close()
-            else:
-                self._idle.append(inst)
-            self._cond.notify()
-
     def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            for inst in self._idle:
-                inst.close()
-            self._idle = []
-            self._cond.notify_all()
+        self._instances.close()
 
     # -- feature-map base refresh --------------------------------------------------------------
     @property
     def feature_memory_size(self) -> int:
-        return self.model.segments["feature_map"]
+        return self.model.feature_bytes
 
     def update_feature_memory_base(self, buf: np.ndarray) -> None:
         """Re-bind the feature-map segment to `buf` (C-contiguous, >= feature_memory_size bytes) for the
@@ -195,24 +314,24 @@ class Executor:
         if not isinstance(buf, np.ndarray) or not buf.flags.c_contiguous or buf.nbytes < self.feature_memory_size:
             raise InputError(f"feature memory must be a C-contiguous array of at least "
                              f"{self.feature_memory_size} bytes")
-        inst = self._checkout()
-        try:
+        with self._instances.lease() as inst:
             inst.rebind_feature_map(buf.reshape(-1).view(np.uint8))
-        finally:
-            self._checkin(inst)
 
     # -- running -----------------------------------------------------------------------------------
     def run(self, feeds: dict, outputs: dict | None = None) -> list[np.ndarray]:
         """feeds {input tensor index: array}; outputs {output position: array} computed in place."""
-        inst = self._checkout()
-        try:
+        with self._instances.lease() as inst:
             return self._run(inst, feeds, outputs or {})
-        finally:
-            self._checkin(inst)
 
     execute = run  # GE's name (DavinciModel::NnExecute)
 
-    def _run(self, inst: Instance, feeds: dict, bound_out: dict) -> list[np.ndarray]:
+    def run_traced(self, feeds: dict, tracer) -> list[np.ndarray]:
+        """One run recording every task and event op as a slice on `tracer` (ge.npu.Tracer), one track per
+        stream, rows stepped one at a time (slower; for profiles and overlap evidence)."""
+        with self._instances.lease() as inst:
+            return self._run(inst, feeds, {}, tracer)
+
+    def _run(self, inst: Instance, feeds: dict, bound_out: dict, tracer=None) -> list[np.ndarray]:
         bases, c = inst.bases, inst.counters
         bases[:] = inst.defaults
         keep = {}  # slot -> the array bound there this run (also keeps it alive)
@@ -244,8 +363,15 @@ class Executor:
             bases[o[1]] = _addr(buf)
             keep[o[1]] = buf
             results[k] = buf
-        for st, calls in zip(self.model.streams, inst.fallback):
-            self._stream(st, calls, inst, keep)
+        m = self.model  # the atomic outputs start clean (GE's centralized AtomicAddrClean)
+        inst.fm[m.atomic_at:m.feature_bytes] = 0
+        for slot in m.atomic_io:
+            (keep[slot].reshape(-1).view(np.uint8) if slot in keep else inst.seg[slot])[:] = 0
+        if inst.streams is not None or tracer is not None:
+            inst.rows[1:] = bases
+            (inst.streams or Streams(inst)).run(keep, tracer)
+        else:  # one stream: on the calling thread, no events
+            self._stream(self.model.streams[0], inst.fallback[0], inst, keep)
         for k, o in enumerate(self._outputs):
             if o[0] == COPY:
                 _, slot, off, spec = o
@@ -273,15 +399,17 @@ class Executor:
 
     # -- stats -------------------------------------------------------------------------------------
     def stats(self) -> dict:
-        """Binding counters summed over instances, and the native/fallback split."""
-        with self._cond:
-            out = dict.fromkeys(self._all[0].counters, 0)
-            for inst in self._all:
+        """Binding counters summed over instances, the native/fallback split, streams and events."""
+        pool = self._instances
+        with pool.cond:
+            out = dict.fromkeys(pool.all[0].counters, 0)
+            for inst in pool.all:
                 for key, v in inst.counters.items():
                     out[key] += v
-            out["instances"] = len(self._all)
+            out["instances"] = len(pool.all)
         m = self.model
-        out.update(native_tasks=m.native_tasks, fallback_tasks=m.fallback_tasks, load_seconds=m.load_seconds)
+        out.update(native_tasks=m.native_tasks, fallback_tasks=m.fallback_tasks, load_seconds=m.load_seconds,
+                   streams=len(m.streams), events=len(m.events))  # tables run in parallel, event pairs in them
         return out
 
 

@@ -25,9 +25,11 @@ import threading
 
 import numpy as np
 
-from ge.errors import GEError, InputError
+from ge.errors import InputError
+from ge.pool import InstancePool
 
 from .executor import Executor, _aligned_empty
+from .model import feature_bytes
 
 
 class _Weights:
@@ -92,16 +94,15 @@ class GearedExecutor:
         self._images: list[_Weights] = []
         self._weights = {g: self._image_for(p) for g, p in plans.items()}
         # Step 2: one feature map of the largest size serves every gear
-        self.fm_bytes_per_gear = {g: int(p.memory.segments["feature_map"]) for g, p in plans.items()}
+        self.fm_bytes_per_gear = {g: feature_bytes(p) for g, p in plans.items()}
         self._fm_bytes = max(self.fm_bytes_per_gear.values())
         # Step 3: the pool of sets
         opts = self.plan.options
-        self.max_sets = 1 if opts.feature_base_refreshable else opts.executor_instances
-        first = _Set(plans, self._weights, self._fm_bytes, device)
         self._plans = plans
-        self._sets, self._idle, self._creating = [first], [first], 0
-        self._cond = threading.Condition()
-        self._closed = False
+        self._sets = InstancePool(lambda: _Set(plans, self._weights, self._fm_bytes, device),
+                                  1 if opts.feature_base_refreshable else opts.executor_instances,
+                                  self._close_set, _Set(plans, self._weights, self._fm_bytes, device))
+        self._count = threading.Lock()
         self._gear_runs = dict.fromkeys(self.gears, 0)
         self._padded_runs = 0
 
@@ -113,50 +114,14 @@ class GearedExecutor:
         self._images.append(img)
         return img
 
-    # -- pool (as Executor's instance pool) ----------------------------------------------------------
-    def _checkout(self) -> _Set:
-        with self._cond:
-            while True:
-                if self._closed:
-                    raise GEError("the session is closed")
-                if self._idle:
-                    return self._idle.pop()
-                if len(self._sets) + self._creating < self.max_sets:
-                    self._creating += 1
-                    break
-                self._cond.wait()
-        try:
-            s = _Set(self._plans, self._weights, self._fm_bytes, self.device)
-        finally:
-            with self._cond:
-                self._creating -= 1
-                self._cond.notify()
-        with self._cond:
-            self._sets.append(s)
-        return s
-
-    def _checkin(self, s: _Set) -> None:
-        with self._cond:
-            if self._closed:
-                self._close_set(s)
-            else:
-                self._idle.append(s)
-            self._cond.notify()
-
     def _close_set(self, s: _Set) -> None:
         s.close()
-        self._sets.remove(s)
-        if not self._sets:  # the last user of the weights is gone
+        if not self._sets.all:  # the last user of the weights is gone
             for img in self._images:
                 img.close()
 
     def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            for s in self._idle:
-                self._close_set(s)
-            self._idle = []
-            self._cond.notify_all()
+        self._sets.close()
 
     # -- running -------------------------------------------------------------------------------------
     def run(self, feeds: dict, outputs: dict | None = None) -> list[np.ndarray]:
@@ -169,11 +134,8 @@ class GearedExecutor:
         gear = self.gears[k]
         plan = self._plans[gear]
         gear_feeds = {plan.inputs[i]: _pad(feeds[t.index], gear) for i, t in enumerate(self._inputs)}
-        s = self._checkout()
-        try:
+        with self._sets.lease() as s:
             results = s.executors[gear].run(gear_feeds, outputs if batch == gear else None)
-        finally:
-            self._checkin(s)
         if batch != gear:
             results = [r[:batch] if b else r for r, b in zip(results, self._batched)]
             for pos, buf in (outputs or {}).items():
@@ -182,7 +144,7 @@ class GearedExecutor:
                         and buf.flags.writeable:
                     np.copyto(buf, r)
                     results[pos] = buf
-        with self._cond:
+        with self._count:
             self._gear_runs[gear] += 1
             self._padded_runs += batch != gear
         return results
@@ -213,26 +175,22 @@ class GearedExecutor:
 
     def update_feature_memory_base(self, buf: np.ndarray) -> None:
         """Re-bind the feature map every gear shares to the caller's buffer (>= feature_memory_size)."""
-        s = self._checkout()
-        try:
+        with self._sets.lease() as s:
             for ex in s.executors.values():
                 ex.update_feature_memory_base(buf)
-        finally:
-            self._checkin(s)
 
     # -- stats ---------------------------------------------------------------------------------------
     @property
     def feature_map_bytes(self) -> int:
         """Feature-map bytes held: one buffer of the largest gear's size per set (not one per gear)."""
-        with self._cond:
-            return len(self._sets) * self._fm_bytes
+        return len(self._sets.all) * self._fm_bytes
 
     def stats(self) -> dict:
         """Runs per gear, padded runs, sets, feature-map and weight bytes (shared vs per gear)."""
-        with self._cond:
+        with self._count:
             out = {"runs": sum(self._gear_runs.values()), "gear_runs": dict(self._gear_runs),
-                   "padded_runs": self._padded_runs, "sets": len(self._sets),
-                   "feature_map_bytes": len(self._sets) * self._fm_bytes}
+                   "padded_runs": self._padded_runs, "sets": len(self._sets.all),
+                   "feature_map_bytes": len(self._sets.all) * self._fm_bytes}
         out.update(feature_map_bytes_per_gear=dict(self.fm_bytes_per_gear),
                    weight_copies=len(self._images), weights_bytes=sum(i.nbytes for i in self._images))
         return out

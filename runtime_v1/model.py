@@ -3,19 +3,25 @@
 `load(plan, device)` does all the work up front:
   1. Refuse dynamic plans (runtime v2 runs those) and plans without a static memory plan.
   2. Base slots: every buffer argument is (base slot, byte offset). Slot 0 = weights, 1 = feature map
-     (workspaces included), 2 = the static array arguments of all launches, 3 = the error status (not a
-     buffer: native.STATUS), 4 + k = the k-th I/O block (a graph input, or a produced graph output with
-     its aliases). Per run only the I/O slots are patched: a user array becomes the slot (zero copy), so
-     the task tables never change after load; a re-bound feature map (executor.py) is one slot too.
-  3. Tasks: one per launched node (alias nodes give none), in plan order, grouped per stream
-     (`node.stream`). A task is native when its launch has a table encoding and its thunk compiles
+     (workspaces included; then the atomic region, which a run zeroes first), 2 = the static array
+     arguments of all launches, 3 = the error status (not a buffer: native.STATUS), 4 + k = the k-th I/O
+     block (a graph input, or a produced graph output with its aliases). Per run only the I/O slots are
+     patched: a user array becomes the slot (zero copy), so the task tables never change after load; a
+     re-bound feature map (executor.py) is one slot too.
+  3. Tasks: one per launched node (alias nodes and no-task Concats give none), in plan order, grouped per
+     stream (`node.stream`). A task is native when its launch has a table encoding and its thunk compiles
      (thunks.py); otherwise it is a fallback task: the kernel called from Python with views bound at load.
   4. Tables per stream: thunk address, int-row offset, float-row offset per native task; one int table and
      one float table for all; a program per stream alternates native runs [start, stop) and fallback calls.
+     Multi-stream: a stream's rows follow its nodes in plan order, and per node its waits, its task, its
+     records: the plan's events become RECORD / WAIT rows (native.py) on their streams. A node without a
+     task (an alias) keeps its events in that sequence, so a record lands after the last task at or before
+     it, a wait before the first task at or after it, and a record never moves ahead of an earlier wait.
+     Event rows sit inside native runs, so they are honoured around fallback calls too.
   5. Weights are copied once, into the first instance's arena (executor.py: weights | feature_map | io).
-Switch for bisecting: GE_V1_FALLBACK=all (or a comma list of op types) puts those tasks on the fallback.
-Multi-stream: each stream has its own tables and program; until cross-stream events are wired, a plan
-with several streams runs its tasks in plan order as one list (correct, not parallel).
+Switches: GE_V1_FALLBACK=all (or a comma list of op types) puts those tasks on the fallback, for bisecting;
+GE_V1_STREAMS=0 builds one list in plan order (no events, no threads) for a multi-stream plan, as do hosts
+without a way to wait natively (native.AVAILABLE). One stream builds exactly one table and no event rows.
 """
 from __future__ import annotations
 
@@ -28,8 +34,8 @@ import numpy as np
 from ge.errors import GEError
 from ge.plan import Plan, PlanNode
 
-from . import thunks
-from .native import STATUS
+from . import native, thunks
+from .native import RECORD, STATUS, WAIT
 from .thunks import BUF, Signature, ThunkError
 
 WEIGHTS, FEATURE_MAP, ARGS = 0, 1, 2
@@ -57,7 +63,11 @@ class StreamTables:
     foffs: np.ndarray
     program: tuple          # ((NATIVE, start, stop) | (FALLBACK, task index, 0), ...)
     fallback: tuple         # Task per fallback index
-    native: tuple           # Task per native index (for error reports)
+    native: tuple           # per row: its Task (for error reports), None for an event op
+
+    def event_ops(self) -> list[tuple[int, int]]:
+        """[(native.RECORD | native.WAIT, event id)] in row order."""
+        return [(int(a), int(e)) for a, e in zip(self.addrs, self.ioffs) if a < 0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +93,9 @@ class Model:
         _check_static(plan)
         mem = plan.memory
         self.segments = {k: int(v) for k, v in mem.segments.items()}
+        # the feature-map slot holds the feature map, then the atomic region (zeroed per run)
+        self.atomic_at = _align(self.segments["feature_map"])
+        self.feature_bytes = feature_bytes(plan)
         # Step 2: base slots
         index = {t.name: t.index for t in plan.tensors}
         self.root = [index[m.alias_of] if m.alias_of else m.index for m in mem.tensors]
@@ -91,10 +104,13 @@ class Model:
                         for k, r in enumerate(io_roots))
         self.io_slot = {s.tensor: s for s in self.io}
         self.n_slots = IO0 + len(self.io)
+        self.atomic_io = tuple(sorted({self.io_slot[self.root[n.outputs[k]]].slot for n in plan.nodes
+                                       if n.launch is not None and not n.no_task for k in n.launch.atomic
+                                       if mem.tensors[n.outputs[k]].segment == "io"}))
         # Step 3: tasks, argument pool
         self._pool: list[tuple[int, bytes]] = []
         self._pool_bytes = 0
-        self.tasks = [self._task(n) for n in plan.nodes if n.launch is not None]
+        self.tasks = [self._task(n) for n in plan.nodes if n.launch is not None and not n.no_task]
         self.args = np.zeros(max(self._pool_bytes, 1), np.uint8)
         for off, chunk in self._pool:
             self.args[off:off + len(chunk)] = np.frombuffer(chunk, np.uint8)
@@ -111,6 +127,8 @@ class Model:
             return WEIGHTS, m.offset
         if m.segment == "feature_map":
             return FEATURE_MAP, m.offset
+        if m.segment == "atomic":
+            return FEATURE_MAP, self.atomic_at + m.offset
         if m.segment == "io":
             return self.io_slot[self.root[t]].slot, 0
         raise GEError(f"tensor '{m.name}' has no static placement ({m.segment}); runtime_v1 needs a static plan")
@@ -183,42 +201,71 @@ class Model:
         return addr
 
     def _tables(self, addr: dict) -> tuple[StreamTables, ...]:
-        groups: dict[int, list[Task]] = {}
-        for task in self.tasks:
-            groups.setdefault(task.node.stream, []).append(task)
-        if len(groups) > 1:  # no cross-stream events yet: one list in plan order
-            groups = {0: list(self.tasks)}
-        irows, frows = [], []
-        n_i = n_f = 0
-        tables = []
-        for stream, tasks in sorted(groups.items()):
-            addrs, ioffs, foffs, program, fallback, native = [], [], [], [], [], []
-            for task in tasks:
-                if task.sig is None:
-                    program.append((FALLBACK, len(fallback), 0))
-                    fallback.append(task)
-                    continue
-                wi, wf = thunks.widths(task.kinds)
+        """Step 4: per stream, its nodes in plan order; rows are its tasks and event ops (multi-stream)."""
+        streams = sorted({n.stream for n in self.plan.nodes})
+        one_list = len(streams) < 2 or os.environ.get("GE_V1_STREAMS") == "0" or not native.AVAILABLE
+        task_of = {t.node.step: t for t in self.tasks}
+        if one_list:  # one stream (or the switch): every task in plan order, no events
+            self.events = ()
+            rows = {0: [task_of[n.step] for n in self.plan.nodes if n.step in task_of]}
+        else:
+            self.events = tuple(self.plan.events)
+            rows = {s: self._stream_rows(s, task_of) for s in streams}
+        self._irows, self._frows, self._n_i, self._n_f = [], [], 0, 0
+        tables = tuple(self._stream_table(s, rows[s], addr) for s in sorted(rows))
+        self.itab = np.concatenate(self._irows + [np.zeros(1, np.int64)])
+        self.ftab = np.concatenate(self._frows + [np.zeros(1, np.float64)])
+        del self._irows, self._frows
+        return tables
+
+    def _stream_rows(self, stream: int, task_of: dict) -> list:
+        """A stream's rows in plan order: per node, its waits, its task (none for an alias), its records.
+        Events of a task-less node stay in sequence, so a record is after the last task at or before its
+        node and a wait before the first task at or after it, and no record moves before an earlier wait."""
+        waits, records = {}, {}
+        for e in self.events:
+            waits.setdefault(e.wait_before, []).append((WAIT, e.id))
+            records.setdefault(e.record_after, []).append((RECORD, e.id))
+        rows = []
+        for n in self.plan.nodes:
+            if n.stream != stream:
+                continue
+            rows += waits.get(n.step, [])
+            if n.step in task_of:
+                rows.append(task_of[n.step])
+            rows += records.get(n.step, [])
+        return rows
+
+    def _stream_table(self, stream: int, rows: list, addr: dict) -> StreamTables:
+        addrs, ioffs, foffs, program, fallback, native_rows = [], [], [], [], [], []
+        for row in rows:
+            if isinstance(row, Task) and row.sig is None:
+                program.append((FALLBACK, len(fallback), 0))
+                fallback.append(row)
+                continue
+            if isinstance(row, Task):
+                wi, wf = thunks.widths(row.kinds)
                 irow, frow = np.zeros(wi, np.int64), np.zeros(wf, np.float64)
-                thunks.encode(task.kinds, task.values, irow, frow)
-                addrs.append(addr[task.sig])
-                native.append(task)
-                ioffs.append(n_i)
-                foffs.append(n_f)
-                irows.append(irow)
-                frows.append(frow)
-                n_i, n_f = n_i + wi, n_f + wf
-                k = len(addrs)
-                if program and program[-1][0] == NATIVE:
-                    program[-1] = (NATIVE, program[-1][1], k)
-                else:
-                    program.append((NATIVE, k - 1, k))
-            tables.append(StreamTables(stream, np.array(addrs, np.int64), np.array(ioffs, np.int64),
-                                       np.array(foffs, np.int64), tuple(program), tuple(fallback),
-                                       tuple(native)))
-        self.itab = np.concatenate(irows + [np.zeros(1, np.int64)])
-        self.ftab = np.concatenate(frows + [np.zeros(1, np.float64)])
-        return tuple(tables)
+                thunks.encode(row.kinds, row.values, irow, frow)
+                addrs.append(addr[row.sig])
+                ioffs.append(self._n_i)
+                foffs.append(self._n_f)
+                self._irows.append(irow)
+                self._frows.append(frow)
+                self._n_i, self._n_f = self._n_i + wi, self._n_f + wf
+                native_rows.append(row)
+            else:  # (RECORD | WAIT, event id)
+                addrs.append(row[0])
+                ioffs.append(row[1])
+                foffs.append(0)
+                native_rows.append(None)
+            k = len(addrs)
+            if program and program[-1][0] == NATIVE:
+                program[-1] = (NATIVE, program[-1][1], k)
+            else:
+                program.append((NATIVE, k - 1, k))
+        return StreamTables(stream, np.array(addrs, np.int64), np.array(ioffs, np.int64),
+                            np.array(foffs, np.int64), tuple(program), tuple(fallback), tuple(native_rows))
 
     # -- introspection ---------------------------------------------------------------------------
     @property
@@ -232,6 +279,16 @@ class Model:
     def fallback_reasons(self) -> dict[str, str]:
         """{node name: why it is not native}."""
         return {t.node.name: t.reason for t in self.tasks if t.sig is None}
+
+
+def _align(n: int) -> int:
+    return -(-int(n) // 512) * 512
+
+
+def feature_bytes(plan: Plan) -> int:
+    """Bytes of the feature-map slot: the feature map (workspaces included), then the atomic region."""
+    seg = plan.memory.segments
+    return _align(seg["feature_map"]) + int(seg.get("atomic", 0))
 
 
 def _check_static(plan: Plan) -> None:

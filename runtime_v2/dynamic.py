@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ge.errors import ShapeError
-from ge.kernels.registry import KernelContext, TensorSpec
+from ge.kernels.registry import KernelContext, TensorSpec, cleaning
 from ge.plan import Plan
 
 from .lowering import HOST, Step, passed_inputs
@@ -95,7 +95,8 @@ class DynamicNode:
         else:
             sizes = tuple((s.size, s.dtype, s.nbytes) for s in ctx.outputs)
             ws = tuple((w.size, w.dtype, w.nbytes) for w in launch.workspaces)
-            hit = (out_shapes, launch.fn, passed_inputs(node, launch), sizes, ws, launch.args, -1)
+            ins = passed_inputs(node, launch)
+            hit = (out_shapes, cleaning(launch, len(ins)), ins, sizes, ws, launch.args, -1)
         if len(self.cache) >= MAX_CACHED:
             self.cache.clear()
         self.cache[key] = hit

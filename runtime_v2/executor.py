@@ -19,12 +19,12 @@ so streams overlap on real cores. Any other plan, or a budget of one thread, run
 """
 from __future__ import annotations
 
-import threading
 import weakref
 
 import numpy as np
 
 from ge.errors import DeviceMemoryError, ExecutionError, GEError
+from ge.pool import InstancePool
 
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .dynamic import DynamicNode
@@ -106,14 +106,12 @@ class Executor:
         self._outputs = tuple((t, t in self.lowered.copy_out) for t in plan.outputs)
         self._shared = ThreadSafeScalableAllocator(self.device, on_oom=_weak(self._recycle_idle)) \
             if shared_allocator else None
-        self._idle: list[Instance] = []
-        self._all: list[Instance] = []     # every instance alive (idle or running): for stats
-        self._creating = 0                 # instances being created (they count against the cap)
-        self._cond = threading.Condition()
-        self._closed = False
         self.stream_threads = self._stream_threads()
         self.programs = build_programs(plan, self.stream_threads) if self.stream_threads > 1 else None
-        weakref.finalize(self, _close_runners, self._all)
+        me, device, shared = weakref.ref(self), self.device, self._shared is not None  # no pool <-> self cycle
+        self._instances = InstancePool(lambda: me()._new_instance(), self.max_instances,
+                                       lambda inst: inst.release(device, shared))
+        weakref.finalize(self, _close_runners, self._instances.all)
 
     def _stream_threads(self) -> int:
         """Threads for the plan's streams (1: the plan runs in plan order on the calling thread)."""
@@ -124,51 +122,12 @@ class Executor:
         return thread_count(self.plan)
 
     # -- instances ------------------------------------------------------------------------------
-    def _checkout(self) -> Instance:
-        with self._cond:
-            while True:
-                if self._closed:
-                    raise GEError("the session is closed")
-                if self._idle:
-                    return self._idle.pop()
-                if len(self._all) + self._creating < self.max_instances:
-                    self._creating += 1
-                    break
-                self._cond.wait()
-        try:
-            alloc = self._shared or ScalableAllocator(self.device, on_oom=_weak(self._recycle_idle))
-            inst = Instance(self, alloc)
-        except BaseException as e:
-            with self._cond:
-                self._creating -= 1
-                if not (isinstance(e, GEError) and self._all):
-                    raise
-                while not self._idle and not self._closed:  # the device is full of busy instances:
-                    self._cond.wait()                        # wait for one of them
-            return self._checkout()
-        with self._cond:
-            self._creating -= 1
-            self._all.append(inst)
-        return inst
-
-    def _checkin(self, inst: Instance) -> None:
-        with self._cond:
-            if self._closed:
-                self._drop(inst)
-            else:
-                self._idle.append(inst)
-            self._cond.notify()
-
-    def _drop(self, inst: Instance) -> None:
-        self._all.remove(inst)
-        inst.release(self.device, self._shared is not None)
+    def _new_instance(self) -> Instance:
+        return Instance(self, self._shared or ScalableAllocator(self.device, on_oom=_weak(self._recycle_idle)))
 
     def _recycle_idle(self) -> None:
         """Out of device memory: idle instances give back their cached spans and arenas."""
-        with self._cond:
-            idle, self._idle = self._idle, []
-            for inst in idle:
-                self._drop(inst)
+        self._instances.drop_idle()
 
     def empty_cache(self) -> None:
         """Release every cached span and idle arena to the device."""
@@ -177,12 +136,7 @@ class Executor:
             self._shared.empty_cache()
 
     def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            idle, self._idle = self._idle, []
-            for inst in idle:
-                self._drop(inst)
-            self._cond.notify_all()
+        self._instances.close()
         if self._shared is not None:
             self._shared.empty_cache()
 
@@ -194,17 +148,13 @@ class Executor:
 
         `outputs` {output position: array}: an output computed into its own buffer (not a view of
         another tensor) is written straight into that array when dtype and size fit (zero copy)."""
-        inst = self._checkout()
-        try:
+        with self._instances.lease() as inst:
             return self._run(inst, feeds, outputs)
-        finally:
-            self._checkin(inst)
 
     def run_traced(self, feeds: dict[int, np.ndarray], tracer) -> list[np.ndarray]:
         """One run recording each step's slice and each event on `tracer` (ge.npu.Tracer): one track per
         stream. A single-stream plan is traced on one host thread; it must be static (no dynamic step)."""
-        inst = self._checkout()
-        try:
+        with self._instances.lease() as inst:
             runner = inst.runner
             if runner is None:
                 if not self._stream_threads_possible():
@@ -216,8 +166,6 @@ class Executor:
                 shapes[t] = a.shape
             labels = [(n.stream, n.name) for n in self.plan.nodes]
             return self._run_streams(inst, bufs, shapes, None, runner, tracer, labels)
-        finally:
-            self._checkin(inst)
 
     def _stream_threads_possible(self) -> bool:
         return not any(s.kind == DYNAMIC or any(o.place == ALLOC for o in s.outs) for s in self.lowered.steps)
@@ -318,19 +266,20 @@ class Executor:
     @property
     def _pool(self) -> list[Instance]:
         """The idle instances (the name earlier tests know the arena pool by)."""
-        return self._idle
+        return self._instances.idle
 
     # -- stats ------------------------------------------------------------------------------------
     def allocator_stats(self) -> dict:
-        with self._cond:
-            allocs = [self._shared] if self._shared is not None else [i.alloc for i in self._all]
+        pool = self._instances
+        with pool.cond:
+            allocs = [self._shared] if self._shared is not None else [i.alloc for i in pool.all]
             dyn: dict = {}
             for a in allocs:
                 for key, v in a.stats.as_dict().items():
                     dyn[key] = dyn.get(key, 0) + v
             return {"capacity": self.device.capacity, "device_in_use": self.device.in_use,
                     "device_peak": self.device.peak, "arena_bytes": self.arena_bytes,
-                    "instances": len(self._all), "idle_instances": len(self._idle),
+                    "instances": len(pool.all), "idle_instances": len(pool.idle),
                     "stream_threads": self.stream_threads,
                     "shared_allocator": self._shared is not None, "dynamic": dyn}
 

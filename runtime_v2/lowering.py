@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ge.kernels.registry import Launch
+from ge.kernels.registry import Launch, cleaning
 from ge.plan import ACTIVATION, Plan, PlanNode
 
 BOUND, STATIC, ALIAS, DYNAMIC = 0, 1, 2, 3
@@ -130,5 +130,6 @@ def _step(plan: Plan, node: PlanNode, place, release) -> Step:
     for t in node.outputs:
         spec = plan.tensors[t]
         outs.append(OutSlot(t, place[t], spec.nbytes // spec.dtype.itemsize, spec.dtype, spec.nbytes))
-    kind = BOUND if all(o.place == ARENA for o in outs) else STATIC
-    return Step(node, kind, launch.fn, passed_inputs(node, launch), tuple(outs), launch.args, release)
+    kind = BOUND if all(o.place == ARENA for o in outs) else STATIC  # (atomic outputs are never ARENA)
+    ins = passed_inputs(node, launch)
+    return Step(node, kind, cleaning(launch, len(ins)), ins, tuple(outs), launch.args, release)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelLoadError
+from .onnx import MAX_PROTO_BYTES
 
 
 def _protos():
@@ -104,6 +105,9 @@ def load_graphdef(model):
         return _freeze_saved_model(path), str(path)
     if not path.is_file():
         raise ModelLoadError(f"model file '{path}' does not exist")
+    size = path.stat().st_size
+    if size > MAX_PROTO_BYTES:  # refused before reading: protobuf cannot parse it anyway
+        raise ModelLoadError(f"'{path}' is {size} bytes; a GraphDef protobuf is at most 2 GiB")
     return _parse(path.read_bytes(), str(path), text=path.suffix == ".pbtxt"), str(path)
 
 

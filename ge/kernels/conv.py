@@ -24,7 +24,8 @@ GEMMs are gemm.py's (no BLAS: see gemm.py for why). Bias, FusedConv's residual Z
 epilogue pass per output row (see epilogue.py).
 
 ConvTranspose is the adjoint: col[Mg*k, S_in] = W_g^T @ x_g (W_g read transposed through strides), then
-col2im scatters and adds col into the zeroed output, and the bias epilogue runs.
+col2im scatters and adds col into the output, zeroed beforehand by the runtime (an atomic output, as
+GE's scatter-add kernels: `Launch.atomic`), and the bias epilogue runs.
 """
 from __future__ import annotations
 
@@ -312,7 +313,8 @@ def _col2im(col, y, yo, M, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, 
 
 @njit(nogil=True, cache=True)
 def conv_transpose(x, w, b, y, col, geom, has_b):
-    """y = conv_transpose(x, w) + b; geom as conv's, with D H W the input's and OD OH OW the output's."""
+    """y += conv_transpose(x, w) + b into a zeroed y (an atomic output: the runtime cleans it, GE's
+    AtomicAddrClean); geom as conv's, with D H W the input's and OD OH OW the output's."""
     N, C, D, H, W = geom[0], geom[1], geom[2], geom[3], geom[4]
     M, OD, OH, OW = geom[5], geom[6], geom[7], geom[8]
     KD, KH, KW, sd, sh, sw = geom[9], geom[10], geom[11], geom[12], geom[13], geom[14]
@@ -324,7 +326,6 @@ def conv_transpose(x, w, b, y, col, geom, has_b):
             xo, yo = (n * C + g * Cg) * S_in, (n * M + g * Mg) * S
             # col[R, S_in] = w_g^T @ x_g, w_g[Cg, R] read transposed through its strides
             gemm_nn(w[g * Cg * R:(g + 1) * Cg * R], x[xo:xo + Cg * S_in], col, R, S_in, Cg, 1, R, False)
-            _zero(y, yo, Mg * S)
             _col2im(col, y, yo, Mg, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw)
             if has_b:
                 for m in range(Mg):
@@ -471,4 +472,4 @@ def _prepare_conv_transpose(ctx: KernelContext) -> Launch:
     ws = int(geom[5] // geom[21] * np.prod(geom[9:12]) * np.prod(geom[2:5]))  # Mg*k rows of S_in
     has_b = ctx.has(2)
     return Launch(conv_transpose, (geom, int(has_b)), (TensorSpec((ws,), ctx.inputs[0].dtype),),
-                  (0, 1, 2 if has_b else 1))
+                  (0, 1, 2 if has_b else 1), atomic=(0,))

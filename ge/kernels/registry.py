@@ -51,6 +51,9 @@ class Launch:
     args: tuple = ()
     workspaces: tuple[TensorSpec, ...] = ()
     inputs: tuple[int, ...] | None = None  # which node inputs are passed, in order; None: all present
+    # outputs the kernel accumulates into (GE's ATOMIC_ATTR_OUTPUT_INDEX): whoever runs it zeroes them first
+    # (the memory plan gives them the "atomic" segment, cleaned once per run, GE's atomicCleanPolicy 0)
+    atomic: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)
@@ -146,12 +149,28 @@ def run_kernel(kernel: OpKernel, ctx: KernelContext, arrays: list[np.ndarray | N
     return outs
 
 
+def cleaning(launch: Launch, n_inputs: int) -> Callable:
+    """launch.fn, or for a kernel with atomic outputs a call that zeroes them first (for runtimes that
+    allocate outputs per call: runtime_v2; runtime_v1 cleans its atomic segment once per run)."""
+    if not launch.atomic:
+        return launch.fn
+    fn, at = launch.fn, tuple(n_inputs + k for k in launch.atomic)
+
+    def clean_then_launch(*args):
+        for i in at:
+            args[i][:] = 0
+        fn(*args)
+    return clean_then_launch
+
+
 def call(launch: Launch, arrays: list, outs: list[np.ndarray]) -> None:
     """Call a launch on whole arrays (flattened here), allocating its workspaces."""
     picked = (launch.inputs if launch.inputs is not None
               else [i for i, a in enumerate(arrays) if a is not None])
     flat_in = [np.ascontiguousarray(arrays[i]).reshape(-1) for i in picked]
     ws = [np.empty(w.size, w.dtype) for w in launch.workspaces]
+    for k in launch.atomic:
+        outs[k][...] = 0
     launch.fn(*flat_in, *[o.reshape(-1) for o in outs], *ws, *launch.args)
 
 

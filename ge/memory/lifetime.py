@@ -15,7 +15,9 @@ Steps:
      `alias`) gets no placement, but its readers still extend the source's life: its output may be a view.
   2. Segments per symbol: constants -> weights; graph inputs and anything in a symbol that is a graph
      output -> io (own buffers, never reused: zero copy); symbolic shapes or outputs of dynamic nodes ->
-     dynamic (not planned statically, runtime_v2 allocates them); everything else -> feature_map.
+     dynamic (not planned statically, runtime_v2 allocates them); outputs a kernel accumulates into
+     (`Launch.atomic`) -> atomic (never reused, zeroed once per run: GE's atomic-clean region); everything
+     else -> feature_map.
      2b. With `inplace_memory`, a node's output may join the symbol of an input its kernel declares it may
      overwrite, when this node is that input's last reader (ORT's and GE's in-place reuse).
   3. Life of a feature-map symbol: begin = producer step; end = last step reading any member on the
@@ -51,7 +53,7 @@ from ..plan import CONST, INPUT
 
 ALIGN = 512
 NEVER = 2 ** 62  # the end of a life that never ends
-WEIGHTS, FEATURE_MAP, IO, DYNAMIC = "weights", "feature_map", "io", "dynamic"
+WEIGHTS, FEATURE_MAP, ATOMIC, IO, DYNAMIC = "weights", "feature_map", "atomic", "io", "dynamic"
 
 
 MAX_OP_NO_REUSE_MEM = 10
@@ -147,12 +149,14 @@ def _segments(plan, root):
     dynamic = {t for n in plan.nodes if n.is_dynamic for t in n.outputs if t >= 0}
     dynamic |= {t.index for t in plan.tensors if not t.is_static}
     io_roots = {root[t] for t in plan.outputs} | {root[t] for t in plan.inputs}
+    atomic = {n.outputs[k] for n in plan.nodes if n.launch is not None and not n.no_task
+              for k in n.launch.atomic if n.outputs[k] >= 0}
     seg = {}
     for t in plan.tensors:
         r = root[t.index]
         kind = plan.tensors[r].kind
         seg[t.index] = (WEIGHTS if kind == CONST else IO if kind == INPUT or r in io_roots
-                        else DYNAMIC if r in dynamic else FEATURE_MAP)
+                        else DYNAMIC if r in dynamic else ATOMIC if r in atomic else FEATURE_MAP)
     return seg
 
 

@@ -3,6 +3,8 @@
 Segments (each its own address space, offsets from 0):
 - weights:     constants, back to back, 512-aligned; never reused.
 - feature_map: activations and workspaces, reused across lifetimes (the arena runtimes allocate once).
+- atomic:      outputs a kernel accumulates into (Launch.atomic): never reused; runtimes zero the segment
+               once per run before anything runs (GE's centralized AtomicAddrClean, atomicCleanPolicy 0).
 - io:          graph inputs and outputs (zero copy: the user's buffers in GE); never reused; produced outputs
                first, then graph inputs by size ascending (GE's zero-copy layout).
 - dynamic:     not a segment: tensors with run-time shapes, allocated by runtime_v2 (offset None).
@@ -18,7 +20,7 @@ from typing import Mapping
 class TensorMemory:
     index: int
     name: str
-    segment: str              # weights | feature_map | io | dynamic
+    segment: str              # weights | feature_map | atomic | io | dynamic
     offset: int | None        # inside the segment; None for dynamic (and symbolic-shaped io)
     bytes: int | None         # the tensor's own bytes
     alias_of: str | None      # the tensor whose block this one is a view of

@@ -9,7 +9,8 @@ Steps:
      reused region in allocation order, never shared with any other request (GE's OP_NO_REUSE_MEM, §2.5).
      An alias node (Reshape...) has no request: listing it changes nothing, its output stays a view.
      The lower bound becomes the bound of the reused requests plus every no-reuse block.
-  3. Weights back to back; io blocks (produced outputs, then graph inputs by size ascending); 512-aligned.
+  3. Weights back to back; io blocks (produced outputs, then graph inputs by size ascending); atomic
+     outputs back to back (one region, so one clean zeroes them all); 512-aligned.
   4. Every tensor takes its symbol root's segment and offset; workspaces take their request's offset; an
      input of a no-task Concat (and its views) sits at the Concat output's offset plus its place in it.
   5. With verification on (Options.verify_passes / GE_VERIFY_PASSES=1) the independent checker runs.
@@ -23,7 +24,7 @@ from types import MappingProxyType
 
 from .block_assigner import Assignment
 from .hybrid import assign
-from .lifetime import DYNAMIC, FEATURE_MAP, IO, WEIGHTS, align, compute_lifetimes, live_lower_bound, \
+from .lifetime import ATOMIC, DYNAMIC, FEATURE_MAP, IO, WEIGHTS, align, compute_lifetimes, live_lower_bound, \
     no_reuse_bytes, no_reuse_steps
 from .memory_plan import MemoryPlan, MemoryStats, TensorMemory
 
@@ -65,6 +66,11 @@ def plan_memory(plan) -> MemoryPlan:
         offsets[t] = cursor
         cursor += align(plan.tensors[t].nbytes)
     io_bytes = cursor
+    cursor = 0
+    for t in sorted({life.root[t] for t, s in life.segment.items() if s == ATOMIC}):
+        offsets[t] = cursor
+        cursor += align(plan.tensors[t].nbytes)
+    atomic_bytes = cursor
     for key, (off, _) in fm.items():
         if key[0] == "tensor":
             offsets[key[1]] = off
@@ -87,7 +93,8 @@ def plan_memory(plan) -> MemoryPlan:
         if n.launch is not None else () for n in plan.nodes)
     stats = MemoryStats(winner.total, no_reuse_bytes(life.buffers), bound, winner.assigner,
                         MappingProxyType(totals), time.perf_counter() - t0)
-    segments = MappingProxyType({WEIGHTS: weights_bytes, FEATURE_MAP: winner.total, IO: io_bytes})
+    segments = MappingProxyType({WEIGHTS: weights_bytes, FEATURE_MAP: winner.total, ATOMIC: atomic_bytes,
+                                 IO: io_bytes})
     mp = MemoryPlan(tuple(tensors), workspaces, segments, stats)
     # Step 5
     if opts.verify_passes or os.environ.get("GE_VERIFY_PASSES") == "1":

@@ -61,7 +61,6 @@ def test_disable_reuse_memory_gives_every_request_its_own_block():
 def test_resnet50_reuse_saves_more_than_ge_claims():
     stats = plan("resnet50", "dfs").memory.stats
     assert stats.reduction >= 0.56  # GE's claim; measured 88.8%
-    assert stats.seconds < 1.0
 
 
 def test_verifier_catches_an_overlap():

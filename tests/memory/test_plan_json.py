@@ -27,7 +27,7 @@ def test_json_schema(plan):
     tensors = {t["name"]: t for t in d["tensors"]}
     for t in d["tensors"]:
         assert set(t) >= {"name", "bytes", "segment", "offset", "alias_of", "part_of"}
-        assert t["segment"] in ("weights", "feature_map", "io", "dynamic")
+        assert t["segment"] in ("weights", "feature_map", "atomic", "io", "dynamic")
         if t["segment"] != "dynamic":
             assert t["offset"] + t["bytes"] <= d["segments"][t["segment"]]
             assert t["offset"] % 512 == 0 or t["part_of"]  # a slice of a no-task Concat's output

@@ -37,4 +37,4 @@ def test_eight_threads_match_serial_runs():
     ex = sess._executor
     assert 1 <= ex.stats()["instances"] <= 4
     assert ex.stats()["runs"] == THREADS * (RUNS + 1)
-    assert all(inst.weights is ex._all[0].weights for inst in ex._all)  # one copy of the weights
+    assert all(inst.weights is ex._instances.all[0].weights for inst in ex._instances.all)  # one copy of the weights

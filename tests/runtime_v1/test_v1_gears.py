@@ -94,9 +94,9 @@ def test_feature_map_is_shared_and_weights_are_loaded_once(sess):
     per_gear = ex.stats()["feature_map_bytes_per_gear"]
     assert ex.stats()["sets"] == 1
     assert ex.stats()["feature_map_bytes"] == max(per_gear.values()) < sum(per_gear.values())
-    (s,) = ex._sets
+    (s,) = ex._sets.all
     for gear_ex in s.executors.values():  # every gear computes in the one buffer; its arena has none
-        (inst,) = gear_ex._all
+        (inst,) = gear_ex._instances.all
         assert inst.fm is s.fm
         assert not np.shares_memory(inst.arena, s.fm)
         assert inst.weights is ex._images[0].buf
@@ -220,7 +220,7 @@ def test_refreshable_feature_map_is_rebound_for_every_gear():
     ex = sess._executor
     buf = np.zeros(max(ex.feature_memory_size, 1), np.uint8)
     ex.update_feature_memory_base(buf)
-    assert all(np.shares_memory(e._all[0].fm, buf) for e in ex._sets[0].executors.values())
+    assert all(np.shares_memory(e._instances.all[0].fm, buf) for e in ex._sets.all[0].executors.values())
     f = feeds(3)
     for g, w in zip(sess.run(None, f), reference(f["x"], f["y"])):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -28,7 +28,7 @@ def test_aligned_input_is_bound_not_copied():
     st = ex.stats()
     assert (st["zero_copy_inputs"], st["copied_inputs"]) == (1, 0)
     slot = ex.model.io_slot[sess.plan.inputs[0]].slot
-    assert ex._all[0].bases[slot] == x.ctypes.data  # the kernels read the caller's array itself
+    assert ex._instances.all[0].bases[slot] == x.ctypes.data  # the kernels read the caller's array itself
     np.testing.assert_array_equal(z, x.reshape(-1))  # z aliases x: copied out, not a view of x
     assert not np.shares_memory(z, x)
 
@@ -78,6 +78,6 @@ def test_fresh_outputs_are_not_views_of_the_arena():
     np.testing.assert_array_equal(y1, keep[0])  # the second run did not overwrite the first's results
     np.testing.assert_array_equal(z1, keep[1])
     for a in (y1, z1, y2, z2):
-        for inst in ex._all:
+        for inst in ex._instances.all:
             assert not np.shares_memory(a, inst.arena)
     assert y1 is not y2

@@ -35,7 +35,7 @@ def test_alias_nodes_give_no_task_and_load_uses_the_device():
     dev = Device(1 << 20)
     ex = runtime_v1.load(plan, dev)
     assert len(ex.model.tasks) == sum(1 for n in plan.nodes if n.launch is not None) < len(plan.nodes)
-    assert np.shares_memory(ex._all[0].arena, dev.hbm)
+    assert np.shares_memory(ex._instances.all[0].arena, dev.hbm)
     x = np.ones((2, 8), np.float32)
     np.testing.assert_allclose(ex.run({plan.inputs[0]: x})[0], reference_mlp(x, inits), rtol=1e-5)
     ex.close()
@@ -71,7 +71,7 @@ def test_feature_base_refresh_two_sessions_share_one_scratch_buffer():
     for _ in range(3):
         np.testing.assert_array_equal(a.run(None, {"x": xa})[0], want_a)
         np.testing.assert_allclose(b.run(None, {"x": xb})[0], reference_mlp(xb, inits), rtol=1e-4, atol=1e-4)
-    assert a._executor._all[0].bases[runtime_v1.model.FEATURE_MAP] == scratch.ctypes.data
+    assert a._executor._instances.all[0].bases[runtime_v1.model.FEATURE_MAP] == scratch.ctypes.data
     fixed = ge.Session(model, runtime="v1")
     with pytest.raises(GEError, match="feature_base_refreshable"):
         fixed._executor.update_feature_memory_base(scratch)
@@ -104,27 +104,20 @@ def test_thunk_files_are_cached_per_signature():
     ex = ge.Session(model, runtime="v1")._executor
     sigs = {t.sig for t in ex.model.tasks}
     for sig in sigs:
-        assert (thunks.cache_dir() / f"thunk_{sig.digest}.py").exists()
-    t0 = time.perf_counter()
-    runtime_v1.Executor(ex.plan)  # warm: every thunk is loaded already
-    assert time.perf_counter() - t0 < 1.0
+        assert (thunks.generation_dir() / f"thunk_{sig.digest}.py").exists()
+    again = runtime_v1.Executor(ex.plan)  # warm: every thunk is loaded already, at the same address
+    assert {t.sig: a for st in again.model.streams for t, a in zip(st.native, st.addrs)} == {
+        t.sig: a for st in ex.model.streams for t, a in zip(st.native, st.addrs)}
 
 
-def test_per_node_overhead_is_far_below_v2():
+def test_a_long_chain_runs_as_native_tasks():
+    # the per-node cost itself (v1 ~20 ns vs v2 ~0.5 us) is measured in bench/test_runtime_v1.py, not here
     plan = ge.compile(chain(1000))
     v1, v2 = runtime_v1.Executor(plan), ge.Session(plan, runtime="v2")._executor
     feeds = {plan.inputs[0]: np.linspace(-1, 1, 16).astype(np.float32)}
     np.testing.assert_array_equal(v1.run(feeds)[0], v2.run(feeds)[0])
-
-    def best(ex):
-        ts = []
-        for _ in range(10):
-            t0 = time.perf_counter()
-            ex.run(feeds)
-            ts.append(time.perf_counter() - t0)
-        return min(ts) / 1000
-    t1, t2 = best(v1), best(v2)
-    assert t1 < 0.5e-6 and t1 < t2 / 3, (t1, t2)
+    stats = v1.stats()
+    assert stats["native_tasks"] == 1000 and stats["fallback_tasks"] == 0
 
 
 def test_kernel_error_names_the_node_and_the_session_stays_usable():

@@ -46,7 +46,7 @@ def test_eight_threads_match_serial_runs(dynamic):
     assert 1 <= st["instances"] <= sess.options.executor_instances
     assert st["dynamic"]["allocated"] == 0
     # every instance reads the same weight arrays (shared, not copied)
-    insts = sess._executor._all
+    insts = sess._executor._instances.all
     consts = [i for i, a in enumerate(insts[0].bufs) if i in sess.plan.constants]
     assert all(inst.bufs[c] is insts[0].bufs[c] for inst in insts for c in consts)
 

@@ -45,7 +45,7 @@ def test_chain_runs_on_integer_steps_and_frees_everything(shape):
     for _ in range(2):
         y, = sess.run(None, {"x": x})
         np.testing.assert_allclose(y, _chain_ref(50, x), rtol=1e-6)
-    inst = sess._executor._idle[0]
+    inst = sess._executor._instances.idle[0]
     kinds = {s[0] for s in inst.steps}
     assert kinds <= {BOUND, STATIC, ALIAS, DYNAMIC}
     for kind, fn, ins, tail, release in inst.steps:
@@ -164,13 +164,13 @@ def test_a_full_device_makes_new_requests_wait_for_an_instance():
     arena = plan.memory.segments["feature_map"]
     dev = DeviceMemory(2 * DeviceMemory(1).size_of(arena) - 65536)
     ex = Executor(plan, device=dev)
-    inst = ex._checkout()
+    inst = ex._instances.checkout()
     got = []
-    t = threading.Thread(target=lambda: got.append(ex._checkout()))
+    t = threading.Thread(target=lambda: got.append(ex._instances.checkout()))
     t.start()
     t.join(0.2)
     assert t.is_alive() and not got
-    ex._checkin(inst)
+    ex._instances.checkin(inst)
     t.join(5)
     assert got == [inst]
 

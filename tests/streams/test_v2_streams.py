@@ -71,14 +71,14 @@ def test_a_failing_kernel_on_another_stream_names_the_node_and_the_next_run_work
                   and any(e.wait_before > n.step and e.src_stream == n.stream for e in plan.events))
     feeds = reference_feeds(single)
     want = single.run(None, feeds)
-    inst = ex._checkout()
+    inst = ex._instances.checkout()
     k = victim.step
     kind, fn, ins, tail, rel = inst.steps[k]
 
     def boom(*args):
         raise RuntimeError("injected")
     inst.steps[k] = (kind, boom, ins, tail, rel)
-    ex._checkin(inst)
+    ex._instances.checkin(inst)
     with pytest.raises(ExecutionError, match=f"node '{victim.name}'.*injected"):
         multi.run(None, feeds)
     inst.steps[k] = (kind, fn, ins, tail, rel)   # the same instance (the only one): no thread is stuck

@@ -246,6 +246,13 @@ def test_bad_files_are_model_load_errors_naming_the_file(tmp_path, content, suff
         ge.Session(path)
 
 
+def test_oversized_file_is_refused_before_reading(monkeypatch):
+    from ge.frontends import tensorflow_graphdef
+    monkeypatch.setattr(tensorflow_graphdef, "MAX_PROTO_BYTES", 1000)  # a real 2 GiB file is too slow to write
+    with pytest.raises(ModelLoadError, match="ops_conv.pb' is .* at most 2 GiB"):
+        ge.Session(FIXTURES / "ops_conv.pb")
+
+
 def test_missing_file_and_bad_dtype(tmp_path):
     with pytest.raises(ModelLoadError, match="missing.pb"):
         ge.Session(tmp_path / "missing.pb")

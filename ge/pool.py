@@ -1,0 +1,86 @@
+"""InstancePool: the executor instances concurrent `run` calls check out (both runtimes, and the gear sets).
+
+An instance owns the memory one run writes; at most `limit` exist, made on demand when every one is busy
+(callers beyond the limit wait). A GEError while making one (the device is full) waits for a busy one to come
+back when others exist, rather than failing the run. `close()` refuses further leases and disposes of the
+idle instances; busy ones are disposed of when they come back.
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Callable, Generic, TypeVar
+
+from .errors import GEError
+
+T = TypeVar("T")
+
+
+class InstancePool(Generic[T]):
+    def __init__(self, make: Callable[[], T], limit: int, dispose: Callable[[T], None], first: T | None = None):
+        self._make, self._dispose, self.limit = make, dispose, limit
+        self.all: list[T] = [] if first is None else [first]   # alive, idle or busy (for stats)
+        self.idle: list[T] = list(self.all)
+        self._creating = 0                                     # being made: they count against the limit
+        self.cond = threading.Condition()
+        self.closed = False
+
+    @contextmanager
+    def lease(self):
+        inst = self.checkout()
+        try:
+            yield inst
+        finally:
+            self.checkin(inst)
+
+    def checkout(self) -> T:
+        with self.cond:
+            while True:
+                if self.closed:
+                    raise GEError("the session is closed")
+                if self.idle:
+                    return self.idle.pop()
+                if len(self.all) + self._creating < self.limit:
+                    self._creating += 1
+                    break
+                self.cond.wait()
+        try:
+            inst = self._make()
+        except BaseException as e:
+            with self.cond:
+                self._creating -= 1
+                self.cond.notify()
+                if not (isinstance(e, GEError) and self.all):
+                    raise
+                while not self.idle and not self.closed:  # the device is full of busy instances
+                    self.cond.wait()
+            return self.checkout()
+        with self.cond:
+            self._creating -= 1
+            self.all.append(inst)
+        return inst
+
+    def checkin(self, inst: T) -> None:
+        with self.cond:
+            if self.closed:
+                self._drop(inst)
+            else:
+                self.idle.append(inst)
+            self.cond.notify()
+
+    def drop_idle(self) -> None:
+        """Dispose of every idle instance (memory pressure, empty_cache)."""
+        with self.cond:
+            idle, self.idle = self.idle, []
+            for inst in idle:
+                self._drop(inst)
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+        self.drop_idle()
+
+    def _drop(self, inst: T) -> None:
+        self.all.remove(inst)
+        self._dispose(inst)
