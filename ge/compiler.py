@@ -20,7 +20,7 @@ from .kernels.bind import node_context, node_kernel, static_spec
 from .kernels.registry import UnknownValueError
 from .memory import continuous, plan_memory
 from .options import Options, as_options
-from .passes import PIPELINE, run_pipeline
+from .passes import run_pipeline
 from .plan import ACTIVATION, CONST, INPUT, Plan, PlanNode, PlanTensor
 from .npu.engines import GE_LOCAL, engine_for_op
 from .schedule.toposort import topological_order

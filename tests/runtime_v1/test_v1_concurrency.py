@@ -1,11 +1,11 @@
 """Concurrent runs on one runtime_v1 session: 8 threads x 20 runs equal the serial results; instances
 (a small pool, each with its own feature map and I/O, sharing one copy of the weights) are capped."""
-import threading
 
 import numpy as np
 
 import ge
 from ge.zoo import with_random_weights
+from hammer import hammer
 
 THREADS, RUNS = 8, 20
 
@@ -17,22 +17,7 @@ def test_eight_threads_match_serial_runs():
     rng = np.random.default_rng(0)
     feeds = [{inp.name: rng.standard_normal(inp.shape).astype(np.float32)} for _ in range(THREADS)]
     expected = [sess.run(None, f)[0] for f in feeds]
-    errors, barrier = [], threading.Barrier(THREADS)
-
-    def worker(k):
-        try:
-            barrier.wait()
-            for r in range(RUNS):
-                y = sess.run(None, feeds[k])[0]
-                if not np.array_equal(y, expected[k]):
-                    errors.append(f"thread {k} run {r}: max diff {np.abs(y - expected[k]).max()}")
-        except Exception as e:  # noqa: BLE001
-            errors.append(f"thread {k}: {type(e).__name__}: {e}")
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = hammer(lambda f: sess.run(None, f)[0], feeds, expected, RUNS)
     assert not errors, errors[:5]
     ex = sess._executor
     assert 1 <= ex.stats()["instances"] <= 4

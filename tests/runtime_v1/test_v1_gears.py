@@ -1,7 +1,6 @@
 """runtime_v1 batch gears (Options.dynamic_batch, GE's ge.dynamicBatchSize): one static plan per gear, the
 smallest gear >= the batch runs (inputs zero-padded, batched outputs sliced back), one feature map of the
 largest gear's size and one copy of the weights shared by all gears, safe under concurrent runs."""
-import threading
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from ge.errors import GEError, InputError
 from ge.models import bert_like, with_symbolic_dims
 from ge.zoo import with_random_weights
 from v1_models import mlp
+from hammer import hammer
 
 GEARS = [1, 2, 4, 8]
 RNG = np.random.default_rng(0)
@@ -189,22 +189,7 @@ def test_eight_threads_with_different_batches_match_serial_runs():
     sess = ge.Session(two_inputs(), runtime="v1", options={"dynamic_batch": GEARS, "executor_instances": 3})
     work = [feeds(b, seed=b) for b in range(1, 9)]
     expected = [sess.run(None, f) for f in work]
-    errors, barrier = [], threading.Barrier(len(work))
-
-    def worker(k):
-        try:
-            barrier.wait()
-            for r in range(25):
-                for got, want in zip(sess.run(None, work[k]), expected[k]):
-                    if not np.array_equal(got, want):
-                        errors.append(f"thread {k} run {r}: max diff {np.abs(got - want).max()}")
-        except Exception as e:  # noqa: BLE001
-            errors.append(f"thread {k}: {type(e).__name__}: {e}")
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(len(work))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = hammer(lambda f: sess.run(None, f), work, expected, 25)
     assert not errors, errors[:5]
     st = sess._executor.stats()
     assert st["runs"] == len(work) * 26 and 1 <= st["sets"] <= 3

@@ -137,7 +137,6 @@ def test_kernel_error_names_the_node_and_the_session_stays_usable():
 def test_thunk_generations_are_pruned(tmp_path, monkeypatch):
     """Each kernel library gets its own thunk folder; folders untouched for a day go away."""
     import os
-    import time
 
     from runtime_v1 import thunks
     stale = tmp_path / "0123456789abcdef"

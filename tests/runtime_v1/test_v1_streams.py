@@ -17,6 +17,7 @@ from ge.npu import Tracer
 from ge.schedule.events import SyncEvent
 from ge.zoo import expected_outputs, light_model_path, reference_feeds, with_random_weights
 from runtime_v1 import native
+from hammer import hammer
 
 TIMEOUT = 120  # seconds: a hang fails the test instead of blocking the suite
 
@@ -191,23 +192,7 @@ def test_eight_threads_on_one_multi_stream_session():
     rng = np.random.default_rng(0)
     feeds = [{inp.name: rng.standard_normal(inp.shape).astype(np.float32)} for _ in range(8)]
     expected = [sess.run(None, f)[0] for f in feeds]
-    errors, barrier = [], threading.Barrier(8)
-
-    def worker(k):
-        try:
-            barrier.wait()
-            for r in range(4):
-                y = sess.run(None, feeds[k])[0]
-                if not np.array_equal(y, expected[k]):
-                    errors.append(f"thread {k} run {r}: max diff {np.abs(y - expected[k]).max()}")
-        except Exception as e:  # noqa: BLE001
-            errors.append(f"thread {k}: {type(e).__name__}: {e}")
-    threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(TIMEOUT)
-    assert not any(t.is_alive() for t in threads), "hung"
+    errors = hammer(lambda f: sess.run(None, f)[0], feeds, expected, 4, TIMEOUT)
     assert not errors, errors[:5]
     instances = sess._executor._instances.all
     assert len({id(i.streams.ctrl) for i in instances}) == len(instances)  # flags per instance

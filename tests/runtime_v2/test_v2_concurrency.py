@@ -1,6 +1,5 @@
 """Concurrent executors: one session, many threads. Every output equals the serial run's; instances share
 the weights; with the shared thread-safe allocator too."""
-import threading
 
 import numpy as np
 import pytest
@@ -8,27 +7,13 @@ import pytest
 import ge
 from ge.models import bert_like
 from runtime_v2 import Executor
+from hammer import hammer
 
 THREADS, RUNS = 8, 50
 
 
 def _hammer(run, feeds_per_thread, expected):
-    errors, barrier = [], threading.Barrier(len(feeds_per_thread))
-
-    def worker(k):
-        try:
-            barrier.wait()
-            for r in range(RUNS):
-                y = run(feeds_per_thread[k])
-                if not np.array_equal(y, expected[k]):
-                    errors.append(f"thread {k} run {r}: max diff {np.abs(y - expected[k]).max()}")
-        except Exception as e:  # noqa: BLE001
-            errors.append(f"thread {k}: {type(e).__name__}: {e}")
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(len(feeds_per_thread))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = hammer(run, feeds_per_thread, expected, RUNS)
     assert not errors, errors[:5]
 
 

@@ -1,0 +1,28 @@
+"""Concurrency harness: many threads calling one session at once, each result checked against a serial run."""
+import threading
+
+import numpy as np
+
+
+def hammer(run, work: list, expected: list, runs: int, timeout: float | None = None) -> list[str]:
+    """One thread per work item, released together, each calling `run(work[k])` `runs` times; every result
+    (an array or a list of arrays) must equal expected[k] exactly. Returns the problems found, 'hung' for a
+    thread still running after `timeout` seconds."""
+    errors, barrier = [], threading.Barrier(len(work))
+
+    def worker(k):
+        try:
+            barrier.wait()
+            for r in range(runs):
+                got = run(work[k])
+                for g, w in zip(*((x,) if isinstance(x, np.ndarray) else x for x in (got, expected[k]))):
+                    if not np.array_equal(g, w):
+                        errors.append(f"thread {k} run {r}: max diff {np.abs(g - w).max()}")
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"thread {k}: {type(e).__name__}: {e}")
+    threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(len(work))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    return errors + [f"thread {k} hung" for k, t in enumerate(threads) if t.is_alive()]
