@@ -2,7 +2,8 @@
 
     pytest bench/test_runtime_v1.py --benchmark-only -s
 - the light models (random weights): latency of v1 and v2, one thread;
-- a 1,000-node chain of tiny element-wise ops: the per-node overhead of each runtime (ns/node);
+- a 1,000-node chain of tiny element-wise ops: the per-node overhead of each runtime and of onnxruntime
+  (ns/node);
 - multi-stream inception_v1 / squeezenet: v1 on one stream, v1 multi-stream, v2 multi-stream (ratios to
   v1 single in extra_info);
 - load time of ResNet-50 on v1 with a warm thunk cache.
@@ -65,9 +66,19 @@ def test_multi_stream_v1_vs_single_stream_vs_v2(benchmark, name):
 
 def test_per_node_overhead_chain_1000(benchmark):
     n = 1000
-    v1, v2 = _sessions(chain(n))
+    model = chain(n)
+    v1, v2 = _sessions(model)
     feeds = {"x": np.linspace(-1, 1, 16).astype(np.float32)}
-    times = alternate({"v1": lambda: v1.run(None, feeds), "v2": lambda: v2.run(None, feeds)}, rounds=50)
+    contenders = {"v1": lambda: v1.run(None, feeds), "v2": lambda: v2.run(None, feeds)}
+    try:  # the same model on onnxruntime, one thread, when installed
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        o = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        contenders["onnxruntime"] = lambda: o.run(None, feeds)
+    except ImportError:
+        pass
+    times = alternate(contenders, rounds=50)
     info = record(benchmark, times, base="v2")
     per_node = {k: round(float(np.median(t)) / n * 1e9, 1) for k, t in times.items()}
     benchmark.extra_info.update({f"{k}_ns_per_node": v for k, v in per_node.items()})
