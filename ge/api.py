@@ -14,7 +14,7 @@ from .ir.dtypes import to_onnx
 from .offline import is_offline_model
 from .offline import load as load_plan
 from .options import as_options
-from .plan import Plan
+from .plan import GearPlans, Plan
 
 RUNTIMES = ("v1", "v2")
 _ONNX_TYPE_NAMES = {"float32": "float", "float64": "double", "bool": "bool"}
@@ -106,15 +106,20 @@ class Session:
         self.options = as_options(options)
         if is_offline_model(model):  # a saved plan (ge.save): its compile options come from the file
             model = load_plan(model)
-        self.gear_plans = None  # ge.compiler.GearPlans when runtime_v1 runs batch gears (dynamic_batch)
-        if self.options.dynamic_batch:
+        self.gear_plans = None  # ge.plan.GearPlans when runtime_v1 runs batch gears (dynamic_batch)
+        if self.options.dynamic_batch or isinstance(model, GearPlans):
             if isinstance(model, Plan):
                 raise GEError("dynamic_batch compiles one plan per gear from the model; a compiled Plan or "
-                              "offline model (.gem) holds one plan: pass the model itself")
+                              "offline model (.gem) of one plan cannot: pass the model, or gears saved by "
+                              "`ge compile --dynamic-batch` / GearPlans.save")
             runtime = self._pick_geared_runtime(runtime)
             if runtime == "v1":
-                self._init_geared(model, inputs, outputs)
+                self._init_geared(model if isinstance(model, GearPlans) else compile_gears(
+                    model, self.options, inputs=inputs, outputs=outputs))
                 return
+            if isinstance(model, GearPlans):
+                raise GEError("saved batch gears run on runtime_v1 (static plans); for runtime_v2 load the "
+                              "model itself, which runs the real batch dynamically")
             # runtime_v2 runs the real batch dynamically: it needs no gears
             model = compile_model(model, self.options.replace(dynamic_batch=()), inputs=inputs, outputs=outputs)
         self.plan: Plan = model if isinstance(model, Plan) else compile_model(
@@ -127,10 +132,10 @@ class Session:
         self._describe([self.plan.tensors[i] for i in self.plan.inputs],
                        [self.plan.tensors[i] for i in self.plan.outputs])
 
-    def _init_geared(self, model, inputs, outputs) -> None:
+    def _init_geared(self, gp: GearPlans) -> None:
         """runtime_v1 over batch gears: one static plan per gear, memory shared (runtime_v1.gears)."""
         from runtime_v1.gears import GearedExecutor
-        gp = self.gear_plans = compile_gears(model, self.options, inputs=inputs, outputs=outputs)
+        self.gear_plans = gp
         self.plan = gp.plans[gp.gears[-1]]  # the largest gear's plan
         self.runtime = "v1"
         _check_v1_fits(self.plan, _geared_v1_bytes(gp))

@@ -3,7 +3,7 @@
     ge run [MODEL] [--runtime v2] [--repeat 10]     run a model (default: ONNX light ResNet-50) on ones
     ge plan [MODEL] [--json F] [--plot F.png] [--orders]   compile and report the static memory plan
     ge profile [MODEL] --trace F.json [--max-streams N]     trace a run per stream; real and modelled overlap
-    ge compile [MODEL] -o F.gem                     compile once, save plan + weights (ge run F.gem loads it)
+    ge compile [MODEL] -o F.gem [--dynamic-batch 1,2,4,8]   compile once, save plan(s) + weights
 """
 from __future__ import annotations
 
@@ -114,17 +114,22 @@ def cmd_plan(args) -> int:
 def cmd_compile(args) -> int:
     """Compile once and save the plan with its weights (an offline model: `ge run F.gem` loads it)."""
     from .compiler import compile as compile_model
+    from .compiler import compile_gears
     from .offline import save
     opts = {"topo_sorting_mode": args.order, "disable_reuse_memory": args.no_reuse,
-            "max_streams": args.max_streams}
+            "max_streams": args.max_streams, "dynamic_batch": args.dynamic_batch or ()}
     t0 = time.perf_counter()
-    plan = compile_model(_model_arg(args.model), opts)
+    if args.dynamic_batch:  # one plan per gear, the weights stored once
+        gp = compile_gears(_model_arg(args.model), opts)
+        plan, what = gp.plans[gp.gears[-1]], f"gears {list(gp.gears)} of batch '{gp.symbol}', "
+    else:
+        gp, plan, what = None, compile_model(_model_arg(args.model), opts), ""
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    out = save(plan, args.output)
+    out = save(plan, args.output) if gp is None else gp.save(args.output)
     save_s = time.perf_counter() - t0
     weights = sum(a.nbytes for a in plan.constants.values())
-    print(f"compiled  {_model_arg(args.model)}: {len(plan.nodes)} nodes, {plan.num_streams} streams, "
+    print(f"compiled  {_model_arg(args.model)}: {what}{len(plan.nodes)} nodes, {plan.num_streams} streams, "
           f"{_fmt_bytes(weights)} weights in {compile_s:.2f} s")
     print(f"wrote     {out} in {save_s:.2f} s (load it with `ge run {out}` or ge.Session / ge.load)")
     return 0
@@ -272,6 +277,8 @@ def main(argv=None) -> int:
     c.add_argument("--order", default="dfs", help="topological sort mode: bfs, dfs, rdfs, memory_priority")
     c.add_argument("--no-reuse", action="store_true", help="ge.exec.disableReuseMemory=1")
     c.add_argument("--max-streams", type=int, default=8, help="streams for the plan (1: single stream)")
+    c.add_argument("--dynamic-batch", metavar="1,2,4,8", help="batch gears for runtime_v1 (GE's "
+                   "--dynamic_batch_size): one plan per gear of the inputs' symbolic batch dim")
     c.set_defaults(fn=cmd_compile)
     f = sub.add_parser("profile", help="trace runs per stream (Chrome/Perfetto JSON), real and modelled overlap")
     f.add_argument("model", nargs="?", help="ONNX file (default: the ONNX light ResNet-50 inside onnx)")

@@ -10,9 +10,7 @@ import dataclasses
 import logging
 import math
 import os
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 from .errors import DeviceMemoryError, GEError
 from .ir import Graph
@@ -21,7 +19,7 @@ from .kernels.registry import UnknownValueError
 from .memory import continuous, plan_memory
 from .options import Options, as_options
 from .passes import run_pipeline
-from .plan import ACTIVATION, CONST, INPUT, Plan, PlanNode, PlanTensor
+from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor
 from .npu.engines import GE_LOCAL, engine_for_op
 from .schedule.toposort import topological_order
 
@@ -66,20 +64,6 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
     graph = optimize(graph, options)
     order = topological_order(graph, options.topo_sorting_mode)
     return build_plan(graph, order, options)
-
-
-@dataclass(frozen=True)
-class GearPlans:
-    """One static plan per batch gear of a model whose inputs share the symbolic batch dim `symbol`."""
-    symbol: str
-    plans: Mapping[int, Plan]              # gear -> static plan, gears ascending
-    inputs: tuple[PlanTensor, ...]         # as the model declares them: the batch dim is `symbol`
-    outputs: tuple[PlanTensor, ...]        # batched ones have `symbol` as their leading dim
-    batched: tuple[bool, ...]              # per output: leading dim is the batch (sliced to the real batch)
-
-    @property
-    def gears(self) -> tuple[int, ...]:
-        return tuple(self.plans)
 
 
 def compile_gears(model, options: Options | dict | None = None, *, inputs=None, outputs=None) -> GearPlans:

@@ -7,6 +7,9 @@ A saved plan is two members, in a zip file (`model.gem`, stored uncompressed) or
   objects ({"__array__": key}, {"__tuple__": [...]}, {"__dict__": {...}}, {"__np__": dtype, "v": value}).
 - `weights.npz`: constants ("c<tensor index>") and array-valued attributes ("a<n>"), written by np.savez
   and read with allow_pickle=False: no pickle anywhere.
+Batch gears (`save_gears`, `ge compile --dynamic-batch`) use the same two members: `plan.json` is
+{"format": "ge.gears", "version": 1, symbol, batched, inputs, outputs, plans: {gear: plan document}} and
+every array is stored once under a digest of its content ("w<sha1>"), so the gears share their weights.
 
 Loading looks each kernel up by (op_type, domain, opset) and re-runs only infer + prepare for static nodes
 from the stored tensor specs and constant values; the order, streams, events and memory plan come from the
@@ -15,6 +18,7 @@ file. Only the two member names are ever opened (nothing in the file names a pat
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 import mmap
@@ -23,6 +27,7 @@ import struct
 import tempfile
 import zipfile
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 
@@ -30,10 +35,10 @@ from .errors import GEError, ModelLoadError
 from .kernels.registry import KernelContext, TensorSpec, lookup
 from .memory import MemoryPlan, MemoryStats, TensorMemory
 from .options import Options
-from .plan import Plan, PlanNode, PlanTensor
+from .plan import GearPlans, Plan, PlanNode, PlanTensor
 from .schedule.events import SyncEvent
 
-FORMAT, VERSION = "ge.plan", 1
+FORMAT, GEARS, VERSION = "ge.plan", "ge.gears", 1
 PLAN_JSON, WEIGHTS_NPZ = "plan.json", "weights.npz"
 
 
@@ -123,10 +128,48 @@ def plan_document(plan: Plan) -> tuple[dict, dict[str, np.ndarray]]:
     return doc, enc.arrays
 
 
+def gears_document(gp: GearPlans) -> tuple[dict, dict[str, np.ndarray]]:
+    """Batch gears as one document: each gear's plan document, every array stored once under a digest of
+    its content (the gears' weights are the same arrays)."""
+    arrays, plans = {}, {}
+    for gear, plan in gp.plans.items():
+        doc, own = plan_document(plan)
+        key = {}
+        for k, a in own.items():
+            a = np.ascontiguousarray(a)
+            key[k] = "w" + hashlib.sha1(f"{a.dtype.str}{a.shape}".encode() + a.tobytes()).hexdigest()[:20]
+            arrays.setdefault(key[k], a)
+        doc["constants"] = {i: key[k] for i, k in doc["constants"].items()}
+        plans[str(gear)] = _rekey(doc, key)
+    spec = lambda t: [t.name, t.dtype.str, list(t.shape), t.kind]  # noqa: E731
+    return {"format": GEARS, "version": VERSION, "symbol": gp.symbol, "batched": list(gp.batched),
+            "inputs": [spec(t) for t in gp.inputs], "outputs": [spec(t) for t in gp.outputs],
+            "plans": plans}, arrays
+
+
+def _rekey(v, key: dict):
+    """A document with every array reference {"__array__": k} renamed to key[k]."""
+    if isinstance(v, dict):
+        if set(v) == {"__array__"}:
+            return {"__array__": key[v["__array__"]]}
+        return {k: _rekey(x, key) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_rekey(x, key) for x in v]
+    return v
+
+
+def save_gears(gp: GearPlans, path: str | os.PathLike) -> str:
+    """Write batch gears (ge.compiler.compile_gears) to `path`, as `save` does a plan."""
+    return _write(*gears_document(gp), path)
+
+
 def save(plan: Plan, path: str | os.PathLike) -> str:
     """Write `plan` to `path`: a zip file (e.g. model.gem), or a directory if `path` is one (or ends in /).
     Returns the path written."""
-    doc, arrays = plan_document(plan)
+    return _write(*plan_document(plan), path)
+
+
+def _write(doc: dict, arrays: dict, path) -> str:
     text = json.dumps(doc, separators=(",", ":"))
     buf = io.BytesIO()
     np.savez(buf, **arrays)
@@ -284,8 +327,9 @@ def _load_fast(path: str):
         return None
 
 
-def load(path: str | os.PathLike) -> Plan:
-    """A Plan from a file or directory written by `save`; raises ModelLoadError if it cannot be used."""
+def load(path: str | os.PathLike) -> Plan | GearPlans:
+    """A Plan (or the GearPlans of `save_gears`) from a file or directory written by `save`; raises
+    ModelLoadError if it cannot be used."""
     path = os.fspath(path)
     fast = _load_fast(path)
     if fast is not None:
@@ -297,7 +341,7 @@ def load(path: str | os.PathLike) -> Plan:
         doc = json.loads(text)
     except (ValueError, UnicodeDecodeError) as e:
         raise ModelLoadError(f"offline model '{path}': {PLAN_JSON} is not valid JSON: {e}") from e
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") not in (FORMAT, GEARS):
         raise ModelLoadError(f"offline model '{path}' is not a ge plan (format "
                              f"{doc.get('format') if isinstance(doc, dict) else None!r})")
     if doc.get("version") != VERSION:
@@ -310,13 +354,28 @@ def load(path: str | os.PathLike) -> Plan:
     except Exception as e:  # noqa: BLE001 - any decode failure is a bad file
         raise ModelLoadError(f"offline model '{path}': cannot read {WEIGHTS_NPZ}: {e}") from e
     try:
-        return _build(doc, arrays)
+        return _build(doc, arrays) if doc["format"] == FORMAT else _build_gears(doc, arrays)
     except ModelLoadError as e:
         raise ModelLoadError(f"offline model '{path}': {e}") from e
     except GEError as e:
         raise ModelLoadError(f"offline model '{path}' cannot be loaded: {e}") from e
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
         raise ModelLoadError(f"offline model '{path}' is corrupted: {type(e).__name__}: {e}") from e
+
+
+def _build_gears(doc: dict, arrays: dict) -> GearPlans:
+    plans = {int(g): _build(d, arrays) for g, d in sorted(doc["plans"].items(), key=lambda kv: int(kv[0]))}
+    if not plans or any(g < 1 for g in plans):
+        raise ModelLoadError(f"gears {sorted(plans)} are not positive batch sizes")
+    spec = lambda name, dt, shape, kind: PlanTensor(-1, str(name), np.dtype(dt), tuple(shape), str(kind))  # noqa
+    ins, outs = tuple(spec(*t) for t in doc["inputs"]), tuple(spec(*t) for t in doc["outputs"])
+    batched = tuple(bool(b) for b in doc["batched"])
+    top = plans[max(plans)]
+    if len(ins) != len(top.inputs) or len(outs) != len(top.outputs) or len(batched) != len(outs):
+        raise ModelLoadError("the gears' inputs and outputs do not match their plans")
+    ins = tuple(dataclasses.replace(t, index=top.inputs[k]) for k, t in enumerate(ins))
+    outs = tuple(dataclasses.replace(t, index=top.outputs[k]) for k, t in enumerate(outs))
+    return GearPlans(str(doc["symbol"]), MappingProxyType(plans), ins, outs, batched)
 
 
 def _build(doc: dict, arrays: dict) -> Plan:

@@ -163,3 +163,23 @@ class Plan:
         """Store the plan and its weights (JSON + npz, no pickle) for `ge.load` (see ge.offline)."""
         from .offline import save
         return save(self, path)
+
+
+@dataclass(frozen=True)
+class GearPlans:
+    """One static plan per batch gear (Options.dynamic_batch) of a model whose inputs share the symbolic
+    batch dim `symbol` (ge.compiler.compile_gears; runtime_v1/gears.py runs them)."""
+    symbol: str
+    plans: Mapping[int, Plan]              # gear -> static plan, gears ascending
+    inputs: tuple[PlanTensor, ...]         # as the model declares them: the batch dim is `symbol`
+    outputs: tuple[PlanTensor, ...]        # batched ones have `symbol` as their leading dim
+    batched: tuple[bool, ...]              # per output: leading dim is the batch (sliced to the real batch)
+
+    @property
+    def gears(self) -> tuple[int, ...]:
+        return tuple(self.plans)
+
+    def save(self, path) -> str:
+        """Store every gear's plan and the weights once (ge.offline.save_gears); `ge.load` gives them back."""
+        from .offline import save_gears
+        return save_gears(self, path)

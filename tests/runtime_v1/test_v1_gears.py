@@ -172,8 +172,41 @@ def test_a_single_plan_cannot_hold_gears(tmp_path):
     plan = ge.compile(two_inputs())
     with pytest.raises(GEError, match="one plan per gear"):
         ge.Session(plan, options={"dynamic_batch": GEARS})
+    plan.save(tmp_path / "one.gem")
+    with pytest.raises(GEError, match="one plan per gear"):
+        ge.Session(str(tmp_path / "one.gem"), options={"dynamic_batch": GEARS})
     gp = compile_gears(two_inputs(), {"dynamic_batch": [2, 4]})
     assert gp.symbol == "N" and gp.batched == (True, True, False)
+
+
+def test_gears_saved_once_load_without_compiling(tmp_path):
+    model = with_symbolic_dims(with_random_weights("squeezenet"), {"data_0": {0: "N"}})
+    gp = compile_gears(model, {"dynamic_batch": [1, 2, 4]})
+    path = gp.save(tmp_path / "sq.gem")
+    loaded = ge.load(path)
+    assert loaded.gears == (1, 2, 4) and loaded.symbol == "N" and loaded.batched == gp.batched
+    assert [t.name for t in loaded.inputs] == ["data_0"] and loaded.inputs[0].shape[0] == "N"
+    weights = sum(a.nbytes for a in gp.plans[1].constants.values())
+    assert (tmp_path / "sq.gem").stat().st_size < 1.5 * weights  # the gears' weights are stored once
+    x = np.random.default_rng(0).standard_normal((3, 3, 224, 224)).astype(np.float32)
+    want = ge.Session(model, runtime="v1", options={"dynamic_batch": [1, 2, 4]}).run(None, {"data_0": x})
+    sess = ge.Session(path)  # auto: v1 over the saved gears
+    assert sess.runtime == "v1" and sess.gear_plans.gears == (1, 2, 4)
+    np.testing.assert_array_equal(sess.run(None, {"data_0": x})[0], want[0])
+    with pytest.raises(GEError, match="runtime_v1"):
+        ge.Session(path, runtime="v2")
+
+
+def test_ge_compile_dynamic_batch_writes_gears(tmp_path, capsys):
+    from ge.cli import main
+    model = tmp_path / "two.onnx"
+    model.write_bytes(two_inputs().SerializeToString())
+    assert main(["compile", str(model), "-o", str(tmp_path / "two.gem"), "--dynamic-batch", "1,4"]) == 0
+    assert "gears [1, 4] of batch 'N'" in capsys.readouterr().out
+    sess = ge.Session(str(tmp_path / "two.gem"))
+    got = sess.run(None, feeds(3))
+    for g, w in zip(got, reference(**feeds(3))):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
 def test_bound_outputs(sess):
