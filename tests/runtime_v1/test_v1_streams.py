@@ -68,7 +68,7 @@ def two_branches(n=256, depth=4, gather_on=None, alias_tail=False):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
-@pytest.mark.parametrize("name", ["squeezenet", "inception_v1", "shufflenet"])
+@pytest.mark.parametrize("name", ["squeezenet", "inception_v1", "inception_v2", "shufflenet"])
 def test_multi_stream_light_models_match_expected_outputs(name):
     sess = ge.Session(light_model_path(name), runtime="v1")
     assert sess.plan.num_streams > 1
