@@ -2,7 +2,7 @@
 
     ge run [MODEL] [--runtime v2] [--repeat 10]     run a model (default: ONNX light ResNet-50) on ones
     ge plan [MODEL] [--json F] [--plot F.png] [--orders]   compile and report the static memory plan
-    ge profile [MODEL] --trace F.json [--max-streams N]     trace a run per stream; real and modelled overlap
+    ge profile [MODEL] --trace F.json [--runtime v1]        trace a run per stream; real and modelled overlap
     ge compile [MODEL] -o F.gem [--dynamic-batch 1,2,4,8]   compile once, save plan(s) + weights
 """
 from __future__ import annotations
@@ -164,15 +164,15 @@ def cmd_bench(args) -> int:
 
 
 def cmd_profile(args) -> int:
-    """Run on runtime_v2 with a Tracer (one track per stream, one slice per kernel, event arrows), write the
-    Chrome/Perfetto JSON, print per-stream busy time and overlap, and the modelled NPU (ge.npu.sim)
-    single- vs multi-stream time and AICORE utilization."""
+    """Run with a Tracer (runtime_v2 by default, or runtime_v1's task sink: one track per stream, one slice
+    per kernel, event arrows), write the Chrome/Perfetto JSON, print per-stream busy time and overlap, and
+    the modelled NPU (ge.npu.sim) single- vs multi-stream time and AICORE utilization."""
     from .compiler import import_model, optimize
     from .npu import Tracer, compare
     from .schedule.toposort import topological_order
     path = _model_arg(args.model)
     opts = Options(max_streams=args.max_streams, enable_single_stream=args.max_streams == 1)
-    sess = Session(path, runtime="v2", options=opts)
+    sess = Session(path, runtime=args.runtime, options=opts)
     compile_kernels(sess.plan)
     feeds = _ones_feeds(sess)
     sess.run(None, feeds)  # warm: kernels compiled or loaded, instance created
@@ -185,8 +185,9 @@ def cmd_profile(args) -> int:
     tracer.save(args.trace)
     plan, st = sess.plan, tracer.stats()
     print(f"model     {path}")
+    threads = getattr(sess._executor, "stream_threads", plan.num_streams)  # v1: a thread per stream
     print(f"plan      {len(plan.nodes)} nodes, {plan.num_streams} stream(s), {len(plan.events)} events, "
-          f"{sess._executor.stream_threads} stream thread(s)"
+          f"{threads} stream thread(s) on runtime_{sess.runtime}"
           + (f"  (single stream: {plan.single_stream_reason})" if plan.single_stream_reason else ""))
     print(f"real      {args.repeat} run(s), {wall * 1e3:.2f} ms per run; trace written to {args.trace}")
     busy = sum(st["busy"].values())
@@ -285,6 +286,7 @@ def main(argv=None) -> int:
     f.add_argument("--trace", required=True, metavar="F.json", help="write the Chrome/Perfetto trace here")
     f.add_argument("--max-streams", type=int, default=8, help="streams for the plan (1: single stream)")
     f.add_argument("--repeat", type=int, default=3, help="traced runs (default 3)")
+    f.add_argument("--runtime", choices=("v1", "v2"), default="v2", help="the runtime traced (default v2)")
     f.set_defaults(fn=cmd_profile)
     args = p.parse_args(argv)
     try:

@@ -8,7 +8,7 @@ memory plan places them there and the Concat does nothing at run time (PlanNode.
   3. each input is a distinct feature-map tensor computed by a static task of its own (not a graph input,
      constant, view, graph output, dynamic or no-reuse node's output), in no other chosen Concat, and not
      itself the output of a chosen Concat (no nesting).
-4. memory first: a block holding a whole Concat lives from its first input to its last reader, which can
+  4. memory first: a block holding a whole Concat lives from its first input to its last reader, which can
      make the blocks harder to pack (DenseNet: 1.05x the bound with every chain link free, 1.00x without),
      so `choose` keeps the Concats in place only when the plan is no larger than with copies.
 Options.concat_in_place=False (or GE_DISABLE_PASSES=concat_in_place) keeps every Concat a copy.

@@ -56,8 +56,8 @@ NEVER = 2 ** 62  # the end of a life that never ends
 WEIGHTS, FEATURE_MAP, ATOMIC, IO, DYNAMIC = "weights", "feature_map", "atomic", "io", "dynamic"
 
 
-MAX_OP_NO_REUSE_MEM = 10
-CLIQUE_STEPS = 32  # multi-stream lower bound: how many of the busiest steps seed a clique  # GE's limit on the entries of OP_NO_REUSE_MEM
+MAX_OP_NO_REUSE_MEM = 10  # GE's limit on the entries of OP_NO_REUSE_MEM
+CLIQUE_STEPS = 32  # multi-stream lower bound: how many of the busiest steps seed a clique
 
 
 def align(n: int, to: int = ALIGN) -> int:

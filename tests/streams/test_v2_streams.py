@@ -107,14 +107,17 @@ def test_closed_session_stops_its_stream_threads():
     assert not any(t.is_alive() for t in before)
 
 
-def test_ge_profile_writes_a_trace_with_one_track_per_stream(tmp_path, capsys):
+@pytest.mark.parametrize("runtime", ["v1", "v2"])
+def test_ge_profile_writes_a_trace_with_one_track_per_stream(tmp_path, capsys, runtime):
     import json
 
     from ge.cli import main
     trace = tmp_path / "t.json"
-    assert main(["profile", light_model_path("squeezenet"), "--trace", str(trace), "--repeat", "1"]) == 0
+    assert main(["profile", light_model_path("squeezenet"), "--trace", str(trace), "--repeat", "1",
+                 "--runtime", runtime]) == 0
     out = capsys.readouterr().out
     assert "2 stream(s)" in out and "overlap" in out and "AICORE utilization" in out
+    assert f"on runtime_{runtime}" in out
     events = json.load(open(trace))["traceEvents"]
     tracks = {e["tid"] for e in events if e["ph"] == "X" and e["cat"] == "kernel"}
     assert tracks == {0, 1}
