@@ -10,7 +10,7 @@ memory plan places them there and the Concat does nothing at run time (PlanNode.
      itself the output of a chosen Concat (no nesting).
   4. memory first: a block holding a whole Concat lives from its first input to its last reader, which can
      make the blocks harder to pack (DenseNet: 1.05x the bound with every chain link free, 1.00x without),
-     so `choose` keeps the Concats in place only when the plan is no larger than with copies.
+     so `choose` keeps in place only the Concats that make the plan no larger than with copies.
 Options.concat_in_place=False (or GE_DISABLE_PASSES=concat_in_place) keeps every Concat a copy.
 """
 from __future__ import annotations
@@ -62,13 +62,25 @@ def in_place_concats(plan) -> frozenset[int]:
 
 
 def choose(plan) -> frozenset[int]:
-    """The in-place Concats to keep (rule 4): all of them, unless planning them costs feature-map bytes."""
+    """The in-place Concats to keep (rule 4): all of them when that costs no feature-map bytes over copies;
+    else, in order, each one that adds none to those kept so far (trials use the copy plan's winning
+    assigner: the hybrid can only do better)."""
     if not enabled(plan.options):
         return frozenset()
     steps = in_place_concats(plan)
     if not steps:
         return steps
-    marked = [dataclasses.replace(n, no_task=n.step in steps) for n in plan.nodes]
-    with_copy = plan_memory(dataclasses.replace(plan, memory=None)).stats.feature_map_bytes
-    in_place = plan_memory(dataclasses.replace(plan, nodes=tuple(marked), memory=None)).stats.feature_map_bytes
-    return steps if in_place <= with_copy else frozenset()
+    copies = plan_memory(dataclasses.replace(plan, memory=None)).stats
+
+    def fits(keep, options) -> bool:
+        nodes = tuple(dataclasses.replace(n, no_task=n.step in keep) for n in plan.nodes)
+        mem = plan_memory(dataclasses.replace(plan, nodes=nodes, options=options, memory=None))
+        return mem.stats.feature_map_bytes <= copies.feature_map_bytes
+    if fits(steps, plan.options):
+        return steps
+    trial = plan.options.replace(memory_assigner=copies.assigner)
+    keep: set[int] = set()
+    for s in sorted(steps):
+        if fits(keep | {s}, trial):
+            keep.add(s)
+    return frozenset(keep)
