@@ -131,7 +131,7 @@ class Streams:
 
     def __init__(self, inst: Instance):
         self.inst, self.model = inst, inst.model
-        self.n_events = len(self.model.events)
+        self.n_events = self.model.n_events
         self.errors: list = []
         self.keep, self.tracer = None, None
         self._fresh()

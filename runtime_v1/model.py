@@ -13,11 +13,13 @@
      (thunks.py); otherwise it is a fallback task: the kernel called from Python with views bound at load.
   4. Tables per stream: thunk address, int-row offset, float-row offset per native task; one int table and
      one float table for all; a program per stream alternates native runs [start, stop) and fallback calls.
-     Multi-stream: a stream's rows follow its nodes in plan order, and per node its waits, its task, its
-     records: the plan's events become RECORD / WAIT rows (native.py) on their streams. A node without a
-     task (an alias) keeps its events in that sequence, so a record lands after the last task at or before
-     it, a wait before the first task at or after it, and a record never moves ahead of an earlier wait.
-     Event rows sit inside native runs, so they are honoured around fallback calls too.
+     Multi-stream: one table per stream thread (ge.schedule.streams.stream_threads: the thread budget,
+     at most one per stream; stream s on thread s mod threads). A thread's rows follow its streams' nodes
+     in plan order, and per node its waits, its task, its records: the plan's events between threads
+     become RECORD / WAIT rows (native.py). A node without a task (an alias) keeps its events in that
+     sequence, so a record lands after the last task at or before it, a wait before the first task at or
+     after it, and a record never moves ahead of an earlier wait. Event rows sit inside native runs, so
+     they are honoured around fallback calls too.
   5. Weights are copied once, into the first instance's arena (executor.py: weights | feature_map | io).
 Switches: GE_V1_FALLBACK=all (or a comma list of op types) puts those tasks on the fallback, for bisecting;
 GE_V1_STREAMS=0 builds one list in plan order (no events, no threads) for a multi-stream plan, as do hosts
@@ -33,6 +35,7 @@ import numpy as np
 
 from ge.errors import GEError
 from ge.plan import Plan, PlanNode
+from ge.schedule.streams import stream_threads
 
 from . import native, thunks
 from .native import RECORD, STATUS, WAIT
@@ -57,7 +60,7 @@ class Task:
 
 @dataclass(slots=True)
 class StreamTables:
-    stream: int
+    stream: int             # the thread's index: the stream it runs (the first of them when streams share it)
     addrs: np.ndarray
     ioffs: np.ndarray
     foffs: np.ndarray
@@ -201,34 +204,35 @@ class Model:
         return addr
 
     def _tables(self, addr: dict) -> tuple[StreamTables, ...]:
-        """Step 4: per stream, its nodes in plan order; rows are its tasks and event ops (multi-stream)."""
-        streams = sorted({n.stream for n in self.plan.nodes})
-        one_list = len(streams) < 2 or os.environ.get("GE_V1_STREAMS") == "0" or not native.AVAILABLE
+        """Step 4: per thread, the nodes of its streams in plan order; rows are tasks and event ops."""
+        dense = {s: k for k, s in enumerate(sorted({n.stream for n in self.plan.nodes}))}
+        threads = stream_threads(self.plan)
+        if threads < 2 or os.environ.get("GE_V1_STREAMS") == "0" or not native.AVAILABLE:
+            threads = 1  # one stream (or the switch): every task in plan order, no events
+        group = {n.step: dense[n.stream] % threads for n in self.plan.nodes}
+        # an event between streams of one thread is kept by its plan order
+        self.events = tuple(e for e in self.plan.events if group[e.record_after] != group[e.wait_before])
+        self.n_events = len(self.plan.events) if self.events else 0  # flags are indexed by event id
         task_of = {t.node.step: t for t in self.tasks}
-        if one_list:  # one stream (or the switch): every task in plan order, no events
-            self.events = ()
-            rows = {0: [task_of[n.step] for n in self.plan.nodes if n.step in task_of]}
-        else:
-            self.events = tuple(self.plan.events)
-            rows = {s: self._stream_rows(s, task_of) for s in streams}
         self._irows, self._frows, self._n_i, self._n_f = [], [], 0, 0
-        tables = tuple(self._stream_table(s, rows[s], addr) for s in sorted(rows))
+        tables = tuple(self._stream_table(k, self._stream_rows(k, group, task_of), addr) for k in range(threads))
         self.itab = np.concatenate(self._irows + [np.zeros(1, np.int64)])
         self.ftab = np.concatenate(self._frows + [np.zeros(1, np.float64)])
         del self._irows, self._frows
         return tables
 
-    def _stream_rows(self, stream: int, task_of: dict) -> list:
-        """A stream's rows in plan order: per node, its waits, its task (none for an alias), its records.
-        Events of a task-less node stay in sequence, so a record is after the last task at or before its
-        node and a wait before the first task at or after it, and no record moves before an earlier wait."""
+    def _stream_rows(self, thread: int, group: dict, task_of: dict) -> list:
+        """A thread's rows in plan order: per node of its streams, its waits, its task (none for an alias),
+        its records. Events of a task-less node stay in sequence, so a record is after the last task at or
+        before its node and a wait before the first task at or after it, and no record moves before an
+        earlier wait. Plan order is topological, so streams merged on one thread cannot deadlock."""
         waits, records = {}, {}
         for e in self.events:
             waits.setdefault(e.wait_before, []).append((WAIT, e.id))
             records.setdefault(e.record_after, []).append((RECORD, e.id))
         rows = []
         for n in self.plan.nodes:
-            if n.stream != stream:
+            if group[n.step] != thread:
                 continue
             rows += waits.get(n.step, [])
             if n.step in task_of:

@@ -25,11 +25,12 @@ import numpy as np
 
 from ge.errors import DeviceMemoryError, ExecutionError, GEError
 from ge.pool import InstancePool
+from ge.schedule.streams import stream_threads
 
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .dynamic import DynamicNode
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST, STATIC, lower
-from .streams import StreamRunner, build_programs, thread_count
+from .streams import StreamRunner, build_programs
 
 
 class Instance:
@@ -119,7 +120,7 @@ class Executor:
             return 1
         if not self._stream_threads_possible():
             return 1   # dynamic or caching-allocator tensors: their frees follow plan order (one stream)
-        return thread_count(self.plan)
+        return stream_threads(self.plan)
 
     # -- instances ------------------------------------------------------------------------------
     def _new_instance(self) -> Instance:

@@ -1,9 +1,8 @@
 """Multi-stream execution for runtime_v2: one host thread per stream group, events between them.
 
 A plan with several streams (PlanNode.stream) and its sync events (Plan.events) runs as follows:
-  1. Threads: the thread budget (Options.thread_budget, 0 = the CPUs this process may use) divided by the
-     threads one kernel may use (Options.intra_op_threads) gives how many stream threads may run at once;
-     stream s runs on thread s mod that number. With one thread the plan runs in plan order, as one stream.
+  1. Threads: ge.schedule.streams.stream_threads (the thread budget over the threads one kernel may use)
+     gives how many stream threads may run at once; stream s runs on thread s mod that number. With one thread the plan runs in plan order, as one stream.
   2. Programs: each thread runs the steps of its streams in plan order; before a step it waits for the
      events whose wait_before it is (only those recorded by another thread: one thread keeps its own
      order), after it records those whose record_after it is (only those some other thread waits for).
@@ -19,25 +18,8 @@ wait a slice joined by a flow arrow (event id, generation): `ge profile` writes 
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
-
-
-def thread_count(plan) -> int:
-    """Step 1: stream threads for `plan` within the thread budget."""
-    streams = len({n.stream for n in plan.nodes})
-    opts = plan.options
-    budget = getattr(opts, "thread_budget", 0) or _cpus()
-    per_kernel = max(1, getattr(opts, "intra_op_threads", 1) or 1)
-    return max(1, min(streams, budget // per_kernel))
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def build_programs(plan, threads: int) -> list[tuple]:

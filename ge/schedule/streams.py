@@ -264,3 +264,21 @@ class _Assigner:
     def renumber(self) -> list[int]:
         dense: dict[int, int] = {}
         return [dense.setdefault(s, len(dense)) for s in self.stream]
+
+
+def stream_threads(plan) -> int:
+    """Host threads a runtime may give the plan's streams: the thread budget (Options.thread_budget, 0 = the
+    CPUs this process may use) over the threads one kernel may use (Options.intra_op_threads), at most one
+    per stream. Streams beyond it share threads (stream s on thread s mod that number, in plan order)."""
+    streams = len({n.stream for n in plan.nodes})
+    opts = plan.options
+    budget = getattr(opts, "thread_budget", 0) or _cpus()
+    per_kernel = max(1, getattr(opts, "intra_op_threads", 1) or 1)
+    return max(1, min(streams, budget // per_kernel))
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1

@@ -94,7 +94,7 @@ def test_multi_stream_equals_single_stream_bitwise(name):
 
 
 def test_one_table_per_stream_with_every_event_recorded_once_and_waited_once():
-    plan = ge.compile(light_model_path("inception_v1"))
+    plan = ge.compile(light_model_path("inception_v1"), {"thread_budget": 8})  # a thread per stream
     model = runtime_v1.Executor(plan).model
     assert len(model.streams) == plan.num_streams > 1
     assert [st.stream for st in model.streams] == sorted({n.stream for n in plan.nodes})
@@ -110,6 +110,25 @@ def test_one_table_per_stream_with_every_event_recorded_once_and_waited_once():
     assert (st["streams"], st["events"]) == (plan.num_streams, len(plan.events))
     for e in plan.events:
         assert records[e.id] == [e.src_stream] and waits[e.id] == [e.dst_stream]
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3])
+def test_streams_share_threads_within_the_thread_budget(budget):
+    """Options.thread_budget (as on runtime_v2): 4 streams on fewer threads, stream s on thread s mod T, the
+    threads' rows in plan order; only events between threads stay, and the outputs do not change."""
+    plan = ge.compile(with_random_weights("inception_v1"), {"thread_budget": budget})
+    ex = runtime_v1.Executor(plan)
+    assert plan.num_streams == 4 and len(ex.model.streams) == budget
+    dense = {s: k for k, s in enumerate(sorted({n.stream for n in plan.nodes}))}
+    thread = {n.step: dense[n.stream] % budget for n in plan.nodes}
+    kept = {e.id for e in plan.events if thread[e.record_after] != thread[e.wait_before]}
+    assert {e for st in ex.model.streams for _, e in st.event_ops()} == kept
+    assert (ex._instances.all[0].streams is None) == (budget == 1)
+    feeds = {plan.inputs[0]: np.random.default_rng(0).standard_normal(
+        plan.tensors[plan.inputs[0]].shape).astype(np.float32)}
+    want = runtime_v1.Executor(dataclasses.replace(plan, options=plan.options.replace(thread_budget=8))).run(feeds)
+    for _ in range(3):
+        np.testing.assert_array_equal(_guarded(lambda: ex.run(feeds))[0], want[0])
 
 
 def test_events_on_alias_nodes_move_to_the_nearest_task_in_sequence():
@@ -161,7 +180,7 @@ def test_failing_native_kernel_names_the_node_and_does_not_hang(branch):
 
 
 def test_failing_fallback_task_in_stream_1_aborts_stream_0_waits(monkeypatch):
-    plan = ge.compile(light_model_path("inception_v1"))
+    plan = ge.compile(light_model_path("inception_v1"), {"thread_budget": 8})
     # a node on a worker stream that records an event stream 0 (the calling thread) waits for
     victim = next(plan.nodes[e.record_after] for e in plan.events if e.dst_stream == 0 and e.src_stream != 0
                   and plan.nodes[e.record_after].launch is not None and not plan.nodes[e.record_after].no_task)
