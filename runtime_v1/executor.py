@@ -126,7 +126,8 @@ class Streams:
     2. the calling thread runs stream 0 while worker k runs stream k, each its program (native rows with
     event ops, fallback calls between them); 3. `join`: wait until every worker arrived; 4. raise the
     error of the earliest failing node, if any. A failing stream sets ABORT first, so waits on events it
-    would have recorded give up instead of hanging. Workers start at the first run and stop at close.
+    would have recorded give up instead of hanging. Workers start at load (and again in a forked child) and
+    stop at close.
     """
 
     def __init__(self, inst: Instance):
@@ -135,6 +136,7 @@ class Streams:
         self.errors: list = []
         self.keep, self.tracer = None, None
         self._fresh()
+        self._start(len(self.model.streams))  # preloaded: the stream threads wait for the first run
 
     def _fresh(self) -> None:
         """New flags, no workers yet (at creation, and in a forked child, which inherits no threads)."""
