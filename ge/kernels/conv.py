@@ -36,9 +36,11 @@ from .epilogue import activation_args, epilogue
 from .gemm import gemm_nn, gemm_nn_ld, gemm_nn_rows
 from .registry import KernelContext, Launch, TensorSpec, register
 
-POINTWISE, IM2COL, DIRECT, SHIFTED = range(4)
+POINTWISE, IM2COL, DIRECT, SHIFTED, DEPTHWISE = range(5)
 _FLOATS = (np.float32, np.float64)
 USE_SHIFTED = True  # False: IM2COL wherever SHIFTED would run (the same bits, more memory: for bisecting)
+USE_DEPTHWISE = True  # False: DIRECT wherever DEPTHWISE would run (for bisecting)
+DEPTHWISE_GRID = 2048  # DEPTHWISE: output rows per tile so that the grid stays in L1
 GEMM_MIN_COLUMNS = 1024  # SHIFTED: a tile of output rows is at least this many grid columns wide ...
 GRID_ELEMS = 1 << 18      # ... and more while padded input + grid stay under this many elements
 COL_ELEMS = 1 << 19       # IM2COL: output rows per tile so that col stays under this (at least one row)
@@ -222,6 +224,35 @@ def _direct(x, xo, w, wo, y, yo, lohi, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, 
 
 
 @njit(nogil=True, cache=True)
+def _depthwise(x, xo, w, wo, y, yo, ws, Mg, H, W, OH, OW, KH, KW, sh, sw, ph, pw, tile):
+    """DEPTHWISE for one input channel and its Mg output channels: SHIFTED's layout with one channel and
+    axpys for the GEMM. Per tile of output rows: the padded input rows in their stride phases (_pad_copy),
+    then per output channel a grid of rows*Wq (padded width) accumulating w[tap] * the shifted phase, each
+    tap ONE contiguous axpy over the whole tile (three at once for a stride-1 row of taps), then the valid
+    columns to y. Small planes cost a few long loops instead of several short ones per output row."""
+    KT, A, B = KH * KW, min(sh, KH), min(sw, KW)
+    Wq, tail = OW + (KW - 1) // sw, (KW - 1) // sw
+    cs = _channel_stride(tile + (KH - 1) // sh, Wq)
+    P = (A * B * cs + tail + 15) // 16 * 16  # where the grid starts
+    for oh0 in range(0, OH, tile):
+        rows = min(tile, OH - oh0)
+        _pad_copy(x, xo, ws, 1, H, W, ph, pw, sh, sw, A, B, oh0, rows + (KH - 1) // sh, Wq, cs, tail)
+        nq = rows * Wq
+        for m in range(Mg):
+            wm = wo + m * KT
+            _zero(ws, P, nq)
+            for kh in range(KH):
+                row = ((kh % sh) * B) * cs + (kh // sh) * Wq
+                if sw == 1 and KW == 3:
+                    _axpy3(ws, P, w[wm + kh * 3], w[wm + kh * 3 + 1], w[wm + kh * 3 + 2], ws, row, nq, 1)
+                    continue
+                for kw in range(KW):
+                    src = row + (kw % sw) * cs + kw // sw
+                    _axpy(ws, P, w[wm + kh * KW + kw], ws, src, nq, 1)
+            _from_grid(y, yo + m * OH * OW + oh0 * OW, ws, P, rows, OW, Wq)
+
+
+@njit(nogil=True, cache=True)
 def _shifted(x, xo, wg, y, yo, ws, Cg, H, W, Mg, OH, OW, KH, KW, sh, sw, ph, pw, tile):
     """SHIFTED for one image and group: per tile of output rows, copy the input rows it reads, zero-padded
     and split into stride phases, to ws; then one GEMM grid[Mg, rows*Wq] = W[Mg, Cg*KT] @ B where B's row
@@ -279,6 +310,8 @@ def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile):
                     gemm_nn_ld(wg, ws, y[yo + t0 * OW:], Mg, (t1 - t0) * OW, K, K, 1, (t1 - t0) * OW, S, False)
             elif mode == SHIFTED:
                 _shifted(x, xo, wg, y, yo, ws, Cg, H, W, Mg, OH, OW, KH, KW, sh, sw, ph, pw, tile)
+            elif mode == DEPTHWISE:
+                _depthwise(x, xo, w, g * Mg * K, y, yo, ws, Mg, H, W, OH, OW, KH, KW, sh, sw, ph, pw, tile)
             else:
                 for m in range(Mg):
                     _direct(x, xo, w, (g * Mg + m) * K, y, yo + m * S, lohi, D, H, W, OD, OH, OW, KD, KH, KW,
@@ -408,6 +441,12 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     tile = 1
     if KT == 1 and (geom[12:15] == 1).all() and not geom[15:18].any():  # 1x1, stride 1, no pad
         mode, ws = POINTWISE, 1
+    elif Cg == 1 and Mg <= 4 and D == KD == OD == 1 and (geom[18:21] == 1).all() and USE_DEPTHWISE:
+        mode, sh = DEPTHWISE, int(geom[13])  # 2-D, undilated: long axpys over a padded plane
+        Wq, A, B = OW + (KW - 1) // sw, min(sh, KH), min(sw, KW)
+        tile = min(OH, max(1, DEPTHWISE_GRID // Wq))
+        ws = _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + \
+            _round16(tile * Wq)
     elif Cg == 1 and Mg <= 4:
         mode, ws = DIRECT, 1
     elif D == KD == OD == 1 and (geom[18:21] == 1).all() and USE_SHIFTED:
