@@ -12,7 +12,7 @@ dtype and size that is C-contiguous and aligned for its dtype becomes its slot (
 copied into the arena's slot; an output is computed straight into the caller's bound array (zero copy)
 or into a fresh array — then run each stream's program and copy out only outputs that alias an input or a
 constant. Counters: `stats()`. A single-stream plan runs on the calling thread; a multi-stream plan runs
-through the instance's `Streams` (one persistent worker thread per extra stream, native event flags).
+through the instance's `Streams` (a persistent worker per extra stream thread, native event flags).
 """
 from __future__ import annotations
 
@@ -123,8 +123,8 @@ class Streams:
     """The stream threads of one instance of a multi-stream plan (native.py: flags, waits, wake-ups).
 
     A run: 1. bump the generation, clear ABORT, `release` every parked worker with one futex bump;
-    2. the calling thread runs stream 0 while worker k runs stream k, each its program (native rows with
-    event ops, fallback calls between them); 3. `join`: wait until every worker arrived; 4. raise the
+    2. the calling thread runs table 0 while worker k runs table k (the streams of thread k), each its
+    program (native rows with event ops, fallback calls between them); 3. `join`: wait until every worker arrived; 4. raise the
     error of the earliest failing node, if any. A failing stream sets ABORT first, so waits on events it
     would have recorded give up instead of hanging. Workers start at load (and again in a forked child) and
     stop at close.
@@ -366,7 +366,8 @@ class Executor:
             keep[o[1]] = buf
             results[k] = buf
         m = self.model  # the atomic outputs start clean (GE's centralized AtomicAddrClean)
-        inst.fm[m.atomic_at:m.feature_bytes] = 0
+        if m.feature_bytes > m.atomic_at:
+            inst.fm[m.atomic_at:m.feature_bytes] = 0
         for slot in m.atomic_io:
             (keep[slot].reshape(-1).view(np.uint8) if slot in keep else inst.seg[slot])[:] = 0
         if inst.streams is not None or tracer is not None:
