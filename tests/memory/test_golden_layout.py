@@ -1,9 +1,7 @@
 """Golden memory layout of a small graph: a change of planning decision shows up here in review."""
-import numpy as np
-from onnx import TensorProto, helper, numpy_helper
-
 import ge
 from ge.memory.report import memory_layout
+from golden_graph import golden_graph
 
 GOLDEN = """\
 feature_map 8192 B by binary-block; bound 8192 B; io 6144 B
@@ -28,15 +26,7 @@ feature_map 8192 B by binary-block; bound 8192 B; io 6144 B
 
 
 def test_golden_layout():
-    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
-             helper.make_node("Relu", ["a"], ["c"]), helper.make_node("Concat", ["b", "c"], ["d"], axis=1),
-             helper.make_node("Reshape", ["d", "s"], ["e"]), helper.make_node("Relu", ["e"], ["f"]),
-             helper.make_node("Add", ["f", "e"], ["y"])]
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 128, 4])
-    g = helper.make_graph(nodes, "golden", [x],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                          [numpy_helper.from_array(np.array([1, -1], np.int64), "s")])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = golden_graph()
     one = ge.Options(enable_single_stream=True)  # tests/streams/test_stream_memory.py: on two streams
     assert memory_layout(ge.compile(m, one.replace(concat_in_place=False))) == GOLDEN
     assert memory_layout(ge.compile(m, one)) == GOLDEN_CONCAT_IN_PLACE

@@ -3,7 +3,6 @@ import dataclasses
 
 import pytest
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from ge.memory.lifetime import NEVER, compute_lifetimes
@@ -12,17 +11,7 @@ from ge.memory.verify import MemoryPlanError, verify_memory
 from ge.options import TOPO_MODES
 from ge.schedule.events import happens_before
 from ge.zoo import LIGHT_MODELS, light_model_path
-
-
-def _golden_graph():
-    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
-             helper.make_node("Relu", ["a"], ["c"]), helper.make_node("Concat", ["b", "c"], ["d"], axis=1),
-             helper.make_node("Reshape", ["d", "s"], ["e"]), helper.make_node("Relu", ["e"], ["f"]),
-             helper.make_node("Add", ["f", "e"], ["y"])]
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 128, 4])
-    g = helper.make_graph(nodes, "golden", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                          [numpy_helper.from_array(np.array([1, -1], np.int64), "s")])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+from golden_graph import golden_graph
 
 
 # b and c run on two streams; a (read on both) and b (read on the other stream, which nothing on stream 0
@@ -40,7 +29,7 @@ feature_map 8192 B by binary-block; bound 8192 B; io 6144 B
 
 
 def test_golden_graph_on_two_streams():
-    plan = ge.compile(_golden_graph(), {"concat_in_place": False})
+    plan = ge.compile(golden_graph(), {"concat_in_place": False})
     assert plan.num_streams == 2
     layout = memory_layout(plan)
     assert layout == GOLDEN_TWO_STREAMS
@@ -81,19 +70,19 @@ def test_light_models_verify_under_stream_order(name, mode):
 
 def test_concat_in_place_with_parts_from_two_streams():
     # b (stream 0) and c (stream 1) are written into d's halves: d's block starts on both streams
-    plan = ge.compile(_golden_graph())
+    plan = ge.compile(golden_graph())
     assert plan.num_streams == 2 and [n.no_task for n in plan.nodes].count(True) == 1
     block = next(b for b in compute_lifetimes(plan).buffers if plan.tensors[b.key[1]].name == "d")
     assert block.starts and {block.stream, *(s for s, _ in block.starts)} == {0, 1}
     verify_memory(plan, plan.memory)
     x = np.random.default_rng(0).standard_normal((1, 128, 4)).astype(np.float32)
-    want = ge.Session(ge.compile(_golden_graph(), {"concat_in_place": False}), runtime="v2").run(None, {"x": x})
+    want = ge.Session(ge.compile(golden_graph(), {"concat_in_place": False}), runtime="v2").run(None, {"x": x})
     for runtime in ("v1", "v2"):
         np.testing.assert_array_equal(ge.Session(plan, runtime=runtime).run(None, {"x": x})[0], want[0])
 
 
 def test_verifier_rejects_sharing_across_unordered_streams():
-    plan = ge.compile(_golden_graph(), {"concat_in_place": False})
+    plan = ge.compile(golden_graph(), {"concat_in_place": False})
     b, c = (next(t.index for t in plan.tensors if t.name == n) for n in "bc")
     sb, sc = (plan.nodes[next(n.step for n in plan.nodes if t in n.outputs)].stream for t in (b, c))
     assert sb != sc
