@@ -15,16 +15,14 @@ import pytest
 from compare import alternate, record
 
 import ge
-from ge.compiler import import_model, optimize
+from ge.npu.programs import thread_programs
 from ge.npu.sim import compare
-from ge.schedule.toposort import topological_order
 from ge.zoo import LIGHT_MODELS, light_model_path, reference_feeds
-from runtime_v2.streams import build_programs
 
 
 def _sessions(name, max_streams):
     multi = ge.Session(light_model_path(name), runtime="v2",
-                       options=ge.Options(max_streams=max_streams, thread_budget=2, intra_op_threads=1))
+                       options=ge.Options(max_streams=max_streams, thread_budget=2))
     single = ge.Session(light_model_path(name), runtime="v2", options=ge.Options(enable_single_stream=True))
     return multi, single
 
@@ -33,12 +31,12 @@ def step_times(sess, feeds, rounds=3) -> np.ndarray:
     """Seconds per plan step, measured one step at a time on one thread."""
     from ge.npu import Tracer
     tracer = Tracer()
-    sess._executor.run_traced(feeds, tracer)   # one host thread when single stream
+    sess.run_traced(feeds, tracer)   # one host thread when single stream
     t = np.zeros(len(sess.plan.nodes))
     index = {n.name: n.step for n in sess.plan.nodes}
     for _ in range(rounds):
         tracer = Tracer()
-        sess._executor.run_traced(feeds, tracer)
+        sess.run_traced(feeds, tracer)
         for s in tracer.slices:
             if s.kind == "kernel":
                 t[index[s.name]] += (s.end - s.start) / rounds
@@ -49,7 +47,7 @@ def ideal(plan, t, threads) -> float:
     """Makespan of the plan's stream programs on `threads` threads with step times `t` (list scheduling)."""
     producer = {o: n.step for n in plan.nodes for o in n.outputs if o >= 0}
     deps = [[producer[i] for i in n.inputs if i in producer] for n in plan.nodes]
-    progs = build_programs(plan, threads) if threads else [[(n.step, (), ())] for n in plan.nodes]
+    progs = thread_programs(plan, threads) if threads else [[(n.step, (), ())] for n in plan.nodes]
     end = [None] * len(plan.nodes)
     ptr, clock = [0] * len(progs), [0.0] * len(progs)
     while any(p < len(prog) for p, prog in zip(ptr, progs)):
@@ -64,9 +62,9 @@ def ideal(plan, t, threads) -> float:
 @pytest.mark.parametrize("name", ["inception_v1", "inception_v2"])
 def test_two_streams_vs_one(benchmark, name):
     multi, single = _sessions(name, max_streams=2)
-    assert multi.plan.num_streams == 2 and multi._executor.stream_threads == 2
-    feeds = multi._check_feeds(reference_feeds(multi))
-    m, s = multi._executor.run, single._executor.run
+    assert multi.plan.num_streams == 2 and multi.stream_threads == 2
+    feeds = reference_feeds(multi)
+    m, s = (lambda f: multi.run(None, f)), (lambda f: single.run(None, f))
     for a, b in zip(m(feeds), s(feeds)):
         np.testing.assert_array_equal(a, b)
     times = alternate({"multi": lambda: m(feeds), "single": lambda: s(feeds)}, rounds=20)
@@ -94,10 +92,9 @@ def test_resnet50_multi_vs_single(benchmark):
 @pytest.mark.parametrize("name", LIGHT_MODELS)
 def test_modelled_utilization(benchmark, name):
     """The modelled NPU (no real time): single vs multi-stream NPU time and AICORE utilization."""
-    g = optimize(import_model(light_model_path(name)), ge.Options())
-    order = topological_order(g)
+    plan = ge.compile(light_model_path(name))
     t0 = time.perf_counter()
-    single, multi = compare(g, order)
+    single, multi = compare(plan)
     benchmark.extra_info.update({
         "streams": multi.num_streams, "events": multi.num_events,
         "single_us": round(single.makespan_s * 1e6, 1), "multi_us": round(multi.makespan_s * 1e6, 1),

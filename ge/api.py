@@ -14,7 +14,7 @@ from .ir.dtypes import to_onnx
 from .offline import is_offline_model
 from .offline import load as load_plan
 from .options import as_options
-from .plan import GearPlans, Plan
+from .plan import Executor, GearPlans, Plan
 
 RUNTIMES = ("v1", "v2")
 _ONNX_TYPE_NAMES = {"float32": "float", "float64": "double", "bool": "bool"}
@@ -42,37 +42,12 @@ def _strip_port(name: str, known) -> str:
     return name
 
 
-def _aligned(nbytes) -> int:
-    return -(-int(nbytes) // 512) * 512
-
-
-def _check_v1_fits(plan: Plan, need: int | None = None) -> None:
-    """runtime_v1 allocates its whole arena (weights | feature_map | io) at load: refuse one larger than
-    the modelled device (Options.device_memory_bytes) before allocating it."""
-    if plan.memory is None:
-        return  # runtime_v1 refuses it with its own message
-    capacity = plan.options.device_memory_bytes
-    if need is None:
-        need = sum(_aligned(plan.memory.segments.get(k, 0)) for k in ("weights", "feature_map", "io"))
-    if need > capacity:
-        raise DeviceMemoryError(need, capacity, 0, f"runtime_v1's arena of '{plan.name}' (weights | "
-                                f"feature_map | io: {dict(plan.memory.segments)}) at load")
-
-
-def _geared_v1_bytes(gp) -> int:
-    """What runtime_v1's gears allocate at load: the weights once, ONE feature map (the largest), and the
-    I/O slots of every gear."""
-    segs = [p.memory.segments for p in gp.plans.values()]
-    return (max(_aligned(s.get("weights", 0)) for s in segs) + max(_aligned(s.get("feature_map", 0)) for s in segs)
-            + sum(_aligned(s.get("io", 0)) for s in segs))
-
-
-def _load(make, runtime: str, plan: Plan):
-    """make(): the runtime's executor for `plan`; a host that cannot back the modelled device is a
-    DeviceMemoryError, not a bare OSError/MemoryError (e.g. device_memory_bytes larger than the address
-    space can map)."""
+def _load(runtime: str, model: Plan | GearPlans) -> Executor:
+    """runtime_<runtime>.load(model); a host that cannot back the modelled device is a DeviceMemoryError,
+    not a bare OSError/MemoryError (e.g. device_memory_bytes larger than the address space can map)."""
+    plan = model.plans[model.gears[-1]] if isinstance(model, GearPlans) else model
     try:
-        return make()
+        return importlib.import_module(f"runtime_{runtime}").load(model)
     except GEError:
         raise
     except (MemoryError, OSError) as e:
@@ -88,9 +63,11 @@ def available_runtimes() -> list[str]:
     for rt in RUNTIMES:
         try:
             module = importlib.import_module(f"runtime_{rt}")
-        except ImportError:
+        except ModuleNotFoundError as e:
+            if e.name != f"runtime_{rt}":   # a broken runtime is an error, not an absent one
+                raise
             continue
-        if hasattr(module, "Executor"):
+        if hasattr(module, "load"):
             found.append(rt)
     return found
 
@@ -118,28 +95,22 @@ class Session:
                     model, self.options, inputs=inputs, outputs=outputs))
                 return
             if isinstance(model, GearPlans):
-                raise GEError("saved batch gears run on runtime_v1 (static plans); for runtime_v2 load the "
-                              "model itself, which runs the real batch dynamically")
+                _load("v2", model)   # refuses them, saying why
             # runtime_v2 runs the real batch dynamically: it needs no gears
             model = compile_model(model, self.options.replace(dynamic_batch=()), inputs=inputs, outputs=outputs)
         self.plan: Plan = model if isinstance(model, Plan) else compile_model(
             model, self.options, inputs=inputs, outputs=outputs)
         self.runtime = self._pick_runtime(runtime, self.plan)
-        module = importlib.import_module(f"runtime_{self.runtime}")
-        if self.runtime == "v1":
-            _check_v1_fits(self.plan)
-        self._executor = _load(lambda: module.Executor(self.plan), self.runtime, self.plan)
+        self._executor: Executor = _load(self.runtime, self.plan)
         self._describe([self.plan.tensors[i] for i in self.plan.inputs],
                        [self.plan.tensors[i] for i in self.plan.outputs])
 
     def _init_geared(self, gp: GearPlans) -> None:
-        """runtime_v1 over batch gears: one static plan per gear, memory shared (runtime_v1.gears)."""
-        from runtime_v1.gears import GearedExecutor
+        """runtime_v1 over batch gears: one static plan per gear, memory shared."""
         self.gear_plans = gp
         self.plan = gp.plans[gp.gears[-1]]  # the largest gear's plan
         self.runtime = "v1"
-        _check_v1_fits(self.plan, _geared_v1_bytes(gp))
-        self._executor = _load(lambda: GearedExecutor(gp), "v1", self.plan)
+        self._executor = _load("v1", gp)
         self._describe(list(gp.inputs), list(gp.outputs))
 
     def _describe(self, inputs, outputs) -> None:
@@ -166,22 +137,27 @@ class Session:
         return runtime
 
     def allocator_stats(self) -> dict:
-        """Device memory of this session's runtime: capacity, in use, peak, and the caching allocator's
-        counters (allocated, reserved, peaks, hits, misses...). Empty when the runtime keeps none."""
-        stats = getattr(self._executor, "allocator_stats", None)
-        return stats() if stats is not None else {}
+        """Device memory of this session's runtime: capacity, in use, peak, and (runtime_v2) the caching
+        allocator's counters (allocated, reserved, peaks, hits, misses...)."""
+        return self._executor.allocator_stats()
+
+    def stats(self) -> dict:
+        """The runtime's counters (runtime_v1: zero-copy bindings, native and fallback tasks, streams...;
+        runtime_v2: steps, instances, stream threads)."""
+        return self._executor.stats()
+
+    @property
+    def stream_threads(self) -> int:
+        """Host threads the runtime gives the plan's streams."""
+        return self._executor.stream_threads
 
     def empty_cache(self) -> None:
         """Give cached device memory back (idle executor instances and their caches)."""
-        empty = getattr(self._executor, "empty_cache", None)
-        if empty is not None:
-            empty()
+        self._executor.empty_cache()
 
     def close(self) -> None:
         """Release the session's device memory; runs after this raise GEError."""
-        close = getattr(self._executor, "close", None)
-        if close is not None:
-            close()
+        self._executor.close()
 
     def __enter__(self) -> "Session":
         return self
@@ -204,7 +180,7 @@ class Session:
         if outputs:
             self._check_bound(outputs)
         bound = None  # runtimes that bind outputs compute straight into the caller's arrays (zero copy)
-        if outputs and getattr(self._executor, "binds_outputs", False):
+        if outputs and self._executor.binds_outputs:
             names = ((_strip_port(n, self._out_index), b) for n, b in outputs.items())
             bound = {self._out_index[n]: b for n, b in names if n in self._out_index}
         feeds = self._check_feeds(feeds)
@@ -223,6 +199,11 @@ class Session:
                     np.copyto(buf, r)
                 results[self._out_index[name]] = buf
         return [results[k] for k in picked]
+
+    def run_traced(self, feeds: dict, tracer) -> list[np.ndarray]:
+        """One run of all outputs, recording each task (and each event) as a slice on `tracer`
+        (ge.npu.Tracer): one track per stream. Slower than run(); for profiles (`ge profile`)."""
+        return self._executor.run_traced(self._check_feeds(feeds), tracer)
 
     def _check_bound(self, outputs) -> None:
         """Bound outputs are writable numpy arrays (their shape and dtype are checked after the run)."""

@@ -19,6 +19,7 @@ from . import __version__
 from .api import Session
 from .bench import alternate, format_table, summarize
 from .errors import GEError
+from .npu.aicore import CPUS
 from .offline import is_offline_model
 from .options import Options
 from .warmup import compile_kernels
@@ -36,7 +37,7 @@ def _fmt_bytes(n: int) -> str:
 def cmd_run(args) -> int:
     path = _model_arg(args.model)
     t0 = time.perf_counter()
-    sess = Session(path, runtime=args.runtime)
+    sess = Session(path, runtime=args.runtime, options=Options(thread_budget=args.threads))
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     n_kernels = compile_kernels(sess.plan)  # Numba: compiled once, then loaded from its cache
@@ -57,6 +58,7 @@ def cmd_run(args) -> int:
     verb = "load" if is_offline_model(path) else "compile"
     print(f"runtime   {sess.runtime}   nodes {len(plan.nodes)}   {verb} {compile_s:.2f} s   "
           f"kernels {n_kernels} in {kernels_s:.2f} s   first run {first_s * 1e3:.1f} ms")
+    print(f"cores     {_cores(sess)}")
     for o, a in zip(sess.get_outputs(), outs):
         print(f"output    {o.name} {a.dtype}{list(a.shape)}  checksum sum={float(a.sum(dtype=np.float64)):.6f} "
               f"argmax={int(a.argmax())}")
@@ -115,7 +117,7 @@ def cmd_compile(args) -> int:
     """Compile once and save the plan with its weights (an offline model: `ge run F.gem` loads it)."""
     from .compiler import compile as compile_model
     from .compiler import compile_gears
-    from .offline import save
+    from .offline import save, save_gears
     opts = {"topo_sorting_mode": args.order, "disable_reuse_memory": args.no_reuse,
             "max_streams": args.max_streams, "dynamic_batch": args.dynamic_batch or ()}
     t0 = time.perf_counter()
@@ -126,7 +128,7 @@ def cmd_compile(args) -> int:
         gp, plan, what = None, compile_model(_model_arg(args.model), opts), ""
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    out = save(plan, args.output) if gp is None else gp.save(args.output)
+    out = save(plan, args.output) if gp is None else save_gears(gp, args.output)
     save_s = time.perf_counter() - t0
     weights = sum(a.nbytes for a in plan.constants.values())
     print(f"compiled  {_model_arg(args.model)}: {what}{len(plan.nodes)} nodes, {plan.num_streams} streams, "
@@ -142,8 +144,8 @@ def cmd_bench(args) -> int:
     streams = [int(x) for x in args.streams.split(",")] if args.streams else [None]
     for rt in args.runtime.split(","):
         for n in streams:
-            opts = Options(intra_op_threads=args.threads) if n is None else \
-                Options(intra_op_threads=args.threads, max_streams=n)
+            opts = Options(thread_budget=args.threads) if n is None else \
+                Options(thread_budget=args.threads, max_streams=n)   # threads 0: all CPUs
             sess = Session(path, runtime=rt, options=opts)
             compile_kernels(sess.plan)
             feeds = feeds or _ones_feeds(sess)
@@ -152,7 +154,9 @@ def cmd_bench(args) -> int:
     if args.vs == "onnxruntime":
         contenders["onnxruntime"] = _onnxruntime_runner(path, args.threads, feeds)
     rows = summarize(alternate(contenders, rounds=args.rounds), base=next(iter(contenders)))
-    print(f"model {path}   threads {args.threads}   rounds {args.rounds}")
+    threads = args.threads or CPUS
+    print(f"model {path}   threads {threads} for ge and for onnxruntime   rounds {args.rounds}")
+    print(f"ge        {_cores(sess)}")
     print(format_table(rows, base=rows[0].name))
     if args.json:
         with open(args.json, "w") as f:
@@ -167,27 +171,24 @@ def cmd_profile(args) -> int:
     """Run with a Tracer (runtime_v2 by default, or runtime_v1's task sink: one track per stream, one slice
     per kernel, event arrows), write the Chrome/Perfetto JSON, print per-stream busy time and overlap, and
     the modelled NPU (ge.npu.sim) single- vs multi-stream time and AICORE utilization."""
-    from .compiler import import_model, optimize
-    from .npu import Tracer, compare
-    from .schedule.toposort import topological_order
+    from .kernels.bind import retile
+    from .npu import ASCEND_910, Tracer, compare
     path = _model_arg(args.model)
     opts = Options(max_streams=args.max_streams, enable_single_stream=args.max_streams == 1)
     sess = Session(path, runtime=args.runtime, options=opts)
     compile_kernels(sess.plan)
     feeds = _ones_feeds(sess)
     sess.run(None, feeds)  # warm: kernels compiled or loaded, instance created
-    index = sess._check_feeds(feeds)
     tracer = Tracer(os.path.basename(path))
     t0 = time.perf_counter()
     for _ in range(args.repeat):
-        sess._executor.run_traced(index, tracer)
+        sess.run_traced(feeds, tracer)
     wall = (time.perf_counter() - t0) / args.repeat
     tracer.save(args.trace)
     plan, st = sess.plan, tracer.stats()
     print(f"model     {path}")
-    threads = getattr(sess._executor, "stream_threads", plan.num_streams)  # v1: a thread per stream
     print(f"plan      {len(plan.nodes)} nodes, {plan.num_streams} stream(s), {len(plan.events)} events, "
-          f"{threads} stream thread(s) on runtime_{sess.runtime}"
+          f"{sess.stream_threads} stream thread(s) on runtime_{sess.runtime}"
           + (f"  (single stream: {plan.single_stream_reason})" if plan.single_stream_reason else ""))
     print(f"real      {args.repeat} run(s), {wall * 1e3:.2f} ms per run; trace written to {args.trace}")
     busy = sum(st["busy"].values())
@@ -195,14 +196,27 @@ def cmd_profile(args) -> int:
         print(f"  stream {s}: busy {b * 1e3 / args.repeat:8.2f} ms per run")
     print(f"  busy {busy * 1e3 / args.repeat:.2f} ms, overlap {st['overlap'] * 1e3 / args.repeat:.2f} ms per run, "
           f"busy / wall {busy / args.repeat / wall:.2f}x")
-    graph = optimize(import_model(path), opts)
-    single, multi = compare(graph, topological_order(graph, opts.topo_sorting_mode), opts)
-    print(f"modelled  single stream {single.makespan_s * 1e6:9.1f} us, AICORE utilization "
-          f"{single.aicore_utilization:6.1%}")
-    print(f"          multi stream  {multi.makespan_s * 1e6:9.1f} us, AICORE utilization "
-          f"{multi.aicore_utilization:6.1%}  ({multi.num_streams} streams, {multi.num_events} events, "
-          f"{single.makespan_s / multi.makespan_s:.2f}x)")
+    cores = ASCEND_910.engine("AICORE").units
+    for what, dims in ((f"as planned ({plan.options.aicore_num} AI cores)", None),
+                       (f"tiled for {cores} AI cores", retile(plan, cores))):
+        single, multi = compare(plan, block_dims=dims)
+        print(f"modelled  {what} on an Ascend-910-like NPU ({cores} AI cores):")
+        print(f"          single stream {single.makespan_s * 1e6:9.1f} us, AICORE utilization "
+              f"{single.aicore_utilization:6.1%}")
+        print(f"          multi stream  {multi.makespan_s * 1e6:9.1f} us, AICORE utilization "
+              f"{multi.aicore_utilization:6.1%}  ({multi.num_streams} streams, {multi.num_events} events, "
+              f"{single.makespan_s / multi.makespan_s:.2f}x)")
     return 0
+
+
+def _cores(sess) -> str:
+    """The AI cores the plan is tiled for, the tasks tiled over them, and the stream threads."""
+    plan = sess.plan
+    tiled = sum(n.launch is not None and n.launch.block_dim > 1 for n in plan.nodes)
+    tasks = sum(n.launch is not None and not n.no_task for n in plan.nodes)
+    return (f"{plan.options.aicore_num} AI cores ({tiled} of {tasks} tasks split into blocks), "
+            f"{plan.num_streams} stream{'s' * (plan.num_streams > 1)} on {sess.stream_threads} "
+            f"thread{'s' * (sess.stream_threads > 1)}")
 
 
 def _ones_feeds(sess) -> dict:
@@ -216,7 +230,7 @@ def _onnxruntime_runner(path: str, threads: int, feeds: dict):
     except ImportError:
         raise GEError("--vs onnxruntime needs onnxruntime: pip install onnxruntime") from None
     so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
+    so.intra_op_num_threads = threads   # 0: onnxruntime's default (all cores)
     so.log_severity_level = 3
     o = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     return lambda: o.run(None, feeds)
@@ -251,13 +265,17 @@ def main(argv=None) -> int:
     r.add_argument("model", nargs="?", help="ONNX file (default: the ONNX light ResNet-50 inside onnx)")
     r.add_argument("--runtime", default="auto", help="v1, v2 or auto (default)")
     r.add_argument("--repeat", type=int, default=10, help="timed runs after the first (default 10)")
+    r.add_argument("--threads", type=int, default=0, help="thread budget: AI cores and stream threads (default 0: "
+                   "the CPUs of this process)")
     r.set_defaults(fn=cmd_run)
     b = sub.add_parser("bench", help="compare runtimes (and onnxruntime) on one model, side by side")
     b.add_argument("model", nargs="?", help="ONNX file (default: the ONNX light ResNet-50 inside onnx)")
     b.add_argument("--runtime", default="auto", help="comma-separated runtimes, e.g. v1,v2 (default auto)")
     b.add_argument("--streams", help="comma-separated max_streams values to compare, e.g. 1,2,4")
     b.add_argument("--vs", choices=["onnxruntime"], help="also time onnxruntime on the same inputs")
-    b.add_argument("--threads", type=int, default=1, help="threads per kernel, for ge and onnxruntime")
+    b.add_argument("--threads", type=int, default=0,
+                   help="threads for ge (thread budget) and for onnxruntime (intra-op threads); 0 (default): "
+                        "the CPUs of this process for both")
     b.add_argument("--rounds", type=int, default=20, help="alternating rounds (default 20)")
     b.add_argument("--json", help="write the table as JSON to this file")
     b.add_argument("--plot", help="draw the comparison as a bar chart (PNG; needs matplotlib)")

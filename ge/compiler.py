@@ -17,10 +17,12 @@ from .ir import Graph
 from .kernels.bind import node_context, node_kernel, static_spec
 from .kernels.registry import UnknownValueError
 from .memory import continuous, plan_memory
+from .npu.aicore import aicore_num
 from .options import Options, as_options
 from .passes import run_pipeline
 from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor
 from .npu.engines import GE_LOCAL, engine_for_op
+from .schedule import schedule
 from .schedule.toposort import topological_order
 
 log = logging.getLogger("ge")
@@ -54,6 +56,7 @@ def optimize(graph: Graph, options: Options) -> Graph:
 def compile(model, options: Options | dict | None = None, *, inputs=None,  # noqa: A001 - the public verb
             outputs=None) -> Plan:
     options = as_options(options)
+    options = options.replace(aicore_num=aicore_num(options))   # the tiling's core count, fixed in the plan
     if options.dynamic_batch:  # a Plan holds one gear; dropping the others silently would surprise
         raise GEError(f"dynamic_batch {list(options.dynamic_batch)} compiles one plan per gear: use "
                       "ge.compiler.compile_gears(model, options) or ge.Session(model, runtime='v1', "
@@ -150,12 +153,12 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
         kernel = node_kernel(graph, node)
         ins = tuple(tensor_of(v) for v in node.inputs)
         outs = tuple(tensor_of(v) for v in node.outputs)
-        launch, dynamic = _bind_launch(graph, node, kernel)
+        launch, dynamic = _bind_launch(graph, node, kernel, options.aicore_num)
         nodes.append(PlanNode(step, node.name, node.op_type, node.domain, node_context(
             graph, node, kernel).opset, dict(node.attrs), ins, outs, kernel, launch, dynamic,
             kernel.engine))
     outputs = tuple(tensor_of(v) for v in graph.outputs)
-    nodes, events, reason = _assign_streams(graph, order, nodes, options)
+    nodes, events, reason = _assign_streams(order, nodes, options)
     plan = Plan(graph.name, tuple(tensors), tuple(nodes), inputs, outputs, constants, options,
                 events=events, single_stream_reason=reason)
     # after streams: a Concat placed like the copy it was keeps the branches parallel (as GE_LOCAL from the
@@ -180,36 +183,27 @@ def _check_size(graph, v, options) -> None:
                                 "(larger than the whole device; refused at compile time)")
 
 
-def _assign_streams(graph, order, nodes, options):
+def _assign_streams(order, nodes, options):
     """Engines (GE_LOCAL for no-task aliases), GE's logical streams and the pruned sync events
     (ge.schedule). One stream, with the reason logged, when options or the graph ask for it."""
-    from .schedule.events import plan_events_indexed, verify_events
-    from .schedule.streams import assign_streams
     engines = [GE_LOCAL if n.is_alias else engine_for_op(n.op_type, n.kernel.engine) for n in nodes]
-    a = assign_streams(graph, order, options, engines=engines)
-    producer = {t: n.step for n in nodes for t in n.outputs if t >= 0}
-    preds = [sorted({producer[t] for t in n.inputs if t in producer}) for n in nodes]
-    events = plan_events_indexed(preds, a.streams).events if a.num_streams > 1 else ()
-    problems = verify_events(preds, a.streams, events) if events else []
-    if problems:
-        raise GEError(f"stream events of '{graph.name}' do not cover its dependencies: {problems[:3]}")
+    sched = schedule(order, engines, options)
+    a = sched.streams
     nodes = [dataclasses.replace(n, engine=e, stream=s) for n, e, s in zip(nodes, engines, a.streams)]
     if a.single_stream_reason:
-        log.info("plan %s: single stream (%s)", graph.name, a.single_stream_reason)
+        log.info("plan: single stream (%s)", a.single_stream_reason)
     else:
-        log.info("plan %s: %d streams, %d events", graph.name, a.num_streams, len(events))
-    return nodes, tuple(events), a.single_stream_reason
+        log.info("plan: %d streams, %d events", a.num_streams, len(sched.events.events))
+    return nodes, sched.events.events, a.single_stream_reason
 
 
-def _bind_launch(graph, node, kernel):
-    """(launch, dynamic): the node's Launch when its shapes are static (None: no task, an alias), or
-    (None, True) when shapes are known only at run time."""
+def _bind_launch(graph, node, kernel, cores: int):
+    """(launch, dynamic): the node's Launch, tiled for `cores` AI cores, when its shapes are static (None: no
+    task, an alias), or (None, True) when shapes are known only at run time."""
     specs = [static_spec(v) for v in node.inputs]
     if any(v is not None and s is None for v, s in zip(node.inputs, specs)):
         return None, True
-    ctx = node_context(graph, node, kernel, specs)
     try:
-        ctx.outputs = kernel.infer(ctx)
-        return kernel.prepare(ctx), False
+        return kernel.bind(node_context(graph, node, kernel, specs, cores=cores)), False
     except UnknownValueError:
         return None, True

@@ -29,10 +29,12 @@ class Options:
     # streams
     enable_single_stream: bool = False
     max_streams: int = 8
-    # threads: how many threads one kernel may use (BLAS); 0 = leave the library default
-    intra_op_threads: int = 1
-    # threads for a whole run: stream threads x intra_op_threads stay within it; 0 = the CPUs of this process
+    exact_ge_streams: bool = False    # GE's stream rules without ge's two refinements (for comparison)
+    # threads that compute at once for a run: stream threads and AI cores share it; 0 = the CPUs of this process
     thread_budget: int = 0
+    # AI cores the kernels are tiled for (GE's ge.aicoreNum / atc --aicore_num): a launch runs on at most this
+    # many cores; 0 = the thread budget. Resolved when the plan is compiled (ge.npu.aicore.aicore_num)
+    aicore_num: int = 0
     # runtime_v2: modelled device memory (planned arenas + caching allocator), concurrent instances
     device_memory_bytes: int = 4 << 30
     executor_instances: int = 8
@@ -58,6 +60,9 @@ class Options:
         object.__setattr__(self, "dynamic_batch", _gears(self.dynamic_batch))
         if self.max_streams < 1:
             raise GEError(f"max_streams must be >= 1, got {self.max_streams}")
+        if self.thread_budget < 0 or self.aicore_num < 0:
+            raise GEError(f"thread_budget ({self.thread_budget}) and aicore_num ({self.aicore_num}) must be >= 0 "
+                          "(0: the CPUs this process may use)")
         if self.device_memory_bytes <= 0 or self.executor_instances < 1:
             raise GEError(f"device_memory_bytes ({self.device_memory_bytes}) and executor_instances "
                           f"({self.executor_instances}) must be positive")
@@ -115,6 +120,8 @@ GE_ALIASES = {
     "ge.exec.disableReuseMemory": lambda v: ("disable_reuse_memory", _flag(v)),
     "ge.topoSortingMode": lambda v: ("topo_sorting_mode", str(v)),
     "ge.enableSingleStream": lambda v: ("enable_single_stream", _flag(v)),
+    "ge.aicoreNum": lambda v: ("aicore_num", int(v)),
+    "aicore_num": lambda v: ("aicore_num", int(v)),
     "ge.exec.memoryOptimizationPolicy": lambda v: (
         ("topo_sorting_mode", "memory_priority") if str(v) == "MemoryPriority" else ("extra_policy", v)),
 }

@@ -1,5 +1,8 @@
 """The Plan: an immutable description of how to run a graph, produced by the compiler, read by runtimes.
 
+The plan is the only contract between the compiler and the runtimes: its nodes (bound kernels and launches,
+engines, streams), its sync events between streams, and its static memory plan are all defined here.
+
 Names are kept for errors and dumps; runtimes work on the integer indices. A node's `launch` is bound at
 compile time when all its shapes are static; a dynamic node (symbolic shapes, run-time shape values) has
 `launch=None` and is prepared per run by runtime_v2. A static node whose kernel declares `alias` and
@@ -11,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -19,11 +22,77 @@ from .ir.dtypes import short
 from .kernels.registry import Launch, OpKernel
 from .options import Options
 
-if TYPE_CHECKING:
-    from .memory import MemoryPlan
-    from .schedule.events import SyncEvent
-
 INPUT, CONST, ACTIVATION = "input", "const", "activation"
+
+
+@dataclass(frozen=True, slots=True)
+class SyncEvent:
+    """An event between streams (ge.schedule.events): recorded on `src_stream` right after step
+    `record_after`, waited for on `dst_stream` right before step `wait_before`."""
+    id: int
+    record_after: int
+    wait_before: int
+    src_stream: int
+    dst_stream: int
+
+
+# -- the static memory plan (ge.memory), attached as `plan.memory` -----------------------------------
+# Segments (each its own address space, offsets from 0):
+# - weights:     constants, back to back, 512-aligned; never reused.
+# - feature_map: activations and workspaces, reused across lifetimes (the arena runtimes allocate once).
+# - atomic:      outputs a kernel accumulates into (Launch.atomic): never reused; runtimes zero the segment
+#                once per run before anything runs (GE's centralized AtomicAddrClean, atomicCleanPolicy 0).
+# - io:          graph inputs and outputs (zero copy: the user's buffers in GE); never reused; produced outputs
+#                first, then graph inputs by size ascending (GE's zero-copy layout).
+# - dynamic:     not a segment: tensors with run-time shapes, allocated by runtime_v2 (offset None).
+# Workspaces live in feature_map with a one-step life, as in GE.
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMemory:
+    index: int
+    name: str
+    segment: str              # weights | feature_map | atomic | io | dynamic
+    offset: int | None        # inside the segment; None for dynamic (and symbolic-shaped io)
+    bytes: int | None         # the tensor's own bytes
+    alias_of: str | None      # the tensor whose block this one is a view of
+    first: int | None = None  # feature map: first and last step of the symbol's life
+    last: int | None = None
+    part_of: str | None = None  # a no-task Concat's output this tensor is a slice of (at `offset`)
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    feature_map_bytes: int
+    no_reuse_bytes: int       # sum of every feature-map request, 512-aligned
+    lower_bound_bytes: int    # max over steps of live bytes on this order
+    assigner: str             # the winner (or the only one run)
+    totals: Mapping[str, int]  # bytes per assigner tried
+    seconds: float            # planning time
+
+    @property
+    def ratio(self) -> float:
+        """Planned / lower bound (1.0 is optimal for this order)."""
+        return self.feature_map_bytes / self.lower_bound_bytes if self.lower_bound_bytes else 1.0
+
+    @property
+    def reduction(self) -> float:
+        """Fraction saved versus no reuse."""
+        return 1 - self.feature_map_bytes / self.no_reuse_bytes if self.no_reuse_bytes else 0.0
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    tensors: tuple[TensorMemory, ...]                 # by tensor index
+    workspaces: tuple[tuple[tuple[int, int], ...], ...]  # per step: (offset, bytes) per workspace
+    segments: Mapping[str, int]                       # segment -> bytes
+    stats: MemoryStats
+
+    def summary(self) -> str:
+        s = self.stats
+        return (f"memory: no reuse {s.no_reuse_bytes / 2**20:.2f} MiB -> planned "
+                f"{s.feature_map_bytes / 2**20:.2f} MiB ({s.reduction:.1%} saved; {s.ratio:.3f}x the live "
+                f"lower bound {s.lower_bound_bytes / 2**20:.2f} MiB) by {s.assigner}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +150,8 @@ class Plan:
     outputs: tuple[int, ...]
     constants: Mapping[int, np.ndarray]
     options: Options = field(default_factory=Options)
-    memory: "MemoryPlan | None" = None  # static memory plan (ge.memory), set by the compiler
-    # sync events between streams (ge.schedule.events.SyncEvent: id, record_after / wait_before steps,
-    # src_stream, dst_stream); empty on one stream
-    events: "tuple[SyncEvent, ...]" = ()
+    memory: MemoryPlan | None = None  # static memory plan (ge.memory), set by the compiler
+    events: tuple[SyncEvent, ...] = ()  # sync events between streams; empty on one stream
     single_stream_reason: str | None = None  # why the compiler kept one stream (None: multi-stream allowed)
 
     def __post_init__(self):
@@ -159,11 +226,6 @@ class Plan:
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
-    def save(self, path) -> str:
-        """Store the plan and its weights (JSON + npz, no pickle) for `ge.load` (see ge.offline)."""
-        from .offline import save
-        return save(self, path)
-
 
 @dataclass(frozen=True)
 class GearPlans:
@@ -179,7 +241,24 @@ class GearPlans:
     def gears(self) -> tuple[int, ...]:
         return tuple(self.plans)
 
-    def save(self, path) -> str:
-        """Store every gear's plan and the weights once (ge.offline.save_gears); `ge.load` gives them back."""
-        from .offline import save_gears
-        return save_gears(self, path)
+
+@runtime_checkable
+class Executor(Protocol):
+    """What a runtime gives `ge.Session` for a loaded plan (runtime_v1 and runtime_v2 implement it; each
+    runtime package has `load(plan | GearPlans) -> Executor`). Feeds are {input tensor index: array}."""
+    binds_outputs: bool   # run() may take outputs={output position: array} and compute into them
+
+    def run(self, feeds: dict, outputs: dict | None = None) -> list[np.ndarray]: ...
+
+    def run_traced(self, feeds: dict, tracer) -> list[np.ndarray]: ...
+
+    def stats(self) -> dict: ...
+
+    def allocator_stats(self) -> dict: ...
+
+    def empty_cache(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    @property
+    def stream_threads(self) -> int: ...

@@ -34,6 +34,7 @@ def kernel_signatures(plan) -> dict:
         types += [_buffer_type(plan, t) for t in node.outputs]
         types += [typeof(np.empty(0, w.dtype)) for w in launch.workspaces]
         types += [typeof(a) for a in launch.args]
+        types += [typeof(0), typeof(0)] if launch.tiled else []   # (block_idx, block_dim)
         sigs.setdefault((launch.fn, _pack_star_args(launch.fn, types)), node.name)
     return sigs
 

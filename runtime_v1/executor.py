@@ -25,14 +25,18 @@ from typing import NamedTuple
 import numpy as np
 
 from ge.errors import ExecutionError, GEError, InputError
-from ge.pool import InstancePool
+from ge.kernels.registry import serial_blocks
+from ge.npu import native
+from ge.npu.aicore import team
+from ge.npu.device import memory_of
+from ge.npu.memory import align_up
+from ge.npu.pool import InstancePool
 from ge.plan import Plan
 
-from . import native
 from .model import FEATURE_MAP, IO0, NATIVE, Model
-from .native import ABORTED, RECORD, interpret, interpret_sync
+from .sink import ABORTED, DONE_OK, RECORD, abort, interpret, interpret_sync
 
-ALIGN = 512
+_NO_TEAM = np.zeros(1, np.int64)  # the team argument of plans that launch no tiled task (never read)
 BIND, COPY = 0, 1
 
 
@@ -48,14 +52,12 @@ def _spec(t) -> Spec:
     return Spec(t.name, t.dtype, tuple(t.shape), t.nbytes)
 
 
-def _aligned_empty(nbytes: int, device=None):
-    """(uint8 array of nbytes, 512-aligned, zeroed, release fn)."""
-    if device is not None:
-        off = device.alloc(nbytes, ALIGN, "runtime_v1 arena")
-        return device.view(off, np.uint8, nbytes), (lambda: device.free(off))
-    raw = np.zeros(nbytes + ALIGN, np.uint8)
-    start = -raw.ctypes.data % ALIGN
-    return raw[start:start + nbytes], None
+def reserve(memory, nbytes: int, what: str):
+    """(uint8 view of nbytes of device memory, ALIGN-aligned, zeroed, its release); DeviceMemoryError naming
+    `what` when the device is full."""
+    nbytes = max(int(nbytes), 1)
+    off = memory.reserve(nbytes, what)
+    return memory.view(off, nbytes), (lambda: memory.release(off, nbytes))
 
 
 def _addr(a: np.ndarray) -> int:
@@ -63,12 +65,13 @@ def _addr(a: np.ndarray) -> int:
 
 
 class Instance:
-    def __init__(self, model: Model, weights: np.ndarray | None, device=None, feature_map=None):
+    def __init__(self, model: Model, weights: np.ndarray | None, memory, feature_map=None):
         seg = model.segments
-        w = -(-seg["weights"] // ALIGN) * ALIGN if weights is None else 0
-        f = -(-model.feature_bytes // ALIGN) * ALIGN if feature_map is None else 0  # else: the caller's
+        w = align_up(seg["weights"]) if weights is None else 0
+        f = align_up(model.feature_bytes) if feature_map is None else 0  # else: the caller's
         total = w + f + max(seg["io"], 1)
-        self.arena, self._release = _aligned_empty(total, device)
+        self.arena, self._release = reserve(memory, total, f"runtime_v1's arena of '{model.plan.name}' (weights "
+                                            f"{w} | feature_map {f} | io {seg['io']} bytes)")
         if weights is None:  # the first instance: copy the weights in once
             weights = self.arena[:seg["weights"]]
             for t, a in model.plan.constants.items():
@@ -86,6 +89,11 @@ class Instance:
         self.rows = np.tile(self.defaults, (len(model.streams), 1))
         self.bases = self.rows[0]
         self.model = model
+        # the AI cores: one launch slot per stream thread when some task is tiled (block_dim > 1)
+        self.cores = team() if model.uses_cores else None
+        self.slots = (self.cores.acquire_slots(len(model.streams)) if self.cores is not None
+                      else np.full(len(model.streams), -1, np.int64))
+        self.team = self.cores.ctrl if self.cores is not None else _NO_TEAM
         self.streams = Streams(self) if len(model.streams) > 1 else None
         self.fallback = [self._bind_fallback(st) for st in model.streams]
         self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "zero_copy_outputs",
@@ -103,29 +111,32 @@ class Instance:
         """A task as a Python call: (fn, argument list with views bound, [(position, slot, off, count,
         dtype)] to patch per run: buffers in I/O slots)."""
         args, patches = [], []
-        for k, (slot, off, count, dtype) in enumerate(task.buffers[:task.n_buf]):
+        for k, (slot, off, count, dtype) in enumerate(task.args.buffers[:task.args.n_buf]):
             if slot >= IO0:
                 patches.append((k, slot, off, count, dtype))
                 args.append(None)
             else:
                 args.append(self.seg[slot][off:off + count * dtype.itemsize].view(dtype))
-        return task.node.launch.fn, args + list(task.node.launch.args), tuple(patches)
+        return serial_blocks(task.node.launch), args + list(task.node.launch.args), tuple(patches)
 
     def close(self) -> None:
         if self.streams is not None:
             self.streams.close()
+        if self.cores is not None:
+            self.cores.release_slots(self.slots)
+            self.cores = None
         if self._release is not None:
             self._release()
             self._release = None
 
 
 class Streams:
-    """The stream threads of one instance of a multi-stream plan (native.py: flags, waits, wake-ups).
+    """The stream threads of one instance of a multi-stream plan (sink.py: flags, waits, wake-ups).
 
     A run: 1. bump the generation, clear ABORT, `release` every parked worker with one futex bump;
     2. the calling thread runs table 0 while worker k runs table k (the streams of thread k), each its
-    program (native rows with event ops, fallback calls between them); 3. `join`: wait until every worker arrived; 4. raise the
-    error of the earliest failing node, if any. A failing stream sets ABORT first, so waits on events it
+    program (native rows with event ops, fallback calls between them); 3. `join`: wait until every worker
+    arrived; 4. raise the error of the earliest failing node, if any. A failing stream sets ABORT first, so waits on events it
     would have recorded give up instead of hanging. Workers start at load (and again in a forked child) and
     stop at close.
     """
@@ -186,7 +197,7 @@ class Streams:
         except BaseException as e:  # noqa: BLE001 - not a task's error (those come back as `failed`)
             failed = (float("inf"), e)
         if failed is not None:
-            native.abort(self.ctrl, self.n_events)
+            abort(self.ctrl, self.n_events)
             self.errors.append(failed)
 
     def close(self) -> None:
@@ -204,13 +215,14 @@ def _program(sync: Streams, s: int):
     for kind, a, b in st.program:
         if kind == NATIVE:
             if tracer is None:
-                r = interpret_sync(st.addrs, st.ioffs, st.foffs, m.itab, m.ftab, bases, ctrl, gen, a, b)
+                r = interpret_sync(st.addrs, st.ioffs, st.foffs, st.blocks, m.itab, m.ftab, bases, inst.team,
+                                   inst.slots[s], ctrl, gen, a, b)
             else:
                 r = _traced_rows(sync, st, bases, a, b)
             if r == ABORTED:
                 return None
             if r >= 0:  # abort the other streams first, then re-run the task from Python for the message
-                native.abort(ctrl, sync.n_events)
+                abort(ctrl, sync.n_events)
                 node = st.native[r].node
                 try:
                     _call(inst.bind_call(st.native[r]), inst, keep, node)
@@ -231,12 +243,13 @@ def _program(sync: Streams, s: int):
 
 def _traced_rows(sync: Streams, st, bases, a: int, b: int) -> int:
     """Rows [a, b) one at a time, each a slice on the stream's track (event ops with their flow arrow)."""
-    m, tracer = sync.model, sync.tracer
+    m, tracer, inst = sync.model, sync.tracer, sync.inst
+    k = m.streams.index(st)
     for t in range(a, b):
         t0 = time.perf_counter()
-        r = interpret_sync(st.addrs, st.ioffs, st.foffs, m.itab, m.ftab, bases, sync.ctrl, sync.generation,
-                           t, t + 1)
-        if r != native.DONE_OK:
+        r = interpret_sync(st.addrs, st.ioffs, st.foffs, st.blocks, m.itab, m.ftab, bases, inst.team,
+                           inst.slots[k], sync.ctrl, sync.generation, t, t + 1)
+        if r != DONE_OK:
             return r
         op, task = int(st.addrs[t]), st.native[t]
         if task is not None:
@@ -245,7 +258,7 @@ def _traced_rows(sync: Streams, st, bases, a: int, b: int) -> int:
             kind = "record" if op == RECORD else "wait"
             e = int(st.ioffs[t])
             _slice(tracer, st.stream, kind, f"{kind} e{e}", t0, (e, sync.generation))
-    return native.DONE_OK
+    return DONE_OK
 
 
 def _slice(tracer, stream: int, kind: str, name: str, t0: float, flow=None) -> None:
@@ -266,17 +279,18 @@ class Executor:
     binds_outputs = True  # Session may pass bound outputs: {output position: array}
 
     def __init__(self, plan: Plan, device=None, *, weights=None, feature_map=None):
-        # weights / feature_map: the caller's buffers (gears.py: batch gears share them); an executor on a
-        # caller's feature map keeps one instance, since a second would write the same bytes
+        # device: a ge.npu.Device or DeviceMemory to reserve in (default: a memory of the plan's
+        # device_memory_bytes); weights / feature_map: the caller's buffers (gears.py: batch gears share
+        # them); an executor on a caller's feature map keeps one instance, since a second would write the
+        # same bytes
         self.plan = plan
         self.model = Model(plan)
-        self.device = device
+        self.memory = memory = memory_of(device, plan.options.device_memory_bytes)
         opts = plan.options
-        self.refreshable = bool(getattr(opts, "feature_base_refreshable", False))
-        max_instances = 1 if self.refreshable or feature_map is not None else getattr(
-            opts, "executor_instances", 8)
-        first = Instance(self.model, weights, device, feature_map)  # more instances share its weights
-        self._instances = InstancePool(lambda: Instance(first.model, first.weights, device), max_instances,
+        self.refreshable = opts.feature_base_refreshable
+        max_instances = 1 if self.refreshable or feature_map is not None else opts.executor_instances
+        first = Instance(self.model, weights, memory, feature_map)  # more instances share its weights
+        self._instances = InstancePool(lambda: Instance(first.model, first.weights, memory), max_instances,
                                        Instance.close, first)
         self._inputs = {t: (self.model.io_slot[t].slot, _spec(plan.tensors[t])) for t in plan.inputs}
         self._outputs = self._output_plan()
@@ -331,7 +345,13 @@ class Executor:
         """One run recording every task and event op as a slice on `tracer` (ge.npu.Tracer), one track per
         stream, rows stepped one at a time (slower; for profiles and overlap evidence)."""
         with self._instances.lease() as inst:
-            return self._run(inst, feeds, {}, tracer)
+            if inst.cores is None:
+                return self._run(inst, feeds, {}, tracer)
+            m = self.model
+            names = {int(m.itab.ctypes.data + 8 * st.ioffs[t]): (st.stream, task.node.name)
+                     for st in m.streams for t, task in enumerate(st.native) if task is not None}
+            with inst.cores.tracing(tracer, names):   # the blocks, per AI core
+                return self._run(inst, feeds, {}, tracer)
 
     def _run(self, inst: Instance, feeds: dict, bound_out: dict, tracer=None) -> list[np.ndarray]:
         bases, c = inst.bases, inst.counters
@@ -392,7 +412,8 @@ class Executor:
         m = self.model
         for kind, a, b in st.program:
             if kind == NATIVE:
-                failed = interpret(st.addrs, st.ioffs, st.foffs, m.itab, m.ftab, inst.bases, a, b)
+                failed = interpret(st.addrs, st.ioffs, st.foffs, st.blocks, m.itab, m.ftab, inst.bases, inst.team,
+                                   inst.slots[0], a, b)
                 if failed >= 0:  # re-run the task from Python: the kernel's own exception and message
                     task = st.native[failed]
                     _call(inst.bind_call(task), inst, keep, task.node)
@@ -414,6 +435,18 @@ class Executor:
         out.update(native_tasks=m.native_tasks, fallback_tasks=m.fallback_tasks, load_seconds=m.load_seconds,
                    streams=len(m.streams), events=len(m.events))  # tables run in parallel, event pairs in them
         return out
+
+    def allocator_stats(self) -> dict:
+        """Device memory: capacity, in use (arenas of every instance), peak, instances."""
+        return {"capacity": self.memory.capacity, "device_in_use": self.memory.in_use,
+                "device_peak": self.memory.peak, "instances": len(self._instances.all)}
+
+    def empty_cache(self) -> None:
+        """Nothing is cached: runtime_v1's arenas are static for the executor's life."""
+
+    @property
+    def stream_threads(self) -> int:
+        return len(self.model.streams)
 
 
 def _call(call, inst, keep, node) -> None:

@@ -26,18 +26,20 @@ import threading
 import numpy as np
 
 from ge.errors import InputError
-from ge.pool import InstancePool
+from ge.npu.pool import InstancePool
 
-from .executor import Executor, _aligned_empty
+from ge.npu.device import memory_of
+
+from .executor import Executor, reserve
 from .model import feature_bytes
 
 
 class _Weights:
     """One weight-segment image, shared by every gear whose constants it holds."""
 
-    def __init__(self, plan, device):
+    def __init__(self, plan, memory):
         self.nbytes = int(plan.memory.segments["weights"])
-        self.buf, self._release = _aligned_empty(max(self.nbytes, 1), device)
+        self.buf, self._release = reserve(memory, self.nbytes, f"the weights of '{plan.name}' (batch gears)")
         for t, a in plan.constants.items():
             off, b = plan.memory.tensors[t].offset, _bytes(a)
             self.buf[off:off + b.size] = b
@@ -64,9 +66,9 @@ def _bytes(a) -> np.ndarray:
 class _Set:
     """One feature-map buffer and, per gear, an Executor computing in it."""
 
-    def __init__(self, plans: dict, weights: dict, fm_bytes: int, device):
-        self.fm, self._release = _aligned_empty(max(fm_bytes, 1), device)
-        self.executors = {g: Executor(p, device, weights=weights[g].buf, feature_map=self.fm)
+    def __init__(self, plans: dict, weights: dict, fm_bytes: int, memory):
+        self.fm, self._release = reserve(memory, fm_bytes, "the feature map the batch gears share")
+        self.executors = {g: Executor(p, memory, weights=weights[g].buf, feature_map=self.fm)
                           for g, p in plans.items()}
 
     def close(self) -> None:
@@ -87,7 +89,7 @@ class GearedExecutor:
         plans = dict(gear_plans.plans)
         self.gears = tuple(sorted(plans))
         self.plan = plans[self.gears[-1]]
-        self.device = device
+        self.memory = memory_of(device, self.plan.options.device_memory_bytes)
         self._inputs = gear_plans.inputs
         self._batched = gear_plans.batched
         # Step 1: weights, one image per distinct layout
@@ -99,9 +101,9 @@ class GearedExecutor:
         # Step 3: the pool of sets
         opts = self.plan.options
         self._plans = plans
-        self._sets = InstancePool(lambda: _Set(plans, self._weights, self._fm_bytes, device),
+        self._sets = InstancePool(lambda: _Set(plans, self._weights, self._fm_bytes, self.memory),
                                   1 if opts.feature_base_refreshable else opts.executor_instances,
-                                  self._close_set, _Set(plans, self._weights, self._fm_bytes, device))
+                                  self._close_set, _Set(plans, self._weights, self._fm_bytes, self.memory))
         self._count = threading.Lock()
         self._gear_runs = dict.fromkeys(self.gears, 0)
         self._padded_runs = 0
@@ -110,7 +112,7 @@ class GearedExecutor:
         for img in self._images:
             if img.holds(plan):
                 return img
-        img = _Weights(plan, self.device)
+        img = _Weights(plan, self.memory)
         self._images.append(img)
         return img
 
@@ -124,7 +126,7 @@ class GearedExecutor:
         self._sets.close()
 
     # -- running -------------------------------------------------------------------------------------
-    def run(self, feeds: dict, outputs: dict | None = None) -> list[np.ndarray]:
+    def run(self, feeds: dict, outputs: dict | None = None, tracer=None) -> list[np.ndarray]:
         """feeds {input tensor index: array}; outputs {output position: array} written in place."""
         batch = self._batch(feeds)
         k = bisect.bisect_left(self.gears, batch)
@@ -135,7 +137,9 @@ class GearedExecutor:
         plan = self._plans[gear]
         gear_feeds = {plan.inputs[i]: _pad(feeds[t.index], gear) for i, t in enumerate(self._inputs)}
         with self._sets.lease() as s:
-            results = s.executors[gear].run(gear_feeds, outputs if batch == gear else None)
+            ex = s.executors[gear]
+            results = ex.run(gear_feeds, outputs if batch == gear else None) if tracer is None \
+                else ex.run_traced(gear_feeds, tracer)
         if batch != gear:
             results = [r[:batch] if b else r for r, b in zip(results, self._batched)]
             for pos, buf in (outputs or {}).items():
@@ -150,6 +154,21 @@ class GearedExecutor:
         return results
 
     execute = run
+
+    def run_traced(self, feeds: dict, tracer) -> list[np.ndarray]:
+        """One run of the feeds' gear, traced (runtime_v1's Executor.run_traced)."""
+        return self.run(feeds, None, tracer)
+
+    def allocator_stats(self) -> dict:
+        return {"capacity": self.memory.capacity, "device_in_use": self.memory.in_use,
+                "device_peak": self.memory.peak, "sets": len(self._sets.all)}
+
+    def empty_cache(self) -> None:
+        """Nothing is cached: the sets' memory is static."""
+
+    @property
+    def stream_threads(self) -> int:
+        return max(ex.stream_threads for ex in self._sets.all[0].executors.values())
 
     def _batch(self, feeds: dict) -> int:
         """The batch all inputs agree on; their dtypes and non-batch dims checked against the model."""

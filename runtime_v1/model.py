@@ -10,20 +10,22 @@
      re-bound feature map (executor.py) is one slot too.
   3. Tasks: one per launched node (alias nodes and no-task Concats give none), in plan order, grouped per
      stream (`node.stream`). A task is native when its launch has a table encoding and its thunk compiles
-     (thunks.py); otherwise it is a fallback task: the kernel called from Python with views bound at load.
-  4. Tables per stream: thunk address, int-row offset, float-row offset per native task; one int table and
-     one float table for all; a program per stream alternates native runs [start, stop) and fallback calls.
-     Multi-stream: one table per stream thread (ge.schedule.streams.stream_threads: the thread budget,
-     at most one per stream; stream s on thread s mod threads). A thread's rows follow its streams' nodes
-     in plan order, and per node its waits, its task, its records: the plan's events between threads
-     become RECORD / WAIT rows (native.py). A node without a task (an alias) keeps its events in that
-     sequence, so a record lands after the last task at or before it, a wait before the first task at or
-     after it, and a record never moves ahead of an earlier wait. Event rows sit inside native runs, so
-     they are honoured around fallback calls too.
+     (ge.npu.thunks); otherwise it is a fallback task: the kernel called from Python with views bound at
+     load (a tiled one runs its blocks one after the other).
+  4. Tables per stream: thunk address, int-row offset, float-row offset and block_dim per native task; one
+     int table and one float table for all; a program per stream alternates native runs [start, stop) and
+     fallback calls. Multi-stream: one table per stream thread (ge.npu.programs: the thread budget, at most
+     one per stream; stream s on thread s mod threads). A thread's rows are its program's steps: per node
+     its waits, its task, its records, the plan's events between threads becoming RECORD / WAIT rows
+     (sink.py). A node without a task (an alias) keeps its events in that sequence, so a record lands
+     after the last task at or before it, a wait before the first task at or after it, and a record never
+     moves ahead of an earlier wait. Event rows sit inside native runs, so they are honoured around
+     fallback calls too.
   5. Weights are copied once, into the first instance's arena (executor.py: weights | feature_map | io).
 Switches: GE_V1_FALLBACK=all (or a comma list of op types) puts those tasks on the fallback, for bisecting;
 GE_V1_STREAMS=0 builds one list in plan order (no events, no threads) for a multi-stream plan, as do hosts
 without a way to wait natively (native.AVAILABLE). One stream builds exactly one table and no event rows.
+Tiled tasks (block_dim > 1) need launch slots on the AI cores (one per stream thread): `uses_cores`.
 """
 from __future__ import annotations
 
@@ -34,12 +36,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ge.errors import GEError
+from ge.npu import native, thunks
+from ge.npu.memory import align_up
+from ge.npu.native import STATUS
+from ge.npu.programs import cross_thread_events, stream_threads, thread_programs
+from ge.npu.thunks import TaskArgs, ThunkError
 from ge.plan import Plan, PlanNode
-from ge.schedule.streams import stream_threads
 
-from . import native, thunks
-from .native import RECORD, STATUS, WAIT
-from .thunks import BUF, Signature, ThunkError
+from .sink import RECORD, WAIT
 
 WEIGHTS, FEATURE_MAP, ARGS = 0, 1, 2
 IO0 = STATUS + 1
@@ -50,12 +54,15 @@ NATIVE, FALLBACK = 0, 1
 @dataclass(slots=True)
 class Task:
     node: PlanNode
-    kinds: tuple            # one (kind, type) per flat argument
-    values: list            # BUF: (slot, offset, count); scalars as given
-    buffers: list           # per argument: (slot, offset, count, dtype) for buffers, None for scalars
-    sig: Signature | None   # None: fallback
-    n_buf: int = 0          # tensors and workspaces: the first n_buf arguments
-    reason: str = ""        # why it is a fallback
+    args: TaskArgs          # args.sig None: a fallback task (args.reason says why)
+
+    @property
+    def sig(self):
+        return self.args.sig
+
+    @property
+    def reason(self) -> str:
+        return self.args.reason
 
 
 @dataclass(slots=True)
@@ -64,12 +71,13 @@ class StreamTables:
     addrs: np.ndarray
     ioffs: np.ndarray
     foffs: np.ndarray
+    blocks: np.ndarray      # per row: the task's block_dim (1 for event ops)
     program: tuple          # ((NATIVE, start, stop) | (FALLBACK, task index, 0), ...)
     fallback: tuple         # Task per fallback index
     native: tuple           # per row: its Task (for error reports), None for an event op
 
     def event_ops(self) -> list[tuple[int, int]]:
-        """[(native.RECORD | native.WAIT, event id)] in row order."""
+        """[(sink.RECORD | sink.WAIT, event id)] in row order."""
         return [(int(a), int(e)) for a, e in zip(self.addrs, self.ioffs) if a < 0]
 
 
@@ -79,12 +87,6 @@ class IoSlot:
     tensor: int             # the block's root tensor
     offset: int             # in the io segment
     nbytes: int
-
-
-def load(plan: Plan, device=None):
-    """Load a static plan: the runtime_v1 model, ready to execute."""
-    from .executor import Executor
-    return Executor(plan, device)
 
 
 class Model:
@@ -97,7 +99,7 @@ class Model:
         mem = plan.memory
         self.segments = {k: int(v) for k, v in mem.segments.items()}
         # the feature-map slot holds the feature map, then the atomic region (zeroed per run)
-        self.atomic_at = _align(self.segments["feature_map"])
+        self.atomic_at = align_up(self.segments["feature_map"])
         self.feature_bytes = feature_bytes(plan)
         # Step 2: base slots
         index = {t.name: t.index for t in plan.tensors}
@@ -140,44 +142,17 @@ class Model:
         plan, launch = self.plan, node.launch
         picked = (launch.inputs if launch.inputs is not None
                   else [i for i, t in enumerate(node.inputs) if t >= 0])
-        kinds, values, buffers = [], [], []
-
-        def buffer(slot, off, count, dtype):
-            kinds.append((BUF, np.dtype(dtype).name))
-            values.append((slot, off, count))
-            buffers.append((slot, off, count, np.dtype(dtype)))
-
+        buffers = []
         for t in [node.inputs[i] for i in picked] + list(node.outputs):
             spec = plan.tensors[t]
-            buffer(*self._locate(t), spec.nbytes // spec.dtype.itemsize, spec.dtype)
+            buffers.append((*self._locate(t), spec.nbytes // spec.dtype.itemsize, spec.dtype))
         planned = plan.memory.workspaces[node.step]
         for k, w in enumerate(launch.workspaces):
-            buffer(FEATURE_MAP, planned[k][0] if k < len(planned) else 0, w.size, w.dtype)
-        reason, n_buf = "", len(buffers)
-        for a in launch.args:
-            if isinstance(a, np.ndarray) and a.ndim == 1:
-                buffer(ARGS, self._pool_add(a), a.size, a.dtype)
-                continue
-            try:
-                kinds.append(thunks.scalar_kind(a))
-            except ThunkError as e:
-                kinds.append(("?", type(a).__name__))
-                reason = reason or str(e)
-            values.append(a)
-            buffers.append(None)
-        sig = None
+            buffers.append((FEATURE_MAP, planned[k][0] if k < len(planned) else 0, w.size, w.dtype))
         forced = os.environ.get("GE_V1_FALLBACK", "")
-        if forced and (forced == "all" or node.op_type in forced.split(",")):
-            reason = reason or "forced by GE_V1_FALLBACK"
-        if not reason:
-            try:
-                for kind, ty in kinds:
-                    if kind == BUF:
-                        thunks.buffer_kind(ty)
-                sig = Signature(*thunks.kernel_ref(launch.fn), tuple(kinds))
-            except ThunkError as e:
-                reason = str(e)
-        return Task(node, tuple(kinds), values, buffers, sig, n_buf, reason)
+        reason = "forced by GE_V1_FALLBACK" if forced and (forced == "all" or node.op_type in forced.split(",")) \
+            else ""
+        return Task(node, thunks.task_args(launch, buffers, lambda a: (ARGS, self._pool_add(a)), reason))
 
     def _pool_add(self, a: np.ndarray) -> int:
         off = self._pool_bytes
@@ -199,69 +174,56 @@ class Model:
                 self.thunk_errors[f"{task.sig.module}.{task.sig.name}"] = str(e)
         for task in self.tasks:
             if task.sig is not None and addr[task.sig] is None:
-                task.reason = self.thunk_errors[f"{task.sig.module}.{task.sig.name}"]
-                task.sig = None
+                task.args.reason = self.thunk_errors[f"{task.sig.module}.{task.sig.name}"]
+                task.args.sig = None
         return addr
 
     def _tables(self, addr: dict) -> tuple[StreamTables, ...]:
-        """Step 4: per thread, the nodes of its streams in plan order; rows are tasks and event ops."""
-        dense = {s: k for k, s in enumerate(sorted({n.stream for n in self.plan.nodes}))}
+        """Step 4: per thread, the rows of its program: per step its waits, its task, its records."""
         threads = stream_threads(self.plan)
         if threads < 2 or os.environ.get("GE_V1_STREAMS") == "0" or not native.AVAILABLE:
             threads = 1  # one stream (or the switch): every task in plan order, no events
-        group = {n.step: dense[n.stream] % threads for n in self.plan.nodes}
-        # an event between streams of one thread is kept by its plan order
-        self.events = tuple(e for e in self.plan.events if group[e.record_after] != group[e.wait_before])
+        self.events = cross_thread_events(self.plan, threads)
         self.n_events = len(self.plan.events) if self.events else 0  # flags are indexed by event id
         task_of = {t.node.step: t for t in self.tasks}
         self._irows, self._frows, self._n_i, self._n_f = [], [], 0, 0
-        tables = tuple(self._stream_table(k, self._stream_rows(k, group, task_of), addr) for k in range(threads))
+        tables = []
+        programs = thread_programs(self.plan, threads) or [()]   # a plan of no node: one empty table
+        for k, program in enumerate(programs):
+            rows = []
+            for step, waits, records in program:
+                rows += [(WAIT, e) for e in waits]
+                if step in task_of:
+                    rows.append(task_of[step])
+                rows += [(RECORD, e) for e in records]
+            tables.append(self._stream_table(k, rows, addr))
         self.itab = np.concatenate(self._irows + [np.zeros(1, np.int64)])
         self.ftab = np.concatenate(self._frows + [np.zeros(1, np.float64)])
         del self._irows, self._frows
-        return tables
-
-    def _stream_rows(self, thread: int, group: dict, task_of: dict) -> list:
-        """A thread's rows in plan order: per node of its streams, its waits, its task (none for an alias),
-        its records. Events of a task-less node stay in sequence, so a record is after the last task at or
-        before its node and a wait before the first task at or after it, and no record moves before an
-        earlier wait. Plan order is topological, so streams merged on one thread cannot deadlock."""
-        waits, records = {}, {}
-        for e in self.events:
-            waits.setdefault(e.wait_before, []).append((WAIT, e.id))
-            records.setdefault(e.record_after, []).append((RECORD, e.id))
-        rows = []
-        for n in self.plan.nodes:
-            if group[n.step] != thread:
-                continue
-            rows += waits.get(n.step, [])
-            if n.step in task_of:
-                rows.append(task_of[n.step])
-            rows += records.get(n.step, [])
-        return rows
+        return tuple(tables)
 
     def _stream_table(self, stream: int, rows: list, addr: dict) -> StreamTables:
-        addrs, ioffs, foffs, program, fallback, native_rows = [], [], [], [], [], []
+        addrs, ioffs, foffs, blocks, program, fallback, native_rows = [], [], [], [], [], [], []
         for row in rows:
             if isinstance(row, Task) and row.sig is None:
                 program.append((FALLBACK, len(fallback), 0))
                 fallback.append(row)
                 continue
             if isinstance(row, Task):
-                wi, wf = thunks.widths(row.kinds)
-                irow, frow = np.zeros(wi, np.int64), np.zeros(wf, np.float64)
-                thunks.encode(row.kinds, row.values, irow, frow)
+                irow, frow = row.args.rows()
                 addrs.append(addr[row.sig])
                 ioffs.append(self._n_i)
                 foffs.append(self._n_f)
+                blocks.append(row.node.launch.block_dim)
                 self._irows.append(irow)
                 self._frows.append(frow)
-                self._n_i, self._n_f = self._n_i + wi, self._n_f + wf
+                self._n_i, self._n_f = self._n_i + irow.size, self._n_f + frow.size
                 native_rows.append(row)
             else:  # (RECORD | WAIT, event id)
                 addrs.append(row[0])
                 ioffs.append(row[1])
                 foffs.append(0)
+                blocks.append(1)
                 native_rows.append(None)
             k = len(addrs)
             if program and program[-1][0] == NATIVE:
@@ -269,7 +231,8 @@ class Model:
             else:
                 program.append((NATIVE, k - 1, k))
         return StreamTables(stream, np.array(addrs, np.int64), np.array(ioffs, np.int64),
-                            np.array(foffs, np.int64), tuple(program), tuple(fallback), tuple(native_rows))
+                            np.array(foffs, np.int64), np.array(blocks, np.int64), tuple(program),
+                            tuple(fallback), tuple(native_rows))
 
     # -- introspection ---------------------------------------------------------------------------
     @property
@@ -280,19 +243,20 @@ class Model:
     def fallback_tasks(self) -> int:
         return sum(t.sig is None for t in self.tasks)
 
+    @property
+    def uses_cores(self) -> bool:
+        """Some native task has block_dim > 1: its stream threads need launch slots on the AI cores."""
+        return any(int(st.blocks.max(initial=1)) > 1 for st in self.streams)
+
     def fallback_reasons(self) -> dict[str, str]:
         """{node name: why it is not native}."""
         return {t.node.name: t.reason for t in self.tasks if t.sig is None}
 
 
-def _align(n: int) -> int:
-    return -(-int(n) // 512) * 512
-
-
 def feature_bytes(plan: Plan) -> int:
     """Bytes of the feature-map slot: the feature map (workspaces included), then the atomic region."""
     seg = plan.memory.segments
-    return _align(seg["feature_map"]) + int(seg.get("atomic", 0))
+    return align_up(seg["feature_map"]) + int(seg.get("atomic", 0))
 
 
 def _check_static(plan: Plan) -> None:

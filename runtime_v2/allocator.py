@@ -1,4 +1,5 @@
-"""The unified caching allocator of runtime_v2, after GE's RT2 ScalableAllocator (GE_REFERENCE.md §4.3).
+"""The unified caching allocator of runtime_v2, after GE's RT2 ScalableAllocator
+(hicann/ge: runtime/v2 allocator/scalable_allocator.cc).
 
 Two levels, as in GE:
 - `DeviceMemory` (L1, device.py, one per device, thread-safe): device memory as one address range of
@@ -41,7 +42,7 @@ import numpy as np
 
 from ge.errors import DeviceMemoryError, GEError
 
-from .device import DEFAULT_CAPACITY, PAGE_BYTES, DeviceMemory
+from ge.npu.memory import DEFAULT_CAPACITY, PAGE_BYTES, DeviceMemory
 
 FETCH_BYTES = 1 << 21         # GE: huge page 2 MiB; small requests split one fetched extent
 

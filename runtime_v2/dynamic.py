@@ -1,12 +1,13 @@
 """Dynamic nodes: shapes inferred and launches prepared at run time, cached by input shapes (and values).
 
-A `DynamicNode` is called by the executor loop as `node(bufs, shapes, spans, alloc)`:
+A `DynamicNode` is called by the executor loop as `node(bufs, shapes, spans, alloc, core)`:
   1. key = the concrete shapes of its inputs (plus the bytes of non-constant value inputs, e.g. a
      Reshape's shape computed at run time);
   2. on a miss: infer + prepare through the kernel registry, check against the plan's static dims, cache;
   3. set the output shapes; an alias (no task) views its source; else allocate outputs (HOST: the
      caller's bound array when it fits, else a fresh one; ALLOC: a span of the caching allocator),
-     allocate workspaces, launch, free the workspaces.
+     allocate workspaces, launch (a tiled launch on the AI cores: `core` is the thread's (team, slot), see
+     tiled.py), free the workspaces.
 The cache is shared by every executor instance (dict operations are atomic under the GIL; a race only
 prepares the same entry twice) and bounded.
 """
@@ -15,10 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from ge.errors import ShapeError
-from ge.kernels.registry import KernelContext, TensorSpec, cleaning
+from ge.kernels.bind import prepare_launch
+from ge.kernels.registry import TensorSpec, cleaning
+from ge.npu.thunks import ThunkError
 from ge.plan import Plan
 
 from .lowering import HOST, Step, passed_inputs
+from .tiled import TiledCall
 
 MAX_CACHED = 256  # entries per node
 
@@ -37,14 +41,16 @@ class DynamicNode:
         self.out0 = self.node.outputs[0]
         self.cache: dict = {}
 
-    def __call__(self, bufs, shapes, spans, alloc) -> None:
+    def __call__(self, bufs, shapes, spans, alloc, core=None) -> None:
         key = tuple([shapes[t] for t in self.present])
         if self.values:
             key = (key, *[bufs[t].tobytes() for t in self.values])
         hit = self.cache.get(key)
         if hit is None:
             hit = self._prepare(key, bufs, shapes)
-        out_shapes, fn, ins, sizes, ws, args, alias = hit
+        out_shapes, fn, ins, sizes, ws, args, alias, tiled = hit
+        if tiled is not None and core is not None:
+            fn, args = tiled.bound(*core), ()
         for o, s in zip(self.outs, out_shapes):
             shapes[o.tensor] = s
         if alias >= 0:
@@ -73,31 +79,40 @@ class DynamicNode:
             fn(*[bufs[t] for t in ins], *outs, *args)
 
     def _prepare(self, key, bufs, shapes):
-        node, kernel = self.node, self.node.kernel
-        tensors = self.plan.tensors
+        node, tensors = self.node, self.plan.tensors
         specs = [None if t < 0 else TensorSpec(shapes[t], tensors[t].dtype) for t in node.inputs]
-        values = [bufs[t].reshape(shapes[t]) if (t >= 0 and i in kernel.value_inputs) else None
+        values = [bufs[t].reshape(shapes[t]) if (t >= 0 and i in node.kernel.value_inputs) else None
                   for i, t in enumerate(node.inputs)]
-        ctx = KernelContext(node.op_type, node.name, dict(node.attrs), specs, values, node.opset,
-                            n_outputs=len(node.outputs))
-        ctx.outputs = kernel.infer(ctx)
-        for t, s in zip(node.outputs, ctx.outputs):
+        outputs, launch = prepare_launch(node.kernel, node.op_type, node.name, node.attrs, specs, values,
+                                         node.opset, len(node.outputs), self.plan.options.aicore_num)
+        for t, s in zip(node.outputs, outputs):
             want = tensors[t].shape
             if want == ("?",):  # rank unknown at compile time
                 continue
             if len(want) != len(s.shape) or any(isinstance(w, int) and w != d for w, d in zip(want, s.shape)):
                 raise ShapeError(f"output '{tensors[t].name}' has shape {list(s.shape)} at run time, the "
                                  f"plan says {list(want)}")
-        launch = kernel.prepare(ctx)
-        out_shapes = tuple(s.shape for s in ctx.outputs)
+        out_shapes = tuple(s.shape for s in outputs)
         if launch is None:
-            hit = (out_shapes, None, (), (), (), (), node.inputs[kernel.alias])
+            hit = (out_shapes, None, (), (), (), (), node.inputs[node.kernel.alias], None)
         else:
-            sizes = tuple((s.size, s.dtype, s.nbytes) for s in ctx.outputs)
+            sizes = tuple((s.size, s.dtype, s.nbytes) for s in outputs)
             ws = tuple((w.size, w.dtype, w.nbytes) for w in launch.workspaces)
             ins = passed_inputs(node, launch)
-            hit = (out_shapes, cleaning(launch, len(ins)), ins, sizes, ws, launch.args, -1)
+            hit = (out_shapes, cleaning(launch, len(ins)), ins, sizes, ws, launch.args, -1,
+                   self._tiled(launch, ins, shapes, sizes, ws))
         if len(self.cache) >= MAX_CACHED:
             self.cache.clear()
         self.cache[key] = hit
         return hit
+
+    def _tiled(self, launch, ins, shapes, sizes, ws):
+        if launch.block_dim < 2:
+            return None
+        tensors = self.plan.tensors
+        specs = [(int(np.prod(shapes[t], dtype=np.int64)), tensors[t].dtype) for t in ins]
+        specs += [(count, dtype) for count, dtype, _ in sizes] + [(count, dtype) for count, dtype, _ in ws]
+        try:
+            return TiledCall(launch, specs, len(ins))
+        except ThunkError:
+            return None

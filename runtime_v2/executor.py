@@ -24,13 +24,16 @@ import weakref
 import numpy as np
 
 from ge.errors import DeviceMemoryError, ExecutionError, GEError
-from ge.pool import InstancePool
-from ge.schedule.streams import stream_threads
+from ge.npu.aicore import hold, team, unhold
+from ge.npu.pool import InstancePool
+from ge.npu.programs import stream_threads, thread_of, thread_programs
+from ge.npu.thunks import ThunkError
 
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .dynamic import DynamicNode
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST, STATIC, lower
-from .streams import StreamRunner, build_programs
+from .streams import StreamRunner
+from .tiled import TiledCall
 
 
 class Instance:
@@ -54,8 +57,16 @@ class Instance:
                 off = mem.tensors[t].offset
                 bufs[t] = base[off:off + spec.nbytes].view(spec.dtype)
         self.bufs = bufs
+        # the AI cores: a launch slot per stream thread when some launch may be tiled
+        self.cores = ex.cores
+        self.slots = self.cores.acquire_slots(ex.stream_threads) if self.cores is not None else None
+        self.team = self.cores.ctrl if self.cores is not None else None
         self.steps = [self._bind(ex, s, base) for s in ex.lowered.steps]
-        self.runner = StreamRunner(ex.programs, len(ex.plan.events)) if ex.programs else None
+        self.runner = StreamRunner(ex.programs, len(ex.plan.events), self.team) if ex.programs else None
+
+    def core(self, ex, step: int):
+        """(team, slot) of the thread that runs `step`, or None when the plan launches nothing tiled."""
+        return None if self.cores is None else (self.team, int(self.slots[ex.thread_of[step]]))
 
     def _bind(self, ex, s, base):
         if s.kind == DYNAMIC:
@@ -63,9 +74,32 @@ class Instance:
         if s.kind == ALIAS:
             return ALIAS, None, s.ins[0], s.node.outputs[0], s.release
         ws = self._workspaces(ex, s, base)
+        outs = [self.bufs[o.tensor] for o in s.outs] if s.kind == BOUND else None
+        tiled = self._tiled(ex, s, outs, ws)
+        if tiled is not None:   # the blocks go to the AI cores; the call takes buffers only
+            if s.kind == BOUND:
+                return BOUND, tiled, s.ins, (*outs, *ws), s.release
+            return STATIC, tiled, s.ins, (s.outs, tuple(ws)), s.release
         if s.kind == BOUND:
-            return BOUND, s.fn, s.ins, (*[self.bufs[o.tensor] for o in s.outs], *ws, *s.args), s.release
+            return BOUND, s.fn, s.ins, (*outs, *ws, *s.args), s.release
         return STATIC, s.fn, s.ins, (s.outs, (*ws, *s.args)), s.release
+
+    def _tiled(self, ex, s, outs, ws):
+        """The step's launch on the AI cores (None: block_dim 1, no cores, or no table encoding)."""
+        launch = s.node.launch
+        if launch.block_dim < 2 or self.cores is None:
+            return None
+        tensors = ex.plan.tensors
+        specs = [(tensors[t].nbytes // tensors[t].dtype.itemsize, tensors[t].dtype) for t in s.ins]
+        specs += [(o.count, o.dtype) for o in s.outs] + [(w.size, w.dtype) for w in ws]
+        n_in, n_out = len(s.ins), len(s.outs)
+        fixed = {n_in + n_out + k: w for k, w in enumerate(ws)}
+        if outs is not None:
+            fixed.update({n_in + k: o for k, o in enumerate(outs)})
+        try:
+            return TiledCall(launch, specs, n_in).bound(*self.core(ex, s.node.step), fixed)
+        except ThunkError:
+            return None
 
     @staticmethod
     def _workspaces(ex, s, base) -> list:
@@ -83,6 +117,9 @@ class Instance:
     def release(self, device: DeviceMemory, shared: bool) -> None:
         if self.runner is not None:
             self.runner.close()
+        if self.cores is not None:
+            self.cores.release_slots(self.slots)
+            self.cores = None
         if not shared:
             self.alloc.empty_cache()
         if self.arena is not None:
@@ -95,8 +132,8 @@ class Executor:
                  max_instances: int | None = None):
         self.plan = plan
         opts = plan.options
-        self.device = device or DeviceMemory(getattr(opts, "device_memory_bytes", 4 << 30))
-        self.max_instances = max_instances or getattr(opts, "executor_instances", 8)
+        self.device = device or DeviceMemory(opts.device_memory_bytes)
+        self.max_instances = max_instances or opts.executor_instances
         self.lowered = lower(plan)
         self.arena_bytes = plan.memory.segments["feature_map"] if plan.memory is not None else 0
         self._consts: list = [None] * len(plan.tensors)
@@ -108,7 +145,10 @@ class Executor:
         self._shared = ThreadSafeScalableAllocator(self.device, on_oom=_weak(self._recycle_idle)) \
             if shared_allocator else None
         self.stream_threads = self._stream_threads()
-        self.programs = build_programs(plan, self.stream_threads) if self.stream_threads > 1 else None
+        self.programs = thread_programs(plan, self.stream_threads) if self.stream_threads > 1 else None
+        self.thread_of = thread_of(plan, self.stream_threads)
+        tiled = any(n.launch is not None and n.launch.block_dim > 1 for n in plan.nodes)
+        self.cores = team() if tiled or (plan.is_dynamic and opts.aicore_num > 1) else None
         me, device, shared = weakref.ref(self), self.device, self._shared is not None  # no pool <-> self cycle
         self._instances = InstancePool(lambda: me()._new_instance(), self.max_instances,
                                        lambda inst: inst.release(device, shared))
@@ -154,19 +194,25 @@ class Executor:
 
     def run_traced(self, feeds: dict[int, np.ndarray], tracer) -> list[np.ndarray]:
         """One run recording each step's slice and each event on `tracer` (ge.npu.Tracer): one track per
-        stream. A single-stream plan is traced on one host thread; it must be static (no dynamic step)."""
+        stream, and the blocks of tiled steps per AI core. A single-stream plan is traced on one host thread;
+        it must be static (no dynamic step)."""
         with self._instances.lease() as inst:
             runner = inst.runner
             if runner is None:
                 if not self._stream_threads_possible():
                     raise GEError("tracing needs a plan without dynamic-shape or caching-allocator steps")
-                runner = StreamRunner(build_programs(self.plan, 1), len(self.plan.events))
+                runner = StreamRunner(thread_programs(self.plan, 1), len(self.plan.events), inst.team)
             bufs, shapes = inst.bufs.copy(), self._shapes.copy()
             for t, a in feeds.items():
                 bufs[t] = a.reshape(-1)
                 shapes[t] = a.shape
             labels = [(n.stream, n.name) for n in self.plan.nodes]
-            return self._run_streams(inst, bufs, shapes, None, runner, tracer, labels)
+            if inst.cores is None:
+                return self._run_streams(inst, bufs, shapes, None, runner, tracer, labels)
+            names = {step[1].keep[0].irow.ctypes.data: labels[k] for k, step in enumerate(inst.steps)
+                     if hasattr(step[1], "keep")}
+            with inst.cores.tracing(tracer, names):
+                return self._run_streams(inst, bufs, shapes, None, runner, tracer, labels)
 
     def _stream_threads_possible(self) -> bool:
         return not any(s.kind == DYNAMIC or any(o.place == ALLOC for o in s.outs) for s in self.lowered.steps)
@@ -184,6 +230,8 @@ class Executor:
         if inst.runner is not None:
             return self._run_streams(inst, bufs, shapes, bound)
         k = -1
+        if inst.team is not None:   # this thread computes: it holds an AI-core token for the run
+            hold(inst.team)
         try:
             for k, (kind, fn, ins, tail, release) in enumerate(inst.steps):
                 if kind == BOUND:
@@ -191,7 +239,7 @@ class Executor:
                 elif kind == ALIAS:
                     bufs[tail] = bufs[ins]
                 elif kind == DYNAMIC:
-                    fn(bufs, shapes, spans, alloc)
+                    fn(bufs, shapes, spans, alloc, inst.core(self, k))
                 else:
                     _static(fn, ins, tail, bufs, spans, alloc)
                 if release:
@@ -206,6 +254,8 @@ class Executor:
                 raise
             raise self._error(k, e) from e
         finally:
+            if inst.team is not None:
+                unhold(inst.team)
             for sp in spans:  # only after a failure (or unreleased outputs) is anything left here
                 if sp is not None:
                     alloc.free(sp)
@@ -270,6 +320,12 @@ class Executor:
         return self._instances.idle
 
     # -- stats ------------------------------------------------------------------------------------
+    def stats(self) -> dict:
+        """Steps by kind, instances, stream threads."""
+        kinds = [s.kind for s in self.lowered.steps]
+        return {"steps": len(kinds), "dynamic_steps": kinds.count(DYNAMIC), "alias_steps": kinds.count(ALIAS),
+                "instances": len(self._instances.all), "stream_threads": self.stream_threads}
+
     def allocator_stats(self) -> dict:
         pool = self._instances
         with pool.cond:

@@ -1,4 +1,5 @@
-"""Multi-stream memory for runtime_v2: GE's MIF protocol at the allocator level (GE_REFERENCE.md §4.3).
+"""Multi-stream memory for runtime_v2: GE's MIF protocol at the allocator level (hicann/ge: runtime/v2, the
+multi-stream memory of the RT2 allocator).
 
 The rule it enforces: memory freed on stream A may be reused on stream B only after B has waited on an
 event recorded on A after the free, or once the memory is back on its birth stream and every stream that

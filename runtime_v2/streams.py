@@ -1,18 +1,19 @@
 """Multi-stream execution for runtime_v2: one host thread per stream group, events between them.
 
 A plan with several streams (PlanNode.stream) and its sync events (Plan.events) runs as follows:
-  1. Threads: ge.schedule.streams.stream_threads (the thread budget over the threads one kernel may use)
-     gives how many stream threads may run at once; stream s runs on thread s mod that number. With one thread the plan runs in plan order, as one stream.
-  2. Programs: each thread runs the steps of its streams in plan order; before a step it waits for the
-     events whose wait_before it is (only those recorded by another thread: one thread keeps its own
-     order), after it records those whose record_after it is (only those some other thread waits for).
-     Plan order is topological and every thread walks it forwards, so merged streams cannot deadlock.
+  1. Threads: ge.npu.programs.stream_threads (the thread budget, at most one per stream); stream s runs on
+     thread s mod that number. With one thread the plan runs in plan order, as one stream.
+  2. Programs (ge.npu.programs.thread_programs, as runtime_v1's tables): each thread runs the steps of its
+     streams in plan order, waiting before a step for the events recorded on other threads and recording
+     after it those other threads wait for.
   3. Events count generations, as ge.npu.Event does: run r records generation r + 1 and waits for it, so
      the tables are built once and replayed per run, never reset.
   4. Failure: the failing thread notes (step, error) and aborts the run; every waiting thread wakes and
      stops, the caller gets the error of the earliest failing step, and the next run starts clean.
 The calling thread runs the first group itself; the others are persistent workers of the instance (started
-at its first run, stopped when the instance is released or its executor is collected).
+at its first run, stopped when the instance is released or its executor is collected). With a `team` (the
+AI cores' control array) every thread holds a core token while it runs its program, except while it waits
+for an event (ge.npu.aicore: no more threads compute than there are cores).
 With a `tracer` (ge.npu.Tracer), every step is a slice on its stream's track and every event record and
 wait a slice joined by a flow arrow (event id, generation): `ge profile` writes it as a Chrome trace.
 """
@@ -21,28 +22,14 @@ from __future__ import annotations
 import threading
 import time
 
-
-def build_programs(plan, threads: int) -> list[tuple]:
-    """Step 2: per thread, a tuple of (step, waits, records) with event ids, in plan order."""
-    dense = {s: i for i, s in enumerate(sorted({n.stream for n in plan.nodes}))}
-    group = [dense[n.stream] % threads for n in plan.nodes]
-    waits: dict[int, list] = {}
-    records: dict[int, list] = {}
-    for e in plan.events:
-        if group[e.record_after] != group[e.wait_before]:
-            waits.setdefault(e.wait_before, []).append(e.id)
-            records.setdefault(e.record_after, []).append(e.id)
-    programs = [[] for _ in range(threads)]
-    for n in plan.nodes:
-        programs[group[n.step]].append((n.step, tuple(waits.get(n.step, ())), tuple(records.get(n.step, ()))))
-    return [tuple(p) for p in programs if p]
+from ge.npu.aicore import hold, unhold
 
 
 class StreamRunner:
     """Runs `body(step)` over the programs on threads, with generation-counted events (steps 3-4)."""
 
-    def __init__(self, programs, num_events: int, name: str = "ge-stream"):
-        self.programs = programs
+    def __init__(self, programs, num_events: int, team=None, name: str = "ge-stream"):
+        self.programs, self.team = programs, team
         self.gen = [0] * num_events
         self.conds = [threading.Condition() for _ in range(num_events)]
         self.run_id = 0
@@ -92,17 +79,23 @@ class StreamRunner:
                 self._done.release()
 
     def _run_group(self, g: int) -> None:
-        target, body, gen, conds = self.run_id, self.body, self.gen, self.conds
+        target, body, gen, conds, team = self.run_id, self.body, self.gen, self.conds, self.team
         step = -1
         if self.tracer is not None:
             body = self._traced(body, target)
+        if team is not None:
+            hold(team)
         try:
             for step, waits, records in self.programs[g]:
                 for e in waits:
                     if gen[e] < target:
+                        if team is not None:
+                            unhold(team)
                         with conds[e]:
                             while gen[e] < target and not self.abort:
                                 conds[e].wait()
+                        if team is not None:
+                            hold(team)
                 if self.abort:
                     return
                 body(step)
@@ -114,6 +107,9 @@ class StreamRunner:
             with self._lock:
                 self.errors.append((step, exc))
             self._abort()
+        finally:
+            if team is not None:
+                unhold(team)
 
     def _traced(self, body, target):
         tr, labels, now = self.tracer, self.labels, time.perf_counter

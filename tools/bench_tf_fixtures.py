@@ -40,7 +40,7 @@ def ge_runner(pb, feeds, naive=False):
     from ge.compiler import build_plan, optimize
     from ge.frontends.tensorflow import import_tensorflow
     from ge.schedule.toposort import topological_order
-    options = ge.Options(intra_op_threads=1)
+    options = ge.Options(thread_budget=1)
     g = optimize(import_tensorflow(pb, track_layout=not naive), options)
     plan = build_plan(g, topological_order(g, options.topo_sorting_mode), options)
     sess = ge.Session(plan, runtime="v2", options=options)

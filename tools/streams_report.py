@@ -10,21 +10,24 @@ from __future__ import annotations
 import dataclasses
 import sys
 
+import ge
 from ge.compiler import import_model, optimize
 from ge.npu.sim import ASCEND_910, compare
 from ge.options import Options
-from ge.schedule.events import plan_events
-from ge.schedule.streams import assign_streams
+from ge.plan import Plan
+from ge.schedule import schedule
 from ge.schedule.toposort import topological_order
 from ge.zoo import LIGHT_MODELS, light_model_path
 
 
 def row(name, model=ASCEND_910, exact_ge=False):
-    g = optimize(import_model(light_model_path(name)), Options())
+    options = Options(exact_ge_streams=exact_ge)
+    plan: Plan = ge.compile(light_model_path(name), options)
+    g = optimize(import_model(light_model_path(name)), options)
     order = topological_order(g)
-    a = assign_streams(g, order, exact_ge=exact_ge)
-    ev = plan_events(order, a.streams)
-    single, multi = compare(g, order, model=model, exact_ge=exact_ge)
+    sched = schedule(order, [n.engine for n in plan.nodes], options)   # the counts behind plan.events
+    a, ev = sched.streams, sched.events
+    single, multi = compare(plan, model)
     return (f"{name:13s} {len(order):5d} {a.num_streams:3d} {a.moved:5d} "
             f"{ev.cross_edges:4d} -> {ev.after_ge_rules:4d} -> {ev.after_reduction:4d}   "
             f"{single.makespan_s * 1e6:7.1f} {multi.makespan_s * 1e6:7.1f} us  "

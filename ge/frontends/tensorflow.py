@@ -5,7 +5,8 @@ TensorFlow itself is not needed: the GraphDef protobuf classes come from the `te
 frozen first).
 
 Files: tensorflow_graphdef.py (parsing, dtypes, Const tensors, attributes), tensorflow_builder.py (the
-Builder converters add nodes through), tensorflow_ops.py + tensorflow_shape_ops.py (the op table).
+Builder converters add nodes through), tensorflow_registry.py (the op table) filled by tensorflow_ops.py and
+tensorflow_shape_ops.py.
 
 Step 1: parse the GraphDef (a bad file is a ModelLoadError naming it).
 Step 2: pick the inputs (the tensors named, else the Placeholders) and the outputs (the tensors named, else
@@ -73,7 +74,8 @@ def import_tensorflow(model, inputs=None, outputs=None, track_layout: bool | Non
 
 def _convert(b: Builder, order, values: dict, feeds, model_name: str) -> None:
     """Convert the nodes in order; values maps (TF node, port) -> Value and grows."""
-    from . import tensorflow_ops
+    from . import tensorflow_ops, tensorflow_shape_ops  # noqa: F401 (they register their converters)
+    from .tensorflow_registry import convert
     for n in order:
         if n.op == "Placeholder":
             raise ModelLoadError(f"{model_name}: Placeholder '{n.name}' is needed but not among the inputs "
@@ -87,7 +89,7 @@ def _convert(b: Builder, order, values: dict, feeds, model_name: str) -> None:
                                      "producer does not define")
             ins.append(values[split_tensor(ref)])
         b.node = n
-        for port, v in enumerate(tensorflow_ops.convert(b, n, ins, model_name)):
+        for port, v in enumerate(convert(b, n, ins, model_name)):
             if v is not None:
                 values[(n.name, port)] = v
     b.node = None

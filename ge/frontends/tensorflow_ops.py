@@ -1,42 +1,15 @@
-"""The TensorFlow op table: one converter per TF op, onto ge's ONNX-named ops (opset 17).
-
-A converter is `fn(b: Builder, *inputs: Value) -> Value | list[Value | None]` (the TF node's outputs by
-port); it reads attributes with `b.attr`, constant inputs with `b.value_of`, and adds nodes with `b.op`.
-NHWC ops go through `b.spatial` (NCHW between transposes) or `b.pointwise` (follows the NCHW layout of
-its inputs); see tensorflow.py.
+"""The TensorFlow op table, part 1: one converter per TF op, onto ge's ONNX-named ops (opset 17); the
+converter contract is tensorflow_registry.py's. Part 2 (shapes, movement, resize): tensorflow_shape_ops.py.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ModelLoadError, UnsupportedOpError
+from ..errors import ModelLoadError
 from ..ir.dtypes import to_onnx
-from .tensorflow_builder import NCHW_TO_NHWC, Builder
+from .tensorflow_builder import NCHW_TO_NHWC
 from .tensorflow_graphdef import np_dtype, tensor_to_array
-
-INT64_MAX = np.iinfo(np.int64).max
-CONVERTERS: dict[str, callable] = {}
-
-
-def tf_op(*names):
-    def deco(fn):
-        for name in names:
-            CONVERTERS[name] = fn
-        return fn
-    return deco
-
-
-def convert(b: Builder, n, ins, model_name: str) -> list:
-    """The TF node's outputs by port (None where a port is not produced)."""
-    fn = CONVERTERS.get(n.op)
-    if fn is None:
-        err = UnsupportedOpError(n.op, "tensorflow", 0, n.name, sorted(CONVERTERS))
-        err.args = (f"{model_name}: unsupported TensorFlow op {n.op} at node '{n.name}'; mapped ops: "
-                    f"{', '.join(sorted(CONVERTERS))}",)
-        raise err
-    out = fn(b, *ins)
-    return out if isinstance(out, (list, tuple)) else [out]
-
+from .tensorflow_registry import tf_op
 
 # -- sources and pass-throughs -------------------------------------------------------------------------
 
@@ -329,6 +302,3 @@ def _arg(b, x, axis):
     y = b.op(b.node.op, [x], {"axis": a, "keepdims": 0})
     out = np_dtype(b.attr("output_type", 9), f"node '{b.node.name}'")
     return y if out == np.int64 else b.op("Cast", [y], {"to": to_onnx(out)})
-
-
-from . import tensorflow_shape_ops  # noqa: E402,F401  (registers the shape, movement and resize ops)

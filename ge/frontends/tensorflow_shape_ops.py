@@ -6,7 +6,7 @@ import numpy as np
 from ..errors import ModelLoadError
 from ..ir.dtypes import to_onnx
 from .tensorflow_graphdef import np_dtype
-from .tensorflow_ops import INT64_MAX, tf_op
+from .tensorflow_registry import INT64_MAX, tf_op
 
 
 # -- shapes and data movement --------------------------------------------------------------------------

@@ -1,8 +1,7 @@
-"""The kernel library: importing this package registers every kernel family."""
+"""The kernel library: importing this package registers every kernel family, each named here."""
 from . import registry
-# each family module registers its kernels on import
-from . import activation, binary, cast, conv, elementwise, matmul, movement, norm, pool, reduce, resize, tensor  # noqa: F401
-
+from . import (activation, axis_scan, binary, cast, conv, elementwise, indexing, matmul, movement,  # noqa: F401
+               norm, pad, pool, reduce, resize, softmax, tensor)
 from .registry import (AICORE, AICPU, DVPP, HCCL, KernelContext, Launch, OpKernel, TensorSpec,
                        is_registered, lookup, register, registered_ops, run_kernel)
 

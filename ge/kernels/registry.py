@@ -1,6 +1,6 @@
 """One registry for kernels, keyed by (op_type, domain) and an opset range.
 
-The contract, shared by both runtimes (DESIGN.md §4):
+The contract, shared by both runtimes (ARCHITECTURE.md, "Kernels"):
 - `infer(ctx) -> [TensorSpec]` gives output shapes and dtypes from input specs (and from input values the
   kernel declares in `value_inputs`, such as Reshape's shape).
 - `prepare(ctx) -> Launch | None` picks the compiled function and its static arguments once the shapes are
@@ -9,6 +9,12 @@ The contract, shared by both runtimes (DESIGN.md §4):
   contiguous 1-D array (a view cut from device memory); shapes and attributes travel in `args` as ints,
   floats and int64 arrays. So one compiled specialization serves every shape, and runtime_v1's task
   interpreter can call the same functions from jitted code.
+- AI cores (Ascend's blockDim): `prepare` is the host-side tiling function. A `tiled` launch's fn takes
+  `(block_idx, block_dim)` after its args and computes block `block_idx` of `block_dim`, writing a part of
+  its outputs (and of its workspaces) that no other block touches; the runtime runs the `block_dim` blocks
+  on as many AI cores as the device has, in any order, and the task ends when all have. `ctx.cores` is
+  how many cores the plan is tiled for (Options.aicore_num): block_dim <= cores; small launches keep 1
+  (ge/kernels/tiling.py). Blocks never split a reduction, so results are bitwise equal for any core count.
 """
 from __future__ import annotations
 
@@ -18,8 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ShapeError, UnsupportedOpError
-
-AICORE, AICPU, DVPP, HCCL = "AICORE", "AICPU", "DVPP", "HCCL"
+from ..npu.engines import AICORE, AICPU, DVPP, HCCL  # noqa: F401 (kernels declare their engine)
 
 
 class UnknownValueError(ShapeError):
@@ -54,6 +59,13 @@ class Launch:
     # outputs the kernel accumulates into (GE's ATOMIC_ATTR_OUTPUT_INDEX): whoever runs it zeroes them first
     # (the memory plan gives them the "atomic" segment, cleaned once per run, GE's atomicCleanPolicy 0)
     atomic: tuple[int, ...] = ()
+    # the tiling (see the module doc): fn takes (block_idx, block_dim) last when tiled
+    block_dim: int = 1
+    tiled: bool = False
+
+    def __post_init__(self):
+        if self.block_dim < 1 or (self.block_dim > 1 and not self.tiled):
+            raise ValueError(f"block_dim {self.block_dim} needs a tiled kernel ({self.fn})")
 
 
 @dataclass(slots=True)
@@ -67,6 +79,7 @@ class KernelContext:
     opset: int
     outputs: list[TensorSpec] = field(default_factory=list)
     n_outputs: int = 1  # how many outputs the node declares (optional outputs may be absent)
+    cores: int = 1      # AI cores the launch may be tiled over (Options.aicore_num)
 
     def attr(self, name: str, default: Any = None) -> Any:
         return self.attrs.get(name, default)
@@ -104,6 +117,11 @@ class OpKernel:
     inplace: tuple[tuple[int, int], ...] = ()  # (input, output) pairs the kernel may share
     engine: str = AICORE
 
+    def bind(self, ctx: KernelContext) -> Launch | None:
+        """infer then prepare: sets ctx.outputs, returns the launch (None: no task). The one place both run."""
+        ctx.outputs = self.infer(ctx)
+        return self.prepare(ctx)
+
 
 _REGISTRY: dict[tuple[str, str], list[OpKernel]] = {}
 MAX_OPSET = 10 ** 6
@@ -139,8 +157,7 @@ def is_registered(op_type: str, domain: str = "") -> bool:
 
 def run_kernel(kernel: OpKernel, ctx: KernelContext, arrays: list[np.ndarray | None]) -> list[np.ndarray]:
     """Infer, prepare and run one node on numpy arrays: used by constant folding and by tests."""
-    ctx.outputs = kernel.infer(ctx)
-    launch = kernel.prepare(ctx)
+    launch = kernel.bind(ctx)
     if launch is None:
         src = arrays[kernel.alias]
         return [np.ascontiguousarray(src).reshape(ctx.outputs[0].shape)]
@@ -153,14 +170,31 @@ def cleaning(launch: Launch, n_inputs: int) -> Callable:
     """launch.fn, or for a kernel with atomic outputs a call that zeroes them first (for runtimes that
     allocate outputs per call: runtime_v2; runtime_v1 cleans its atomic segment once per run)."""
     if not launch.atomic:
-        return launch.fn
-    fn, at = launch.fn, tuple(n_inputs + k for k in launch.atomic)
+        return serial_blocks(launch)
+    fn, at = serial_blocks(launch), tuple(n_inputs + k for k in launch.atomic)
 
     def clean_then_launch(*args):
         for i in at:
             args[i][:] = 0
         fn(*args)
     return clean_then_launch
+
+
+def serial_blocks(launch: Launch) -> Callable:
+    """launch.fn, or for a tiled launch a call that runs its blocks one after the other on this thread."""
+    if not launch.tiled:
+        return launch.fn
+    fn, bd = launch.fn, launch.block_dim
+
+    def blocks(*args):
+        for b in range(bd):
+            fn(*args, b, bd)
+    return blocks
+
+
+def run_blocks(launch: Launch, args: list) -> None:
+    """Every block of a launch, one after the other on the calling thread (fn(*args) when untiled)."""
+    serial_blocks(launch)(*args)
 
 
 def call(launch: Launch, arrays: list, outs: list[np.ndarray]) -> None:
@@ -171,7 +205,7 @@ def call(launch: Launch, arrays: list, outs: list[np.ndarray]) -> None:
     ws = [np.empty(w.size, w.dtype) for w in launch.workspaces]
     for k in launch.atomic:
         outs[k][...] = 0
-    launch.fn(*flat_in, *[o.reshape(-1) for o in outs], *ws, *launch.args)
+    run_blocks(launch, [*flat_in, *[o.reshape(-1) for o in outs], *ws, *launch.args])
 
 
 # -- infer helpers shared by many kernels ---------------------------------------------------------

@@ -1,5 +1,4 @@
-"""Static memory planning (DESIGN.md §6): lifetimes, GE's block assigners, best-fit, hybrid, verifier."""
-from .memory_plan import MemoryPlan, MemoryStats, TensorMemory
+"""Static memory planning (ARCHITECTURE.md, "Memory"): lifetimes, GE's block assigners, best-fit, hybrid, verifier."""
 from .planner import plan_memory
 
-__all__ = ["MemoryPlan", "MemoryStats", "TensorMemory", "plan_memory"]
+__all__ = ["plan_memory"]

@@ -28,7 +28,7 @@ NAME = "concat_in_place"
 
 def enabled(options) -> bool:
     off = {p.strip() for p in os.environ.get("GE_DISABLE_PASSES", "").split(",")}
-    return getattr(options, "concat_in_place", True) and NAME not in off and NAME not in options.disabled_passes
+    return options.concat_in_place and NAME not in off and NAME not in options.disabled_passes
 
 
 def in_place_concats(plan) -> frozenset[int]:

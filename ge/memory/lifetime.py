@@ -22,7 +22,7 @@ Steps:
      overwrite, when this node is that input's last reader (ORT's and GE's in-place reuse).
   3. Life of a feature-map symbol: begin = producer step; end = last step reading any member on the
      producer's stream (the producer step when unread). A reader on another stream (GE's cross-stream rule,
-     DESIGN.md §6): the block becomes free for the producer stream only at the first node there that the
+     ARCHITECTURE.md, "Memory"): the block becomes free for the producer stream only at the first node there that the
      plan's events order after the reader (HappensBefore.first_after), so the life ends just before that
      node; with no such node it never ends.
      3b. Multi-stream plans: per other stream s, `Buffer.free_at[s]` is the first step on s that the events
@@ -49,9 +49,9 @@ import os
 import numpy as np
 
 from ..errors import GEError
+from ..npu.memory import align_up
 from ..plan import CONST, INPUT
 
-ALIGN = 512
 NEVER = 2 ** 62  # the end of a life that never ends
 WEIGHTS, FEATURE_MAP, ATOMIC, IO, DYNAMIC = "weights", "feature_map", "atomic", "io", "dynamic"
 
@@ -60,14 +60,11 @@ MAX_OP_NO_REUSE_MEM = 10  # GE's limit on the entries of OP_NO_REUSE_MEM
 CLIQUE_STEPS = 32  # multi-stream lower bound: how many of the busiest steps seed a clique
 
 
-def align(n: int, to: int = ALIGN) -> int:
-    return -(-int(n) // to) * to
-
 
 def no_reuse_names(options) -> frozenset[str]:
     """Node names or op types whose outputs and workspaces never share memory: Options.no_reuse_ops plus
     the env OP_NO_REUSE_MEM="name_or_type,..." (GE: at most 10 entries, 2000 characters)."""
-    names = {str(n).strip() for n in getattr(options, "no_reuse_ops", ()) if str(n).strip()}
+    names = {str(n).strip() for n in options.no_reuse_ops if str(n).strip()}
     env = os.environ.get("OP_NO_REUSE_MEM", "")
     if env.strip():
         listed = [e.strip() for e in env.split(",") if e.strip()]
@@ -217,7 +214,7 @@ def compute_lifetimes(plan) -> Lifetimes:
     for part, (out, _) in parts.items():  # a part lives as long as the block it is a slice of
         life[:] = [out if x == part else x for x in life]
     seg = _segments(plan, root)
-    if getattr(plan.options, "inplace_memory", False):
+    if plan.options.inplace_memory:
         _inplace(plan, root, life, seg, no_reuse_steps(plan), set(parts) | {o for o, _ in parts.values()})
     # Step 3: begin / end per feature-map root (a no-task Concat's output: from its first part's producer)
     first, writers = {}, {}
@@ -277,13 +274,13 @@ def compute_lifetimes(plan) -> Lifetimes:
                 for w in writers[r]:
                     starts.setdefault(plan.nodes[w].stream, w)
                 starts.pop(node.stream)
-                buffers.append(Buffer(len(buffers), ("tensor", r), align(plan.tensors[r].nbytes),
+                buffers.append(Buffer(len(buffers), ("tensor", r), align_up(plan.tensors[r].nbytes),
                                       first[r], last[r], node.stream, r not in read,
                                       free_at(uses[r], node.stream, last[r]), tuple(starts.items())))
         if node.launch is not None and not node.no_task:
             for k, w in enumerate(node.launch.workspaces):
                 if w.nbytes:
-                    buffers.append(Buffer(len(buffers), ("workspace", node.step, k), align(w.nbytes),
+                    buffers.append(Buffer(len(buffers), ("workspace", node.step, k), align_up(w.nbytes),
                                           node.step, node.step, node.stream, True,
                                           free_at((node.step,), node.stream, node.step)))
     return Lifetimes(tuple(buffers), MappingProxyType(dict(enumerate(root))), MappingProxyType(seg),
@@ -293,7 +290,7 @@ def compute_lifetimes(plan) -> Lifetimes:
 
 def _happens_before(plan):
     from ..schedule.events import happens_before
-    return happens_before([n.stream for n in plan.nodes], getattr(plan, "events", ()))
+    return happens_before([n.stream for n in plan.nodes], plan.events)
 
 
 def live_lower_bound(buffers, steps: int) -> int:

@@ -22,11 +22,12 @@ import os
 import time
 from types import MappingProxyType
 
+from ..npu.memory import align_up
+from ..plan import MemoryPlan, MemoryStats, TensorMemory
 from .block_assigner import Assignment
 from .hybrid import assign
-from .lifetime import ATOMIC, DYNAMIC, FEATURE_MAP, IO, WEIGHTS, align, compute_lifetimes, live_lower_bound, \
+from .lifetime import ATOMIC, DYNAMIC, FEATURE_MAP, IO, WEIGHTS, compute_lifetimes, live_lower_bound, \
     no_reuse_bytes, no_reuse_steps
-from .memory_plan import MemoryPlan, MemoryStats, TensorMemory
 
 
 def plan_memory(plan) -> MemoryPlan:
@@ -41,7 +42,7 @@ def plan_memory(plan) -> MemoryPlan:
     own_bytes = sum(b.size for b in own)
     bound = live_lower_bound(shared, life.steps) + own_bytes
     # Step 2
-    name = "no-reuse" if opts.disable_reuse_memory else getattr(opts, "memory_assigner", "hybrid")
+    name = "no-reuse" if opts.disable_reuse_memory else opts.memory_assigner
     winner, totals, _ = assign(shared, name)
     fm = {b.key: (winner.offsets[b.id], b.size) for b in shared}
     if own:  # Step 2b
@@ -56,7 +57,7 @@ def plan_memory(plan) -> MemoryPlan:
     cursor = 0
     for t in sorted(plan.constants):
         offsets[t] = cursor
-        cursor += align(plan.tensors[t].nbytes or 0)
+        cursor += align_up(plan.tensors[t].nbytes or 0)
     weights_bytes = cursor
     cursor = 0
     io_roots = {life.root[t] for t, s in life.segment.items()
@@ -64,12 +65,12 @@ def plan_memory(plan) -> MemoryPlan:
     inputs = set(plan.inputs)
     for t in sorted(io_roots - inputs) + sorted(io_roots & inputs, key=lambda t: (plan.tensors[t].nbytes, t)):
         offsets[t] = cursor
-        cursor += align(plan.tensors[t].nbytes)
+        cursor += align_up(plan.tensors[t].nbytes)
     io_bytes = cursor
     cursor = 0
     for t in sorted({life.root[t] for t, s in life.segment.items() if s == ATOMIC}):
         offsets[t] = cursor
-        cursor += align(plan.tensors[t].nbytes)
+        cursor += align_up(plan.tensors[t].nbytes)
     atomic_bytes = cursor
     for key, (off, _) in fm.items():
         if key[0] == "tensor":

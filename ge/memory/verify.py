@@ -23,9 +23,9 @@ Raises MemoryPlanError listing the first problems found.
 from __future__ import annotations
 
 from ..errors import GEError
+from ..npu.memory import ALIGN
 from .lifetime import no_reuse_steps
 
-ALIGNMENT = 512
 
 
 class MemoryPlanError(GEError):
@@ -90,8 +90,8 @@ def _check_placement(plan, mem, block, errors):
         if m.offset is None:
             errors.append(f"static tensor '{t.name}' has no offset")
             continue
-        if m.offset % ALIGNMENT and m.part_of is None:
-            errors.append(f"tensor '{t.name}' offset {m.offset} is not {ALIGNMENT}-aligned")
+        if m.offset % ALIGN and m.part_of is None:
+            errors.append(f"tensor '{t.name}' offset {m.offset} is not {ALIGN}-aligned")
         if m.offset + t.nbytes > size.get(m.segment, 0):
             errors.append(f"tensor '{t.name}' [{m.offset}, {m.offset + t.nbytes}) exceeds segment "
                           f"{m.segment} ({size.get(m.segment, 0)} B)")
@@ -167,7 +167,7 @@ class _Order:
             if node.stream in last:
                 succ[last[node.stream]].append(node.step)
             last[node.stream] = node.step
-        for e in getattr(plan, "events", ()):
+        for e in plan.events:
             succ[e.record_after].append(e.wait_before)
         self.later = [0] * n
         for u in range(n - 1, -1, -1):
@@ -189,7 +189,7 @@ def verify_memory(plan, mem) -> None:
     own = {block[t] for t, s in launched.items() if s in steps} | {
         (s, k) for s in steps for k, (_, nbytes) in enumerate(mem.workspaces[s]) if nbytes}
     for i, a in enumerate(items):
-        if a[1] == "feature_map" and a[2] % ALIGNMENT:
+        if a[1] == "feature_map" and a[2] % ALIGN:
             errors.append(f"workspace {a[0]} offset {a[2]} is not aligned")
         for b in items[i + 1:]:
             if a[1] != b[1] or a[2] + a[3] <= b[2] or b[2] + b[3] <= a[2]:

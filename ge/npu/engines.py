@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kernels.registry import AICORE, AICPU, DVPP, HCCL
-
-GE_LOCAL = "GE_LOCAL"
+AICORE, AICPU, DVPP, HCCL, GE_LOCAL = "AICORE", "AICPU", "DVPP", "HCCL", "GE_LOCAL"
 ENGINES = (AICORE, AICPU, DVPP, HCCL, GE_LOCAL)
 
 

@@ -13,15 +13,17 @@ The model (an Ascend-910-like default, every number configurable in `NpuModel`):
   GE_LOCAL (no-task) nodes take no time.
 Reported: makespan, AICORE utilization (time-averaged fraction of AI cores computing: what the seeds call
 compute utilization), AICORE busy fraction, achieved FLOP/s, per-stream busy time. `compare` runs one
-graph on a single stream and on its multi-stream assignment.
+plan on a single stream (its order, no events) and on its own streams and events, so a model is compiled
+once. A task's `block_dim` (its launch's, or the tiling asked of the kernels for the modelled device's
+cores: `retile`) caps how many AI cores its work phase may use.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-from ..kernels.registry import AICORE, AICPU, DVPP, HCCL
-from .engines import GE_LOCAL
+from .cost import node_work
+from .engines import AICORE, AICPU, DVPP, GE_LOCAL, HCCL
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class SimTask:
     flops: float = 0.0
     bytes: float = 0.0
     cube: bool = False
+    block_dim: int = 0   # blocks the launch is tiled into (0: as many as the work fills, up to the units)
 
 
 @dataclass(frozen=True)
@@ -78,13 +81,17 @@ class SimResult:
                 f"AICORE utilization {self.aicore_utilization:.1%}, busy {self.aicore_busy:.1%}")
 
 
-def tasks_from_graph(order, engines, streams) -> list[SimTask]:
-    from .cost import node_work
+def tasks_from_plan(plan, block_dims=None, single_stream: bool = False) -> list[SimTask]:
+    """One task per plan node (read, not imported: plan.nodes, plan.tensors); `block_dims` per step
+    overrides the launches' (a tiling for another device); `single_stream` puts every task on stream 0."""
     tasks = []
-    for node, eng, s in zip(order, engines, streams):
-        w = node_work(node) if eng != GE_LOCAL else None
-        tasks.append(SimTask(node.name, eng, s, w.flops if w else 0.0, w.bytes if w else 0.0,
-                             bool(w and w.cube)))
+    for n in plan.nodes:
+        local = n.engine == GE_LOCAL or n.no_task
+        w = None if local else node_work(n.op_type, n.attrs, [plan.tensors[t] if t >= 0 else None for t in n.inputs],
+                                         [plan.tensors[t] for t in n.outputs])
+        bd = block_dims[n.step] if block_dims is not None else (n.launch.block_dim if n.launch else 0)
+        tasks.append(SimTask(n.name, GE_LOCAL if local else n.engine, 0 if single_stream else n.stream,
+                             w.flops if w else 0.0, w.bytes if w else 0.0, bool(w and w.cube), bd))
     return tasks
 
 
@@ -203,6 +210,8 @@ def _work_phase(task: SimTask, model: NpuModel):
     if task.engine in (DVPP, HCCL):
         return one_unit, 1, 0.0
     blocks = max(1, min(em.units, math.ceil(one_unit / em.min_block_s)))
+    if task.block_dim:
+        blocks = min(blocks, task.block_dim)
     alone = max(one_unit / blocks, task.bytes / model.hbm_bandwidth)
     return alone, blocks, (task.bytes / alone if alone else 0.0)
 
@@ -219,12 +228,8 @@ def _rates(tasks, active, model: NpuModel) -> dict:
             for i, r in active.items()}
 
 
-def compare(graph, order, options=None, model: NpuModel = ASCEND_910,
-            exact_ge: bool = False) -> tuple[SimResult, SimResult]:
-    """(single stream, multi stream) modelled runs of `order` with GE's stream and event assignment."""
-    from ..schedule.events import plan_events
-    from ..schedule.streams import assign_streams
-    multi = assign_streams(graph, order, options, exact_ge=exact_ge)
-    events = plan_events(order, multi.streams).events
-    single = simulate(tasks_from_graph(order, multi.engines, [0] * len(order)), (), model)
-    return single, simulate(tasks_from_graph(order, multi.engines, multi.streams), events, model)
+def compare(plan, model: NpuModel = ASCEND_910, block_dims=None) -> tuple[SimResult, SimResult]:
+    """(single stream, multi stream) modelled runs of one plan: its order on one stream with no events, and
+    its own streams and events."""
+    single = simulate(tasks_from_plan(plan, block_dims, single_stream=True), (), model)
+    return single, simulate(tasks_from_plan(plan, block_dims), plan.events, model)

@@ -1,4 +1,4 @@
-"""Sync events between streams: one per cross-stream dependency, then pruned (GE_REFERENCE.md §3.4).
+"""Sync events between streams: one per cross-stream dependency, then pruned (hicann/ge: stream_allocator.cc).
 
 Positions in the execution order are the clock; a stream runs its nodes in order. An event (u, v) is
 recorded on u's stream right after node u and waited on v's stream right before node v.
@@ -20,17 +20,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from ..plan import SyncEvent
+
 log = logging.getLogger("ge.schedule")
 MODES = ("none", "ge", "transitive")
-
-
-@dataclass(frozen=True, slots=True)
-class SyncEvent:
-    id: int
-    record_after: int    # position of the node after which the event is recorded (on src_stream)
-    wait_before: int     # position of the node before which src is waited for (on dst_stream)
-    src_stream: int
-    dst_stream: int
 
 
 @dataclass(frozen=True)
@@ -59,14 +52,8 @@ class EventPlan:
             f"'{name(e.wait_before)}'" for e in self.events])
 
 
-def plan_events(order, streams, mode: str = "transitive") -> EventPlan:
-    """Events for an order of ir Nodes and its stream per position (StreamAssignment.streams)."""
-    from .engines import dependencies
-    preds, _ = dependencies(order)
-    return plan_events_indexed(preds, streams, mode)
-
-
-def plan_events_indexed(preds, streams, mode: str = "transitive") -> EventPlan:
+def plan_events(preds, streams, mode: str = "transitive") -> EventPlan:
+    """Events for an execution order given per position its predecessors and its stream."""
     if mode not in MODES:
         raise ValueError(f"event mode '{mode}' is not one of {MODES}")
     # Step 1: one event per cross-stream node pair

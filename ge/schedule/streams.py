@@ -1,4 +1,5 @@
-"""Logical stream assignment, after GE's LogicalStreamAllocator (GE_REFERENCE.md §3.2), on an execution order.
+"""Logical stream assignment on an execution order, after GE's LogicalStreamAllocator (hicann/ge:
+LogicalStreamAllocator::RunPasses).
 
 Works node by node (GE works on same-engine clusters; a node is the finest cluster). Positions in the
 order are the clock; `preds`/`succs` are data edges between positions.
@@ -34,7 +35,6 @@ import os
 from dataclasses import dataclass
 
 from ..npu.engines import CONTROL_FLOW_OPS, GE_LOCAL, info
-from .engines import assign_engines, dependencies
 
 log = logging.getLogger("ge.schedule")
 
@@ -60,34 +60,26 @@ class StreamAssignment:
         return "\n".join(lines)
 
 
-def assign_streams(graph, order, options=None, *, engines=None, exact_ge: bool = False) -> StreamAssignment:
-    """Streams for `order` (a topological order of `graph`), following `options` (ge.Options).
+def single_stream_reason(order, options) -> str | None:
+    """Why `order` (ir Nodes) must run on one stream (None: it may use several): options, control flow, or
+    dynamic shapes without ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1."""
+    if options.enable_single_stream:
+        return "enable_single_stream is set"
+    flow = next((n for n in order if n.op_type in CONTROL_FLOW_OPS or _has_subgraph(n)), None)
+    if flow is not None:
+        return f"control flow ({flow.op_type} node '{flow.name}')"
+    dynamic = next((n for n in order if any(not v.is_static for v in n.outputs)), None)
+    if dynamic is not None and os.environ.get("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "") != "1":
+        return (f"dynamic shapes (node '{dynamic.name}'); set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 "
+                "for multi-stream")
+    return None
+
+
+def assign_streams(engines, preds, *, max_streams: int = 8, single_stream_reason: str | None = None,
+                   names=None, memory_priority: bool = False, exact_ge: bool = False) -> StreamAssignment:
+    """Streams for an execution order given per position its engine and its predecessors' positions.
     `exact_ge`: GE's Step 2 without this module's two refinements (for comparison): every other same-engine
     successor blocks reuse, and no reuse of finished streams."""
-    from ..options import as_options
-    options = as_options(options)
-    engines = engines if engines is not None else assign_engines(graph, order)
-    preds, _ = dependencies(order)
-    reason = None
-    if options.enable_single_stream:
-        reason = "enable_single_stream is set"
-    else:
-        flow = next((n for n in order if n.op_type in CONTROL_FLOW_OPS or _has_subgraph(n)), None)
-        dynamic = next((n for n in order if any(not v.is_static for v in n.outputs)), None)
-        if flow is not None:
-            reason = f"control flow ({flow.op_type} node '{flow.name}')"
-        elif dynamic is not None and os.environ.get("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "") != "1":
-            reason = (f"dynamic shapes (node '{dynamic.name}'); set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 "
-                      "for multi-stream")
-    return assign_streams_indexed(engines, preds, max_streams=options.max_streams,
-                                  single_stream_reason=reason, names=[n.name for n in order],
-                                  memory_priority=options.topo_sorting_mode == "memory_priority",
-                                  exact_ge=exact_ge)
-
-
-def assign_streams_indexed(engines, preds, *, max_streams: int = 8, single_stream_reason: str | None = None,
-                           names=None, memory_priority: bool = False, exact_ge: bool = False) -> StreamAssignment:
-    """The assignment on plain data: engines and predecessor positions per position in the order."""
     n = len(engines)
     names = tuple(names) if names is not None else tuple(f"#{i}" for i in range(n))
     if single_stream_reason is None and max_streams == 1:
@@ -264,21 +256,3 @@ class _Assigner:
     def renumber(self) -> list[int]:
         dense: dict[int, int] = {}
         return [dense.setdefault(s, len(dense)) for s in self.stream]
-
-
-def stream_threads(plan) -> int:
-    """Host threads a runtime may give the plan's streams: the thread budget (Options.thread_budget, 0 = the
-    CPUs this process may use) over the threads one kernel may use (Options.intra_op_threads), at most one
-    per stream. Streams beyond it share threads (stream s on thread s mod that number, in plan order)."""
-    streams = len({n.stream for n in plan.nodes})
-    opts = plan.options
-    budget = getattr(opts, "thread_budget", 0) or _cpus()
-    per_kernel = max(1, getattr(opts, "intra_op_threads", 1) or 1)
-    return max(1, min(streams, budget // per_kernel))
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1

@@ -11,7 +11,7 @@ import ge
 from ge.compiler import build_plan, import_model, optimize
 from ge.errors import GEError
 from ge.memory import plan_memory
-from ge.memory.lifetime import align
+from ge.npu.memory import align_up
 from ge.memory.verify import MemoryPlanError, verify_memory
 from ge.options import Options
 from ge.schedule.toposort import topological_order
@@ -57,7 +57,7 @@ def test_no_reuse_conv_outputs_get_their_own_blocks():
     mem = replan(p, no_reuse_ops=(CONV,))
     verify_memory(dataclasses.replace(p, options=p.options.replace(no_reuse_ops=(CONV,))), mem)
     outs = _own_blocks_ok(p, mem, CONV)
-    own = sum(align(p.tensors[t].nbytes) for t in outs)
+    own = sum(align_up(p.tensors[t].nbytes) for t in outs)
     s = mem.stats
     assert s.no_reuse_bytes == base.no_reuse_bytes
     assert own <= s.lower_bound_bytes <= s.feature_map_bytes <= s.no_reuse_bytes

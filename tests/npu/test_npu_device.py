@@ -28,7 +28,7 @@ def test_free_merges_holes_and_first_fit_reuses_them():
         dev.free(o)
     dev.free(offs[0])
     dev.free(512)
-    assert dev.in_use == 0 and dev._holes == [[0, 4096]]
+    assert dev.in_use == 0 and dev.memory._holes == [[0, 4096]]
     assert dev.peak_bytes == 4096
 
 

@@ -9,8 +9,8 @@ import ge
 from ge.kernels.registry import call
 from ge.npu import Event, Stream, Tracer
 from ge.npu.engines import GE_LOCAL
-from ge.schedule.events import plan_events_indexed, verify_events
-from ge.schedule.streams import assign_streams_indexed
+from ge.schedule.events import plan_events, verify_events
+from ge.schedule.streams import assign_streams
 from ge.zoo import expected_outputs, light_model_path
 
 
@@ -23,8 +23,8 @@ def test_inception_v1_runs_on_streams_with_events():
     plan = ge.compile(light_model_path("inception_v1"))
     preds = plan_dependencies(plan)
     engines = [GE_LOCAL if n.is_alias else n.engine for n in plan.nodes]
-    streams = assign_streams_indexed(engines, preds, names=[n.name for n in plan.nodes]).streams
-    events = plan_events_indexed(preds, streams).events
+    streams = assign_streams(engines, preds, names=[n.name for n in plan.nodes]).streams
+    events = plan_events(preds, streams).events
     assert verify_events(preds, streams, events) == []
 
     arrays = {i: np.asarray(a) for i, a in plan.constants.items()}

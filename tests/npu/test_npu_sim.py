@@ -5,11 +5,11 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import ge
 from ge.npu import ASCEND_910, SimTask, Tracer, compare, simulate
-from ge.options import Options
-from ge.schedule.events import SyncEvent, plan_events_indexed
-from ge.schedule.streams import assign_streams_indexed
-from ge.schedule.toposort import topological_order
+from ge.plan import SyncEvent
+from ge.schedule.events import plan_events
+from ge.schedule.streams import assign_streams
 
 LAUNCH = ASCEND_910.engine("AICORE").launch_s
 SMALL = 8e12 * 4e-6    # 4 us of cube work on one core: 2 blocks of the 32 cores
@@ -58,17 +58,15 @@ def test_sim_writes_a_trace(tmp_path):
 
 @functools.lru_cache(maxsize=None)
 def light(name):
-    from ge.compiler import import_model, optimize
     from ge.zoo import light_model_path
-    g = optimize(import_model(light_model_path(name)), Options())
-    return g, topological_order(g)
+    return ge.compile(light_model_path(name))
 
 
 @pytest.mark.parametrize("name", ["inception_v1", "inception_v2"])
 def test_inception_multi_stream_raises_aicore_utilization(name):
     """The seeds claim +30-50% utilization from multi-stream on image classification; the model gives
     more on Inception (four parallel branches of small convs at batch 1); see the report numbers."""
-    single, multi = compare(*light(name))
+    single, multi = compare(light(name))
     print(f"{name}: single {single.summary()} | multi {multi.summary()}")
     assert single.num_streams == 1 and multi.num_streams > 1
     assert multi.aicore_utilization >= 1.3 * single.aicore_utilization
@@ -83,8 +81,8 @@ def test_replay_honours_every_dependency_of_a_random_dag(data):
     engines = data.draw(st.lists(st.sampled_from(["AICORE", "AICORE", "AICPU", "HCCL", "GE_LOCAL"]),
                                  min_size=n, max_size=n))
     work = data.draw(st.lists(st.floats(0, 1e9), min_size=n, max_size=n))
-    a = assign_streams_indexed(engines, preds, max_streams=data.draw(st.integers(1, 8)))
-    events = plan_events_indexed(preds, a.streams).events
+    a = assign_streams(engines, preds, max_streams=data.draw(st.integers(1, 8)))
+    events = plan_events(preds, a.streams).events
     tasks = [SimTask(f"t{i}", e, s, w, w, True) for i, (e, s, w) in enumerate(zip(engines, a.streams, work))]
     res = simulate(tasks, events)
     for v, ps in enumerate(preds):

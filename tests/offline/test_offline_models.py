@@ -9,6 +9,8 @@ import pytest
 
 import ge
 from ge import offline
+from ge.offline import files as offline_files
+from ge.offline import format as offline_format
 from ge.cli import main
 from ge.zoo import LIGHT_MODELS, light_model_path, reference_feeds
 
@@ -30,7 +32,7 @@ def _outputs(plan, runtime):
 @pytest.mark.parametrize("name", LIGHT_MODELS)
 def test_round_trip_light_model(name, tmp_path):
     plan = ge.compile(light_model_path(name))
-    path = plan.save(tmp_path / f"{name}.gem")
+    path = ge.save(plan, tmp_path / f"{name}.gem")
     loaded = ge.load(path)
     assert loaded.to_json() == plan.to_json()
     assert loaded.memory == plan.memory
@@ -101,9 +103,9 @@ def test_recompressed_file_still_loads(small, tmp_path):
     """A .gem re-zipped with compression misses the one-copy mmap path and takes the general one."""
     plan, path = small
     packed = _rewrite(path, tmp_path / "deflated.gem", compression=zipfile.ZIP_DEFLATED)
-    assert offline._load_fast(str(packed)) is None
+    assert offline_files._load_fast(str(packed)) is None
     assert ge.load(packed).to_json() == plan.to_json()
-    assert offline._load_fast(path) is not None
+    assert offline_files._load_fast(path) is not None
 
 
 def test_corrupted_json(small, tmp_path):
@@ -199,11 +201,11 @@ def test_no_pickle(small, tmp_path, monkeypatch):
 
 
 def test_attribute_values_round_trip():
-    enc = offline._Encoder()
+    enc = offline_format._Encoder()
     value = {"t": (1, 2.5), "l": [1, "x", None, True], "a": np.arange(3, dtype=np.int64),
              "s": np.float32(1.5), "nested": [np.ones((2, 2), np.float32), {"k": (3,)}], "nan": float("nan")}
     doc = json.loads(json.dumps(enc.value(value, "test")))
-    back = offline._decode(doc, enc.arrays)
+    back = offline_format._decode(doc, enc.arrays)
     assert back["t"] == (1, 2.5) and back["l"] == [1, "x", None, True]
     np.testing.assert_array_equal(back["a"], value["a"])
     assert back["s"] == np.float32(1.5) and type(back["s"]) is np.float32

@@ -172,7 +172,7 @@ def test_a_single_plan_cannot_hold_gears(tmp_path):
     plan = ge.compile(two_inputs())
     with pytest.raises(GEError, match="one plan per gear"):
         ge.Session(plan, options={"dynamic_batch": GEARS})
-    plan.save(tmp_path / "one.gem")
+    ge.save(plan, tmp_path / "one.gem")
     with pytest.raises(GEError, match="one plan per gear"):
         ge.Session(str(tmp_path / "one.gem"), options={"dynamic_batch": GEARS})
     gp = compile_gears(two_inputs(), {"dynamic_batch": [2, 4]})
@@ -182,7 +182,7 @@ def test_a_single_plan_cannot_hold_gears(tmp_path):
 def test_gears_saved_once_load_without_compiling(tmp_path):
     model = with_symbolic_dims(with_random_weights("squeezenet"), {"data_0": {0: "N"}})
     gp = compile_gears(model, {"dynamic_batch": [1, 2, 4]})
-    path = gp.save(tmp_path / "sq.gem")
+    path = ge.offline.save_gears(gp, tmp_path / "sq.gem")
     loaded = ge.load(path)
     assert loaded.gears == (1, 2, 4) and loaded.symbol == "N" and loaded.batched == gp.batched
     assert [t.name for t in loaded.inputs] == ["data_0"] and loaded.inputs[0].shape[0] == "N"

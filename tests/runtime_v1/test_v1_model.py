@@ -11,7 +11,7 @@ from ge.errors import GEError
 from ge.models import bert_like
 from ge.npu import Device
 from v1_models import chain, mlp, reference_mlp
-from runtime_v1 import thunks
+from ge.npu import thunks
 
 
 def test_auto_picks_v1_for_static_plans_and_v2_for_dynamic_ones():
@@ -138,7 +138,7 @@ def test_thunk_generations_are_pruned(tmp_path, monkeypatch):
     """Each kernel library gets its own thunk folder; folders untouched for a day go away."""
     import os
 
-    from runtime_v1 import thunks
+    from ge.npu import thunks
     stale = tmp_path / "0123456789abcdef"
     stale.mkdir()
     (stale / "thunk_old.py").write_text("")

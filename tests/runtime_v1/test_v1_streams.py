@@ -16,7 +16,7 @@ from ge.errors import ExecutionError
 from ge.npu import Tracer
 from ge.schedule.events import SyncEvent
 from ge.zoo import expected_outputs, light_model_path, reference_feeds, with_random_weights
-from runtime_v1 import native
+from runtime_v1 import sink
 from hammer import hammer
 
 TIMEOUT = 120  # seconds: a hang fails the test instead of blocking the suite
@@ -101,7 +101,7 @@ def test_one_table_per_stream_with_every_event_recorded_once_and_waited_once():
     records, waits = {}, {}
     for st in model.streams:
         for op, e in st.event_ops():
-            (records if op == native.RECORD else waits).setdefault(e, []).append(st.stream)
+            (records if op == sink.RECORD else waits).setdefault(e, []).append(st.stream)
         launched = [n.step for n in plan.nodes if n.stream == st.stream and n.launch is not None
                     and not n.no_task]
         assert [t.node.step for t in st.native if t is not None] == launched  # plan order per stream
@@ -144,8 +144,8 @@ def test_events_on_alias_nodes_move_to_the_nearest_task_in_sequence():
                         for t, op in zip(st.native, st.addrs.tolist())] for st in ex.model.streams}
     before_a = [n.name for n in plan.nodes if n.stream == a.stream and n.launch is not None and n.step < a.step]
     before_b = [n.name for n in plan.nodes if n.stream == b.stream and n.launch is not None and n.step < b.step]
-    assert rows[a.stream][-2:] == [("task", before_a[-1]), (native.RECORD, 0)]
-    assert rows[b.stream][-3:] == [("task", before_b[-1]), (native.WAIT, 0), ("task", "join")]
+    assert rows[a.stream][-2:] == [("task", before_a[-1]), (sink.RECORD, 0)]
+    assert rows[b.stream][-3:] == [("task", before_b[-1]), (sink.WAIT, 0), ("task", "join")]
     x = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
     want = ge.Session(plan, runtime="v2").run(None, {"x": x})[0]
     for _ in range(3):

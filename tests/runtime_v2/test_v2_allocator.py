@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ge.errors import DeviceMemoryError, GEError
-from runtime_v2.allocator import PAGE_BYTES, DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
+from ge.npu.memory import PAGE_BYTES, DeviceMemory
+from runtime_v2.allocator import ScalableAllocator, ThreadSafeScalableAllocator
 
 MiB = 1 << 20
 

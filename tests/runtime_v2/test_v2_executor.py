@@ -9,7 +9,8 @@ from onnx import TensorProto, helper
 
 import ge
 from ge.errors import DeviceMemoryError, ExecutionError, GEError
-from runtime_v2 import DeviceMemory, Executor
+from ge.npu.memory import DeviceMemory
+from runtime_v2 import Executor
 from runtime_v2.lowering import ALIAS, BOUND, DYNAMIC, STATIC
 
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from ge.errors import GEError
-from runtime_v2.allocator import DeviceMemory, ScalableAllocator
+from ge.npu.memory import DeviceMemory
+from runtime_v2.allocator import ScalableAllocator
 from runtime_v2.mif import MultiStreamAllocator
 
 A, B = 0, 1

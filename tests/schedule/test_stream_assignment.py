@@ -5,11 +5,30 @@ import numpy as np
 import pytest
 
 from ge.ir import Graph
-from ge.options import Options
-from ge.schedule.engines import assign_engines, dependencies
-from ge.schedule.events import plan_events, verify_events
-from ge.schedule.streams import assign_streams, assign_streams_indexed
+from ge.kernels.bind import node_context, node_kernel
+from ge.kernels.registry import is_registered
+from ge.npu.engines import GE_LOCAL, engine_for_op
+from ge.options import Options, as_options
+from ge.schedule import dependencies, schedule
+from ge.schedule.events import verify_events
+from ge.schedule.streams import assign_streams
 from ge.schedule.toposort import topological_order
+
+
+def engines_of(g, order):
+    """As the compiler binds them: the kernel's engine, GE_LOCAL for a node whose kernel gives no task."""
+    out = []
+    for n in order:
+        k = node_kernel(g, n) if is_registered(n.op_type, n.domain) else None
+        no_task = k is not None and k.alias is not None and k.bind(node_context(g, n, k)) is None
+        out.append(GE_LOCAL if no_task else engine_for_op(n.op_type, k.engine if k else None))
+    return out
+
+
+def assign(g, order, options=None, exact_ge=False):
+    """ge.schedule.schedule on the graph's order: (streams, events)."""
+    sched = schedule(order, engines_of(g, order), as_options(options).replace(exact_ge_streams=exact_ge))
+    return sched.streams, sched.events
 
 
 def build(edges, ops=None, shape=(1, 4)):
@@ -34,20 +53,22 @@ def build(edges, ops=None, shape=(1, 4)):
 
 def streams_of(g, options=None, mode="dfs"):
     order = topological_order(g, mode)
-    a = assign_streams(g, order, options)
+    a, _ = assign(g, order, options)
     return {n.name: s for n, s in zip(order, a.streams)}, a, order
 
 
 def test_chain_stays_on_one_stream():
-    s, a, order = streams_of(build(["a: x", "b: a", "c: b", "d: c"]))
+    g = build(["a: x", "b: a", "c: b", "d: c"])
+    s, a, order = streams_of(g)
     assert set(s.values()) == {0} and a.num_streams == 1
-    assert plan_events(order, a.streams).events == ()
+    assert assign(g, order)[1].events == ()
 
 
 def test_two_independent_branches_get_two_streams():
-    s, a, order = streams_of(build(["a: x", "b: a", "c: x", "d: c", "e: b, d"]))
+    g = build(["a: x", "b: a", "c: x", "d: c", "e: b, d"])
+    s, a, order = streams_of(g)
     assert s == {"a": 0, "b": 0, "c": 1, "d": 1, "e": 1}
-    ev = plan_events(order, a.streams)
+    ev = assign(g, order)[1]
     assert [(order[e.record_after].name, order[e.wait_before].name) for e in ev.events] == [("b", "e")]
 
 
@@ -63,7 +84,7 @@ def test_fork_join_first_branch_continues_on_the_fork_stream():
    1 s0 AICORE   b  # reuses the stream of 'a', done before it ('a' has other AICORE successors)
    2 s1 AICORE   c  # new stream ('a' has other AICORE successors)
    3 s1 AICORE   d  # reuses the stream of 'c'"""
-    exact = assign_streams(g, order, exact_ge=True)
+    exact, _ = assign(g, order, exact_ge=True)
     assert exact.streams == a.streams and exact.moved == 1
     assert exact.to_text() == """2 stream(s)
    0 s0 AICORE   a  # moved to the stream of 'b': its own gave no parallelism
@@ -111,7 +132,7 @@ def test_max_streams_caps_and_reuses_the_least_loaded():
 
 def test_attach_engine_rides_on_the_predecessor_stream():
     engines = ["AICORE", "AICPU", "AICORE"]
-    a = assign_streams_indexed(engines, [[], [0], [1]])
+    a = assign_streams(engines, [[], [0], [1]])
     assert a.streams == (0, 0, 0)
 
 
@@ -136,14 +157,13 @@ def light(name):
 ])
 def test_inception_golden(name, streams, moved, events):
     g, order = light(name)
-    a = assign_streams(g, order)
-    ev = plan_events(order, a.streams)
+    a, ev = assign(g, order)
     assert (a.num_streams, a.moved) == (streams, moved)
     assert (ev.cross_edges, ev.after_ge_rules, ev.after_reduction) == events
     preds, _ = dependencies(order)
     assert verify_events(preds, a.streams, ev.events) == []
     assert sorted(set(a.streams)) == list(range(streams))
-    engines = dict(zip((n.op_type for n in order), assign_engines(g, order)))
+    engines = dict(zip((n.op_type for n in order), engines_of(g, order)))
     assert engines["Reshape"] == "GE_LOCAL" and engines["FusedConv"] == "AICORE"
 
 
@@ -175,8 +195,8 @@ def test_golden_streams_and_events_of_an_onnx_model():
                           [numpy_helper.from_array(np.array([1, -1], np.int64), "s")])
     g = optimize(import_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])), Options())
     order = topological_order(g)
-    a = assign_streams(g, order)
-    text = a.to_text() + "\n" + plan_events(order, a.streams).to_text([n.name for n in order])
+    a, ev = assign(g, order)
+    text = a.to_text() + "\n" + ev.to_text([n.name for n in order])
     assert text == GOLDEN
 
 
@@ -186,7 +206,7 @@ def test_a_residual_input_does_not_block_reuse():
     g = build(["p: x", "a: p", "b: a", "c: b", "d: c, a"])
     s, a, order = streams_of(g)
     assert set(s.values()) == {0}
-    exact = assign_streams(g, order, exact_ge=True)
+    exact, _ = assign(g, order, exact_ge=True)
     assert exact.streams == (0, 0, 1, 1, 1) and "'a' has other AICORE successors" in exact.reasons[2]
 
 
@@ -196,16 +216,16 @@ def test_light_models_every_mode_is_covered_by_events(name, mode):
     g, _ = light(name)
     order = topological_order(g, mode)
     for exact in (False, True):
-        a = assign_streams(g, order, Options(topo_sorting_mode=mode), exact_ge=exact)
+        a, ev = assign(g, order, Options(topo_sorting_mode=mode), exact_ge=exact)
         preds, _ = dependencies(order)
-        assert verify_events(preds, a.streams, plan_events(order, a.streams).events) == []
+        assert verify_events(preds, a.streams, ev.events) == []
         assert 1 <= a.num_streams <= 8
 
 
 def test_resnet50_needs_one_stream_after_fusion():
     g, order = light("resnet50")
-    assert assign_streams(g, order).num_streams == 1          # every block is a chain once Add is fused
-    assert assign_streams(g, order, exact_ge=True).num_streams == 8
+    assert assign(g, order)[0].num_streams == 1          # every block is a chain once Add is fused
+    assert assign(g, order, exact_ge=True)[0].num_streams == 8
 
 
 def test_a_node_with_a_subgraph_attribute_is_control_flow():

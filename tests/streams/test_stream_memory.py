@@ -1,4 +1,4 @@
-"""The cross-stream memory rule (DESIGN.md §6) and the verifier under stream + event order."""
+"""The cross-stream memory rule (ARCHITECTURE.md, "Memory") and the verifier under stream + event order."""
 import dataclasses
 
 import pytest

@@ -90,7 +90,7 @@ def test_thread_budget_bounds_stream_threads():
     plan = ge.compile(light_model_path("inception_v1"), ge.Options(thread_budget=1))
     from runtime_v2 import Executor
     assert Executor(plan).stream_threads == 1
-    plan = dataclasses.replace(plan, options=ge.Options(thread_budget=4, intra_op_threads=2))
+    plan = dataclasses.replace(plan, options=ge.Options(thread_budget=2))
     assert Executor(plan).stream_threads == 2
     plan = dataclasses.replace(plan, options=ge.Options(thread_budget=8))
     assert Executor(plan).stream_threads == 4   # at most one per stream

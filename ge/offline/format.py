@@ -1,48 +1,35 @@
-"""Offline models: save a compiled Plan and its weights, load it without recompiling (DESIGN.md §7).
+"""The offline plan format: a Plan (or batch gears) as a JSON document plus named arrays, and back.
 
-A saved plan is two members, in a zip file (`model.gem`, stored uncompressed) or in a directory:
-- `plan.json`: {"format": "ge.plan", "version": 1, name, options, tensors, inputs, outputs, constants,
-  nodes (op/domain/opset/attrs/inputs/outputs/engine/stream/dynamic/alias), events, memory,
+- plan document: {"format": "ge.plan", "version": 1, name, options, tensors, inputs, outputs, constants,
+  nodes (op/domain/opset/attrs/inputs/outputs/engine/stream/dynamic/alias/no_task), events, memory,
   single_stream_reason}. Attribute values are JSON; arrays, tuples, dicts and numpy scalars are tagged
   objects ({"__array__": key}, {"__tuple__": [...]}, {"__dict__": {...}}, {"__np__": dtype, "v": value}).
-- `weights.npz`: constants ("c<tensor index>") and array-valued attributes ("a<n>"), written by np.savez
-  and read with allow_pickle=False: no pickle anywhere.
-Batch gears (`save_gears`, `ge compile --dynamic-batch`) use the same two members: `plan.json` is
-{"format": "ge.gears", "version": 1, symbol, batched, inputs, outputs, plans: {gear: plan document}} and
-every array is stored once under a digest of its content ("w<sha1>"), so the gears share their weights.
-
-Loading looks each kernel up by (op_type, domain, opset) and re-runs only infer + prepare for static nodes
-from the stored tensor specs and constant values; the order, streams, events and memory plan come from the
-file. Only the two member names are ever opened (nothing in the file names a path).
+  Arrays: constants ("c<tensor index>") and array-valued attributes ("a<n>"); no pickle anywhere.
+- gears document (`save_gears`, `ge compile --dynamic-batch`): {"format": "ge.gears", "version": 1, symbol,
+  batched, inputs, outputs, plans: {gear: plan document}}; every array is stored once under a digest of
+  its content ("w<sha1>"), so the gears share their weights.
+Building a Plan looks each kernel up by (op_type, domain, opset) and re-runs only infer + prepare for
+static nodes (tiled for the plan's aicore_num); the order, streams, events and memory plan come from the
+document.
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
-import mmap
-import os
-import struct
-import tempfile
-import zipfile
 from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
 
-from .errors import GEError, ModelLoadError
-from .kernels.registry import KernelContext, TensorSpec, lookup
-from .memory import MemoryPlan, MemoryStats, TensorMemory
-from .options import Options
-from .plan import GearPlans, Plan, PlanNode, PlanTensor
-from .schedule.events import SyncEvent
+from ..errors import GEError, ModelLoadError
+from ..kernels.bind import prepare_launch
+from ..kernels.registry import TensorSpec, lookup
+from ..options import Options
+from ..plan import GearPlans, MemoryPlan, MemoryStats, Plan, PlanNode, PlanTensor, SyncEvent, TensorMemory
 
 FORMAT, GEARS, VERSION = "ge.plan", "ge.gears", 1
-PLAN_JSON, WEIGHTS_NPZ = "plan.json", "weights.npz"
 
-
-# -- encoding ---------------------------------------------------------------------------------------
 
 class _Encoder:
     def __init__(self):
@@ -158,209 +145,23 @@ def _rekey(v, key: dict):
     return v
 
 
-def save_gears(gp: GearPlans, path: str | os.PathLike) -> str:
-    """Write batch gears (ge.compiler.compile_gears) to `path`, as `save` does a plan."""
-    return _write(*gears_document(gp), path)
-
-
-def save(plan: Plan, path: str | os.PathLike) -> str:
-    """Write `plan` to `path`: a zip file (e.g. model.gem), or a directory if `path` is one (or ends in /).
-    Returns the path written."""
-    return _write(*plan_document(plan), path)
-
-
-def _write(doc: dict, arrays: dict, path) -> str:
-    text = json.dumps(doc, separators=(",", ":"))
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    path = os.fspath(path)
-    if os.path.isdir(path) or path.endswith(("/", os.sep)):
-        os.makedirs(path, exist_ok=True)
-        for name, data in ((WEIGHTS_NPZ, buf.getbuffer()), (PLAN_JSON, text.encode())):
-            _atomic_write(os.path.join(path, name), data)
-        return path
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
-            z.writestr(PLAN_JSON, text)
-            z.writestr(WEIGHTS_NPZ, buf.getbuffer())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a saved model is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
-
-
-def _atomic_write(path: str, data) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
-def is_offline_model(model) -> bool:
-    """A path to a saved plan: a `.gem` file or directory, or a directory holding plan.json."""
-    if not isinstance(model, (str, os.PathLike)):
-        return False
-    path = os.fspath(model)
-    return path.rstrip("/\\").endswith(".gem") or (
-        os.path.isdir(path) and os.path.isfile(os.path.join(path, PLAN_JSON)))
-
-
-# -- loading ----------------------------------------------------------------------------------------
-
-def _read_members(path: str) -> tuple[bytes, bytes]:
-    if os.path.isdir(path):
-        out = []
-        for name in (PLAN_JSON, WEIGHTS_NPZ):
-            p = os.path.join(path, name)
-            if not os.path.isfile(p):
-                raise ModelLoadError(f"offline model '{path}': missing {name}")
-            with open(p, "rb") as f:
-                out.append(f.read())
-        return out[0], out[1]
-    if not os.path.isfile(path):
-        raise ModelLoadError(f"offline model '{path}' does not exist")
-    try:
-        with zipfile.ZipFile(path) as z:
-            names = set(z.namelist())
-            for name in (PLAN_JSON, WEIGHTS_NPZ):
-                if name not in names:
-                    raise ModelLoadError(f"offline model '{path}': missing {name}")
-            return z.read(PLAN_JSON), z.read(WEIGHTS_NPZ)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, RuntimeError) as e:
-        raise ModelLoadError(f"offline model '{path}' is not a ge plan file: {e}") from e
-
-
-class _ViewFile(io.RawIOBase):
-    """A read-only, seekable file over a memoryview (zipfile reads only headers through it)."""
-
-    def __init__(self, view: memoryview):
-        self.view, self.pos = view, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self.pos = offset if whence == 0 else self.pos + offset if whence == 1 else len(self.view) + offset
-        return self.pos
-
-    def tell(self) -> int:
-        return self.pos
-
-    def read(self, n: int = -1) -> bytes:
-        end = len(self.view) if n is None or n < 0 else min(len(self.view), self.pos + n)
-        data = bytes(self.view[self.pos:end])
-        self.pos = end
-        return data
-
-
-def _stored_members(view: memoryview) -> dict[str, memoryview]:
-    """name -> data of each member of a zip held in `view`; all must be stored (uncompressed)."""
-    out = {}
-    with zipfile.ZipFile(_ViewFile(view)) as z:
-        for info in z.infolist():
-            if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 1:
-                raise ValueError(f"member {info.filename} is compressed or encrypted")
-            h = info.header_offset
-            n, m = struct.unpack("<HH", view[h + 26:h + 30])
-            start = h + 30 + n + m
-            if view[h:h + 4] != b"PK\x03\x04" or start + info.file_size > len(view):
-                raise ValueError(f"bad local header for {info.filename}")
-            out[info.filename] = view[start:start + info.file_size]
-    return out
-
-
-def _npz_fast(view: memoryview) -> dict[str, np.ndarray]:
-    """The arrays of an npz written by np.savez, each copied once out of `view` (no pickle: object dtypes
-    are refused). Raises on anything unusual; the caller then falls back to np.load."""
-    arrays = {}
-    for name, data in _stored_members(view).items():
-        if not name.endswith(".npy"):
-            raise ValueError(f"member {name} is not an array")
-        f = _ViewFile(data[:65536 + 16])
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-        else:
-            raise ValueError(f"npy version {version}")
-        if dtype.hasobject:
-            raise ValueError("object arrays need pickle")
-        count = int(np.prod(shape, dtype=np.int64))
-        a = np.frombuffer(data, dtype, count, offset=f.tell())
-        arrays[name[:-4]] = a.reshape(shape, order="F" if fortran else "C").copy(order="K")
-        del a
-    return arrays
-
-
-def _load_fast(path: str):
-    """(plan.json bytes, arrays) through one mmap of the file: each weight is copied once. None on any
-    surprise (the general path then reads the file and reports what is wrong)."""
-    try:
-        npz_path = os.path.join(path, WEIGHTS_NPZ) if os.path.isdir(path) else path
-        with open(npz_path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            view = memoryview(mm)
-            try:
-                if os.path.isdir(path):
-                    text, arrays = None, _npz_fast(view)
-                else:
-                    members = _stored_members(view)
-                    text = bytes(members[PLAN_JSON])
-                    arrays = _npz_fast(members[WEIGHTS_NPZ])
-                    members = None
-            finally:
-                view.release()
-        if text is None:
-            with open(os.path.join(path, PLAN_JSON), "rb") as f:
-                text = f.read()
-        return text, arrays
-    except Exception:  # noqa: BLE001 - any surprise: the general path decides
-        return None
-
-
-def load(path: str | os.PathLike) -> Plan | GearPlans:
-    """A Plan (or the GearPlans of `save_gears`) from a file or directory written by `save`; raises
-    ModelLoadError if it cannot be used."""
-    path = os.fspath(path)
-    fast = _load_fast(path)
-    if fast is not None:
-        text, arrays = fast
-    else:
-        text, npz = _read_members(path)
-        arrays = None
+def parse(text: bytes, path: str) -> dict:
+    """The JSON document of plan.json, checked for this format and version."""
     try:
         doc = json.loads(text)
     except (ValueError, UnicodeDecodeError) as e:
-        raise ModelLoadError(f"offline model '{path}': {PLAN_JSON} is not valid JSON: {e}") from e
+        raise ModelLoadError(f"offline model '{path}': plan.json is not valid JSON: {e}") from e
     if not isinstance(doc, dict) or doc.get("format") not in (FORMAT, GEARS):
         raise ModelLoadError(f"offline model '{path}' is not a ge plan (format "
                              f"{doc.get('format') if isinstance(doc, dict) else None!r})")
     if doc.get("version") != VERSION:
         raise ModelLoadError(f"offline model '{path}' has format version {doc.get('version')!r}; this ge "
                              f"reads version {VERSION}: compile the model again")
-    try:
-        if arrays is None:
-            with np.load(io.BytesIO(npz), allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-    except Exception as e:  # noqa: BLE001 - any decode failure is a bad file
-        raise ModelLoadError(f"offline model '{path}': cannot read {WEIGHTS_NPZ}: {e}") from e
-    try:
-        return _build(doc, arrays) if doc["format"] == FORMAT else _build_gears(doc, arrays)
-    except ModelLoadError as e:
-        raise ModelLoadError(f"offline model '{path}': {e}") from e
-    except GEError as e:
-        raise ModelLoadError(f"offline model '{path}' cannot be loaded: {e}") from e
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
-        raise ModelLoadError(f"offline model '{path}' is corrupted: {type(e).__name__}: {e}") from e
+    return doc
+
+
+def build(doc: dict, arrays: dict) -> Plan | GearPlans:
+    return _build(doc, arrays) if doc["format"] == FORMAT else _build_gears(doc, arrays)
 
 
 def _build_gears(doc: dict, arrays: dict) -> GearPlans:
@@ -389,8 +190,8 @@ def _build(doc: dict, arrays: dict) -> Plan:
         i = int(i)
         a, t = arrays[key], tensors[i]
         if a.dtype != t.dtype or (t.is_static and tuple(a.shape) != t.shape):
-            raise ModelLoadError(f"constant '{t.name}' is {a.dtype}{list(a.shape)} in {WEIGHTS_NPZ}, "
-                                 f"{t.dtype}{list(t.shape)} in {PLAN_JSON}")
+            raise ModelLoadError(f"constant '{t.name}' is {a.dtype}{list(a.shape)} in weights.npz, "
+                                 f"{t.dtype}{list(t.shape)} in plan.json")
         constants[i] = a
 
     def index(i) -> int:
@@ -407,11 +208,11 @@ def _build(doc: dict, arrays: dict) -> Plan:
         kernel = lookup(d["op_type"], d["domain"], int(d["opset"]), d["name"])
         launch, dynamic = None, bool(d["dynamic"])
         if not dynamic:
-            ctx = KernelContext(d["op_type"], d["name"], attrs, [None if i < 0 else spec[i] for i in ins],
-                                [constants.get(i) if (i >= 0 and k in kernel.value_inputs) else None
-                                 for k, i in enumerate(ins)], int(d["opset"]), n_outputs=len(outs))
-            ctx.outputs = kernel.infer(ctx)
-            launch = kernel.prepare(ctx)
+            _, launch = prepare_launch(kernel, d["op_type"], d["name"], attrs,
+                                       [None if i < 0 else spec[i] for i in ins],
+                                       [constants.get(i) if (i >= 0 and k in kernel.value_inputs) else None
+                                        for k, i in enumerate(ins)], int(d["opset"]), len(outs),
+                                       options.aicore_num or 1)
             if (launch is None) != bool(d["alias"]):
                 what = "gives no task" if launch is None else "gives a task"
                 raise ModelLoadError(f"node '{d['name']}' ({d['op_type']}): the kernel of this ge {what}, "

@@ -11,7 +11,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Generic, TypeVar
 
-from .errors import GEError
+from ..errors import GEError
 
 T = TypeVar("T")
 

@@ -1,8 +1,10 @@
 """Thunks: one C-callable adapter per distinct launch signature, generated as source and cached on disk.
 
-A thunk has the signature `void(int64 *iargs, float64 *fargs, int64 *bases)` (native.THUNK_SIG). It decodes
-its launch's arguments from the task's slots in the int and float tables and calls the njit kernel with
-them, so runtime_v1's interpreter loop can call any kernel through one function-pointer type.
+A thunk has the signature `void(int64 *iargs, float64 *fargs, int64 *bases, int64 block_idx, int64
+block_dim)` (native.THUNK_SIG): the device's kernel-launch ABI. It decodes its launch's arguments from the
+task's slots in the int and float tables and calls the njit kernel with them (a tiled kernel gets the
+block arguments last), so runtime_v1's interpreter and the AI-core team (aicore.py) call any kernel
+through one function-pointer type, and runtime_v2 reaches the team through the same thunks.
 
 A thunk depends only on the launch's argument *kinds*, never on a graph: the `Signature` is the kernel
 (module + name) and one kind per flat argument, in call order (`*varargs` kernels are called with flat
@@ -11,13 +13,14 @@ arguments; Numba packs them):
                  workspaces and static array arguments (any dtype, 1-D contiguous) are all buffers.
   (INT, type)    an integer or bool scalar: 1 int slot (type: int64, int32, ..., bool).
   (FLOAT, type)  a float scalar: 1 float slot (type: float64 or float32).
-A kernel that raises sets the base table's STATUS slot (native.py) instead: exceptions cannot cross C.
+A kernel that raises sets the base table's STATUS slot (native.STATUS) instead: exceptions cannot cross C.
 `layout(kinds)` is the one place that says which slot holds what; the encoder (`encode`) and the generator
 (`source`) both read it.
 
 Cache: the source goes to `<cache>/<library hash>/thunk_<hash>.py`, the hash covering the signature, the
-encoding version and the text of the kernel library (ge/kernels/*.py) and of native.py, so a changed kernel
-gets a new file (and a new generation folder; stale generations are pruned after a day).
+encoding version and the text of the kernel library (every module of the `ge.kernels` package) and of
+native.py, so a changed kernel gets a new file (and a new generation folder; stale generations are pruned
+after a day).
 The file is written once (atomically) and never rewritten, so Numba's on-disk cache (`cache=True`, kept in
 `__pycache__` beside it) stays valid across processes. Cache directory: $GE_THUNK_CACHE, else
 $XDG_CACHE_HOME/ge/thunks or ~/.cache/ge/thunks, else a directory under the system temp dir.
@@ -42,7 +45,7 @@ import numpy as np
 from numba import typeof
 
 BUF, INT, FLOAT = "buf", "int", "float"
-ENCODING_VERSION = 2
+ENCODING_VERSION = 3
 _INT_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
 _FLOAT_TYPES = {"float32", "float64"}
 _BUF_DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
@@ -58,10 +61,11 @@ class Signature:
     module: str
     name: str
     kinds: tuple  # ((BUF | INT | FLOAT, type name), ...)
+    tiled: bool = False   # the kernel takes (block_idx, block_dim) last
 
     @property
     def digest(self) -> str:
-        h = hashlib.sha1(repr((ENCODING_VERSION, self.module, self.name, self.kinds)).encode())
+        h = hashlib.sha1(repr((ENCODING_VERSION, self.module, self.name, self.kinds, self.tiled)).encode())
         h.update(_library_hash().encode())
         return h.hexdigest()[:20]
 
@@ -120,6 +124,61 @@ def buffer_kind(dtype) -> tuple[str, str]:
     return BUF, name
 
 
+@dataclass(slots=True)
+class TaskArgs:
+    """A launch as thunk arguments: one kind and value per flat argument, and its Signature (None: the launch
+    has no table encoding or forced off; `reason` says why)."""
+    kinds: tuple
+    values: list            # BUF: (slot, offset, count); scalars as given
+    buffers: list           # per argument: (slot, offset, count, dtype) for buffers, None for scalars
+    n_buf: int              # tensors and workspaces: the first n_buf arguments
+    sig: Signature | None
+    reason: str = ""
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The task's int and float rows."""
+        wi, wf = widths(self.kinds)
+        irow, frow = np.zeros(wi, np.int64), np.zeros(wf, np.float64)
+        encode(self.kinds, self.values, irow, frow)
+        return irow, frow
+
+
+def task_args(launch, buffers, place_array, reason: str = "") -> TaskArgs:
+    """`buffers`: (slot, offset, count, dtype) of the tensors and workspaces in call order;
+    `place_array(a) -> (slot, offset)` places a static 1-D array argument of the launch."""
+    kinds, values, bufs = [], [], []
+
+    def buffer(slot, off, count, dtype):
+        kinds.append((BUF, np.dtype(dtype).name))
+        values.append((slot, off, count))
+        bufs.append((slot, off, count, np.dtype(dtype)))
+
+    for b in buffers:
+        buffer(*b)
+    n_buf = len(bufs)
+    for a in launch.args:
+        if isinstance(a, np.ndarray) and a.ndim == 1:
+            buffer(*place_array(a), a.size, a.dtype)
+            continue
+        try:
+            kinds.append(scalar_kind(a))
+        except ThunkError as e:
+            kinds.append(("?", type(a).__name__))
+            reason = reason or str(e)
+        values.append(a)
+        bufs.append(None)
+    sig = None
+    if not reason:
+        try:
+            for kind, ty in kinds:
+                if kind == BUF:
+                    buffer_kind(ty)
+            sig = Signature(*kernel_ref(launch.fn), tuple(kinds), launch.tiled)
+        except ThunkError as e:
+            reason = str(e)
+    return TaskArgs(tuple(kinds), values, bufs, n_buf, sig, reason)
+
+
 # -- the generator ---------------------------------------------------------------------------------
 
 def kernel_ref(fn) -> tuple[str, str]:
@@ -141,10 +200,10 @@ def source(sig: Signature) -> str:
     lines = ["# generated by runtime_v1.thunks: do not edit (a changed kernel gets a new file)",
              f"# {sig.module}.{sig.name}{list(sig.kinds)}",
              "import numpy as np", "from numba import carray, cfunc",
-             "from runtime_v1.native import STATUS, THUNK_SIG, as_pointer",
+             "from ge.npu.native import STATUS, THUNK_SIG, as_pointer",
              f"from {sig.module} import {sig.name} as kernel", ""]
     lines += [f"T_{ty} = np.dtype('{ty}').type" for ty in dtypes]
-    lines += ["", "", "@cfunc(THUNK_SIG, cache=True, nopython=True)", "def thunk(ip, fp, bp):"]
+    lines += ["", "", "@cfunc(THUNK_SIG, cache=True, nopython=True)", "def thunk(ip, fp, bp, block_idx, block_dim):"]
     call = []
     for k, ((kind, ty), (i, f)) in enumerate(zip(sig.kinds, layout(sig.kinds))):
         if kind == BUF:
@@ -154,6 +213,8 @@ def source(sig: Signature) -> str:
             call.append(f"ip[{i}]" if ty == "int64" else f"ip[{i}] != 0" if ty == "bool" else f"T_{ty}(ip[{i}])")
         else:
             call.append(f"fp[{f}]" if ty == "float64" else f"T_{ty}(fp[{f}])")
+    if sig.tiled:
+        call += ["block_idx", "block_dim"]
     lines += ["    try:", f"        kernel({', '.join(call)})", "    except Exception:  # noqa: BLE001",
               "        bp[STATUS] = 1"]
     return "\n".join(lines) + "\n"
@@ -239,12 +300,16 @@ def generation_dir() -> Path:
     return current
 
 
+KERNEL_PACKAGE = "ge.kernels"
+
+
 @functools.lru_cache(maxsize=1)
 def _library_hash() -> str:
-    import ge.kernels
     from . import native
     h = hashlib.sha1()
-    files = sorted(Path(ge.kernels.__file__).parent.glob("*.py")) + [Path(inspect.getfile(native))]
+    spec = importlib.util.find_spec(KERNEL_PACKAGE)   # located, not imported: the device sits below the kernels
+    folder = Path(spec.origin).parent
+    files = sorted(folder.glob("*.py")) + [Path(inspect.getfile(native))]
     for f in files:
         h.update(f.name.encode())
         h.update(f.read_bytes())

@@ -1,0 +1,53 @@
+"""Host threads for a plan's streams: how many (the thread budget) and what each runs (its program).
+
+Both runtimes run a multi-stream plan the same way, from these two functions:
+  1. `stream_threads(plan)`: the plan's streams get at most `Options.thread_budget` threads (0 = the CPUs
+     this process may use), at most one per stream; stream s runs on thread s mod that number (streams
+     densely renumbered in order). The AI cores (aicore.py) share the same budget through their tokens.
+  2. `thread_programs(plan, threads)`: per thread, its steps in plan order, each as (step, waits, records):
+     the ids of the plan's events it waits for before the step and records after it. Only events between
+     different threads are kept: one thread keeps its own order. Plan order is topological and every
+     thread walks it forwards, so streams merged on one thread cannot deadlock.
+The plan is read, not imported (the device sits below the compiler): `plan.nodes` (step, stream),
+`plan.events` (id, record_after, wait_before), `plan.options.thread_budget`.
+"""
+from __future__ import annotations
+
+from .aicore import CPUS
+
+
+def thread_budget(options) -> int:
+    """Threads that may compute at once for one run (Options.thread_budget; 0 = the CPUs of this process)."""
+    return options.thread_budget or CPUS
+
+
+def stream_threads(plan) -> int:
+    """Step 1: host threads for the plan's streams."""
+    streams = len({n.stream for n in plan.nodes})
+    return max(1, min(streams, thread_budget(plan.options)))
+
+
+def thread_of(plan, threads: int) -> list[int]:
+    """Per step, the thread that runs it."""
+    dense = {s: k for k, s in enumerate(sorted({n.stream for n in plan.nodes}))}
+    return [dense[n.stream] % threads for n in plan.nodes]
+
+
+def cross_thread_events(plan, threads: int) -> tuple:
+    """The plan's events whose record and wait run on different threads."""
+    group = thread_of(plan, threads)
+    return tuple(e for e in plan.events if group[e.record_after] != group[e.wait_before])
+
+
+def thread_programs(plan, threads: int) -> list[tuple]:
+    """Step 2: per thread, a tuple of (step, waits, records) in plan order (threads with no step dropped)."""
+    group = thread_of(plan, threads)
+    waits: dict[int, list] = {}
+    records: dict[int, list] = {}
+    for e in cross_thread_events(plan, threads):
+        waits.setdefault(e.wait_before, []).append(e.id)
+        records.setdefault(e.record_after, []).append(e.id)
+    programs = [[] for _ in range(threads)]
+    for n in plan.nodes:
+        programs[group[n.step]].append((n.step, tuple(waits.get(n.step, ())), tuple(records.get(n.step, ()))))
+    return [tuple(p) for p in programs if p]

@@ -1,0 +1,48 @@
+"""Offline models: save a compiled Plan and its weights, load it without recompiling.
+
+A saved plan is two members, in a zip file (`model.gem`, stored uncompressed) or in a directory:
+`plan.json` (format.py: the document) and `weights.npz` (the arrays, read without pickle); files.py reads
+and writes them. `ge.save` / `ge.load` / `ge compile -o` are the public verbs.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from ..errors import GEError, ModelLoadError
+from ..plan import GearPlans, Plan
+from .files import is_offline_model, read_members, write_members
+from .format import build, gears_document, parse, plan_document
+
+__all__ = ["is_offline_model", "load", "save", "save_gears"]
+
+
+def save(plan: Plan, path: str | os.PathLike) -> str:
+    """Write `plan` to `path`: a zip file (e.g. model.gem), or a directory if `path` is one (or ends in /).
+    Returns the path written."""
+    return _write(*plan_document(plan), path)
+
+
+def save_gears(gp: GearPlans, path: str | os.PathLike) -> str:
+    """Write batch gears (ge.compiler.compile_gears) to `path`, as `save` does a plan."""
+    return _write(*gears_document(gp), path)
+
+
+def _write(doc: dict, arrays: dict, path) -> str:
+    return write_members(json.dumps(doc, separators=(",", ":")), arrays, path)
+
+
+def load(path: str | os.PathLike) -> Plan | GearPlans:
+    """A Plan (or the GearPlans of `save_gears`) from a file or directory written by `save`; raises
+    ModelLoadError if it cannot be used."""
+    path = os.fspath(path)
+    text, arrays = read_members(path)
+    doc = parse(text, path)
+    try:
+        return build(doc, arrays)
+    except ModelLoadError as e:
+        raise ModelLoadError(f"offline model '{path}': {e}") from e
+    except GEError as e:
+        raise ModelLoadError(f"offline model '{path}' cannot be loaded: {e}") from e
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        raise ModelLoadError(f"offline model '{path}' is corrupted: {type(e).__name__}: {e}") from e

@@ -1,0 +1,100 @@
+"""The native part of the task sink: the interpreter loops that run a stream's task table.
+
+- `interpret(...)` runs tasks [start, stop) of one table. It is compiled once for the whole kernel library
+  (it only calls addresses) and cached on disk; it releases the GIL. A task with block_dim 1 is one thunk
+  call; a tiled task is launched on the device's AI cores (ge.npu.aicore.launch): this thread runs blocks
+  too and the task ends when all blocks have. A kernel's exception cannot cross a C call: the thunk sets
+  the STATUS slot of the base table; the loop stops there and returns the task index, and the executor
+  re-runs that task from Python for the real message.
+- `interpret_sync(...)` is the same loop for a stream thread of a multi-stream plan, whose table also
+  holds event ops. Single-stream plans keep `interpret`: no event branch per task.
+While a loop runs it holds one of the AI cores' tokens (ge.npu.aicore: at most as many threads compute as
+there are cores); a stream thread gives its token back while it waits for an event, so a worker core can
+take blocks of another stream's launch meanwhile.
+
+Program encoding (model.py builds it): a table row is a task when its address is > 0, with its block_dim
+in `blocks`; RECORD (-1) and WAIT (-2) rows are event ops with the event id in the row's int offset
+(ioffs). Between the stream threads of one instance, a control array (ge.npu.native.new_ctrl, one line per
+event) holds ABORT, the workers' GO / STOP and DONE counters, and line EV0 + e: event e's flag and its
+waiter count. RECORD stores the run's generation (release order); WAIT loads it (acquire) until it equals
+the generation, so flags are never reset between runs. Waits on event flags time out every millisecond to
+re-check ABORT (an abort changes no flag).
+"""
+from __future__ import annotations
+
+from numba import njit
+
+from ge.npu.aicore import hold, launch, unhold
+from ge.npu.native import (ABORT, LINE, STATUS, USER0, call_thunk, load_acquire, store_seqcst, wait, wake)
+
+RECORD, WAIT = -1, -2   # event ops in a table's address column (the event id in ioffs)
+DONE_OK, ABORTED = -1, -2
+EV0 = USER0
+
+
+@njit(nogil=True, cache=True)
+def interpret(addrs, ioffs, foffs, blocks, itab, ftab, bases, team, slot, start, stop):
+    """Run tasks [start, stop); -1, or the index of the task whose kernel raised (the run stops there)."""
+    ip, fp, bp = itab.ctypes.data, ftab.ctypes.data, bases.ctypes.data
+    if slot >= 0:
+        hold(team)
+    failed = -1
+    for t in range(start, stop):
+        if blocks[t] == 1:
+            call_thunk(addrs[t], ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, 0, 1)
+        else:
+            launch(team, slot, addrs[t], ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, blocks[t])
+        if bases[STATUS] != 0:
+            failed = t
+            break
+    if slot >= 0:
+        unhold(team)
+    return failed
+
+
+@njit(nogil=True, cache=True)
+def interpret_sync(addrs, ioffs, foffs, blocks, itab, ftab, bases, team, slot, ctrl, generation, start, stop):
+    """Run rows [start, stop) of a stream with event ops: DONE_OK, ABORTED (a wait saw ABORT), or the
+    index of the task whose kernel raised."""
+    ip, fp, bp, base = itab.ctypes.data, ftab.ctypes.data, bases.ctypes.data, ctrl.ctypes.data
+    if slot >= 0:
+        hold(team)
+    result = DONE_OK
+    for t in range(start, stop):
+        a = addrs[t]
+        if a > 0:
+            if blocks[t] == 1:
+                call_thunk(a, ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, 0, 1)
+            else:
+                launch(team, slot, a, ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, blocks[t])
+            if bases[STATUS] != 0:
+                result = t
+                break
+        elif a == RECORD:
+            word = EV0 + LINE * ioffs[t]
+            store_seqcst(base + 8 * word, generation)
+            wake(ctrl, base + 8 * word)
+        else:
+            word = EV0 + LINE * ioffs[t]
+            if load_acquire(base + 8 * word) == generation:
+                continue
+            if slot >= 0:   # waiting: this core may serve another stream's blocks meanwhile
+                unhold(team)
+            ok = wait(ctrl, word, generation, ABORT, True)
+            if slot >= 0:
+                hold(team)
+            if not ok:
+                result = ABORTED
+                break
+    if slot >= 0:
+        unhold(team)
+    return result
+
+
+@njit(nogil=True, cache=True)
+def abort(ctrl, n_events):
+    """Set ABORT and wake every sleeping waiter (a waiter that misses it re-checks within 1 ms)."""
+    base = ctrl.ctypes.data
+    store_seqcst(base + 8 * ABORT, 1)
+    for e in range(n_events):
+        wake(ctrl, base + 8 * (EV0 + LINE * e))
