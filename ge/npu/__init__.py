@@ -1,5 +1,6 @@
 """The modelled NPU, the floor both runtimes stand on: device memory, AI cores, engines, kernel-launch
 thunks, stream programs, instance pools, streams, events, traces and a modelled clock (ARCHITECTURE.md)."""
+from . import jitcache  # noqa: F401  (first: the cache stamps of the jitted modules imported below)
 from .aicore import AICores, team
 from .device import Device
 from .engines import ENGINES, GE_LOCAL, engine_for_op
