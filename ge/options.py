@@ -1,7 +1,12 @@
-"""Options: one typed dataclass; GE's option names are accepted as aliases (Options.from_dict)."""
+"""Options: one typed dataclass; GE's option names are accepted as aliases (Options.from_dict).
+
+Every name and value is checked: an unknown option (keyword or GE-style key) is a GEError listing the close
+matches, and a value of the wrong type or out of its range names the option and the range.
+"""
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -9,9 +14,20 @@ from dataclasses import dataclass, field
 from .errors import GEError
 
 TOPO_MODES = ("bfs", "dfs", "rdfs", "memory_priority")
+# integer options: (lowest, highest)
+RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_num": (0, 1 << 12),
+          "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12)}
+FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
+         "exact_ge_streams", "feature_base_refreshable")
 
 
-@dataclass(frozen=True)
+def _unknown(name: str, known) -> GEError:
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
+    return GEError(f"unknown option {name!r}" + (f"; did you mean {', '.join(map(repr, close))}?" if close else
+                                                  f"; options: {', '.join(sorted(known))}"))
+
+
+@dataclass(frozen=True, init=False)
 class Options:
     # compile
     disabled_passes: tuple[str, ...] = ()
@@ -45,7 +61,36 @@ class Options:
     dynamic_batch: tuple[int, ...] = ()
     extra: dict = field(default_factory=dict, compare=False)
 
+    def __init__(self, **kw):
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        for name in kw:
+            if name not in fields:
+                raise _unknown(name, fields)
+        for name, f in fields.items():
+            value = kw[name] if name in kw else (f.default_factory() if f.default is dataclasses.MISSING
+                                                  else f.default)
+            object.__setattr__(self, name, value)
+        self.__post_init__()
+
     def __post_init__(self):
+        for name, (lo, hi) in RANGES.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not lo <= v <= hi:
+                raise GEError(f"option {name} must be an integer in {lo}..{hi}, got {v!r:.40}")
+            object.__setattr__(self, name, int(v))
+        for name in FLAGS:
+            if not isinstance(getattr(self, name), (bool, numbers.Integral)):
+                raise GEError(f"option {name} must be true or false, got {getattr(self, name)!r:.40}")
+            object.__setattr__(self, name, bool(getattr(self, name)))
+        for name in ("disabled_passes", "dump_after", "no_reuse_ops"):
+            v = getattr(self, name)
+            items = v.split(",") if isinstance(v, str) else v
+            if not isinstance(items, Iterable) or not all(isinstance(s, str) for s in items):
+                raise GEError(f"option {name} must be names (a list of strings or 'a,b'), got {v!r:.40}")
+        if not isinstance(self.memory_assigner, str):
+            raise GEError(f"option memory_assigner must be a name, got {self.memory_assigner!r:.40}")
+        if not isinstance(self.extra, dict):
+            raise GEError(f"option extra must be a dict, got {type(self.extra).__name__}")
         mode = str(self.topo_sorting_mode).lower()
         mode = {"0": "bfs", "1": "dfs", "2": "rdfs", "3": "rdfs", "memorypriority": "memory_priority"}.get(
             mode, mode)
@@ -58,14 +103,6 @@ class Options:
         object.__setattr__(self, "no_reuse_ops", tuple(
             s.strip() for s in (nro.split(",") if isinstance(nro, str) else nro) if str(s).strip()))
         object.__setattr__(self, "dynamic_batch", _gears(self.dynamic_batch))
-        if self.max_streams < 1:
-            raise GEError(f"max_streams must be >= 1, got {self.max_streams}")
-        if self.thread_budget < 0 or self.aicore_num < 0:
-            raise GEError(f"thread_budget ({self.thread_budget}) and aicore_num ({self.aicore_num}) must be >= 0 "
-                          "(0: the CPUs this process may use)")
-        if self.device_memory_bytes <= 0 or self.executor_instances < 1:
-            raise GEError(f"device_memory_bytes ({self.device_memory_bytes}) and executor_instances "
-                          f"({self.executor_instances}) must be positive")
 
     @classmethod
     def from_dict(cls, d: dict) -> "Options":
@@ -74,11 +111,16 @@ class Options:
         kw, extra = {}, {}
         for key, value in d.items():
             if key in GE_ALIASES:
-                key, value = GE_ALIASES[key](value)
-            if key in names:
-                kw[key] = value
-            else:
-                extra[key] = value
+                try:
+                    key, value = GE_ALIASES[key](value)
+                except (TypeError, ValueError):
+                    raise GEError(f"option {key}: {value!r:.40} is not a value it takes") from None
+                if key not in names:   # a GE option ge records but does not act on
+                    extra[key] = value
+                    continue
+            if key not in names:
+                raise _unknown(key, names | set(GE_ALIASES))
+            kw[key] = value
         return cls(**kw, extra=extra)
 
     def replace(self, **changes) -> "Options":

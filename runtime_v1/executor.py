@@ -64,23 +64,23 @@ def _addr(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
 
+def copy_weights(plan, buf: np.ndarray) -> None:
+    """The plan's constants into a weights segment, each at its planned offset."""
+    for t, a in plan.constants.items():
+        off = plan.memory.tensors[t].offset
+        b = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+        buf[off:off + b.size] = b
+
+
 class Instance:
-    def __init__(self, model: Model, weights: np.ndarray | None, memory, feature_map=None):
+    def __init__(self, model: Model, weights: np.ndarray, memory, feature_map=None):
         seg = model.segments
-        w = align_up(seg["weights"]) if weights is None else 0
         f = align_up(model.feature_bytes) if feature_map is None else 0  # else: the caller's
-        total = w + f + max(seg["io"], 1)
-        self.arena, self._release = reserve(memory, total, f"runtime_v1's arena of '{model.plan.name}' (weights "
-                                            f"{w} | feature_map {f} | io {seg['io']} bytes)")
-        if weights is None:  # the first instance: copy the weights in once
-            weights = self.arena[:seg["weights"]]
-            for t, a in model.plan.constants.items():
-                off = model.plan.memory.tensors[t].offset
-                b = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-                weights[off:off + b.size] = b
+        self.arena, self._release = reserve(memory, f + max(seg["io"], 1), f"runtime_v1's arena of "
+                                            f"'{model.plan.name}' (feature_map {f} | io {seg['io']} bytes)")
         self.weights = weights
-        self.fm = self.arena[w:w + f] if feature_map is None else feature_map
-        self.io = self.arena[w + f:]
+        self.fm = self.arena[:f] if feature_map is None else feature_map
+        self.io = self.arena[f:]
         self.seg = [self.weights, self.fm, model.args, None]  # slot STATUS holds no buffer
         self.seg += [self.io[s.offset:s.offset + s.nbytes] for s in model.io]
         self.defaults = np.array([0 if a is None else _addr(a) for a in self.seg], np.int64)
@@ -289,9 +289,13 @@ class Executor:
         opts = plan.options
         self.refreshable = opts.feature_base_refreshable
         max_instances = 1 if self.refreshable or feature_map is not None else opts.executor_instances
-        first = Instance(self.model, weights, memory, feature_map)  # more instances share its weights
-        self._instances = InstancePool(lambda: Instance(first.model, first.weights, memory), max_instances,
-                                       Instance.close, first)
+        release = None
+        if weights is None:   # the instances share one copy, released when the last one goes
+            weights, release = reserve(memory, self.model.segments["weights"], f"the weights of '{plan.name}'")
+            copy_weights(plan, weights)
+        first = Instance(self.model, weights, memory, feature_map)
+        self._instances = InstancePool(lambda: Instance(first.model, weights, memory), max_instances,
+                                       Instance.close, first, on_empty=release)
         self._inputs = {t: (self.model.io_slot[t].slot, _spec(plan.tensors[t])) for t in plan.inputs}
         self._outputs = self._output_plan()
         if len(self.model.streams) > 1:

@@ -30,7 +30,7 @@ from ge.npu.pool import InstancePool
 
 from ge.npu.device import memory_of
 
-from .executor import Executor, reserve
+from .executor import Executor, copy_weights, reserve
 from .model import feature_bytes
 
 
@@ -40,9 +40,7 @@ class _Weights:
     def __init__(self, plan, memory):
         self.nbytes = int(plan.memory.segments["weights"])
         self.buf, self._release = reserve(memory, self.nbytes, f"the weights of '{plan.name}' (batch gears)")
-        for t, a in plan.constants.items():
-            off, b = plan.memory.tensors[t].offset, _bytes(a)
-            self.buf[off:off + b.size] = b
+        copy_weights(plan, self.buf)
 
     def holds(self, plan) -> bool:
         if plan.memory.segments["weights"] > self.buf.size:

@@ -22,6 +22,8 @@ from ..ir.dtypes import from_onnx
 from .onnx_attrs import node_attributes, tensor_to_array
 
 MAX_PROTO_BYTES = (2 << 30) - 1
+MAX_DEPTH, MAX_NODES, MAX_ATTRS = 16, 1 << 20, 1024         # subgraph nesting, nodes in all, attributes a node
+MAX_NAME, MAX_STRING = 1 << 16, 1 << 24                     # characters of a name, bytes of a string attribute
 
 
 def load_model(model) -> tuple[onnx.ModelProto, str | None, str]:
@@ -57,21 +59,44 @@ def _parse(data: bytes, name: str) -> onnx.ModelProto:
 
 
 def _check_names(g, model_name: str) -> None:
-    """protobuf hands back a string field that is not UTF-8 as bytes; ge's names are str: refuse it."""
+    """Names must be UTF-8 (protobuf hands back a string field that is not as bytes; ge's names are str), and
+    a model's size must stay within bounds before anything walks it recursively: subgraph nesting, nodes,
+    attributes per node, string lengths (a model built to exhaust memory or the stack is a ModelLoadError,
+    found by one bounded, iterative walk)."""
     def bad(kind, s):
-        raise ModelLoadError(f"'{model_name}': {kind} name {s!r} is not valid UTF-8")
-    if not isinstance(g.name, str):
-        bad("graph", g.name)
-    for kind, items in (("input", g.input), ("output", g.output), ("value_info", g.value_info),
-                        ("initializer", g.initializer)):
-        for x in items:
-            if not isinstance(x.name, str):
-                bad(kind, x.name)
-    for n in g.node:
-        for kind, s in [("node", n.name), ("op type", n.op_type), ("domain", n.domain)] + \
-                [("value", x) for x in (*n.input, *n.output)]:
-            if not isinstance(s, str):
-                bad(kind, s)
+        raise ModelLoadError(f"'{model_name}': {kind} name {s!r:.80} is not valid UTF-8")
+
+    def over(what, n, limit):
+        raise ModelLoadError(f"'{model_name}': {what} ({n}) is above ge's limit of {limit}")
+    stack, nodes = [(g, 0)], 0
+    while stack:
+        g, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            over("subgraph nesting depth", depth, MAX_DEPTH)
+        if not isinstance(g.name, str):
+            bad("graph", g.name)
+        for kind, items in (("input", g.input), ("output", g.output), ("value_info", g.value_info),
+                            ("initializer", g.initializer)):
+            for x in items:
+                if not isinstance(x.name, str):
+                    bad(kind, x.name)
+        nodes += len(g.node)
+        if nodes > MAX_NODES:
+            over("node count", nodes, MAX_NODES)
+        for n in g.node:
+            for kind, s in [("node", n.name), ("op type", n.op_type), ("domain", n.domain)] + \
+                    [("value", x) for x in (*n.input, *n.output)]:
+                if not isinstance(s, str):
+                    bad(kind, s)
+                if len(s) > MAX_NAME:
+                    over(f"length of {kind} name '{s[:40]}...'", len(s), MAX_NAME)
+            if len(n.attribute) > MAX_ATTRS:
+                over(f"attribute count of node '{n.name[:80]}'", len(n.attribute), MAX_ATTRS)
+            for a in n.attribute:
+                if len(a.s) > MAX_STRING or sum(map(len, a.strings)) > MAX_STRING:
+                    over(f"string size of attribute '{a.name[:80]}' of node '{n.name[:80]}'",
+                         max(len(a.s), sum(map(len, a.strings))), MAX_STRING)
+                stack += [(sub, depth + 1) for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs)]
 
 
 def _load_external(t: onnx.TensorProto, base_dir: str | None, model_name: str) -> None:

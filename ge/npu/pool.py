@@ -17,8 +17,10 @@ T = TypeVar("T")
 
 
 class InstancePool(Generic[T]):
-    def __init__(self, make: Callable[[], T], limit: int, dispose: Callable[[T], None], first: T | None = None):
-        self._make, self._dispose, self.limit = make, dispose, limit
+    def __init__(self, make: Callable[[], T], limit: int, dispose: Callable[[T], None], first: T | None = None,
+                 on_empty: Callable[[], None] | None = None):
+        # on_empty: called once, when the pool is closed and its last instance disposed of (what they shared)
+        self._make, self._dispose, self.limit, self._on_empty = make, dispose, limit, on_empty
         self.all: list[T] = [] if first is None else [first]   # alive, idle or busy (for stats)
         self.idle: list[T] = list(self.all)
         self._creating = 0                                     # being made: they count against the limit
@@ -84,3 +86,6 @@ class InstancePool(Generic[T]):
     def _drop(self, inst: T) -> None:
         self.all.remove(inst)
         self._dispose(inst)
+        if self.closed and not self.all and not self._creating and self._on_empty is not None:
+            on_empty, self._on_empty = self._on_empty, None
+            on_empty()

@@ -17,32 +17,24 @@ A kernel that raises sets the base table's STATUS slot (native.STATUS) instead: 
 `layout(kinds)` is the one place that says which slot holds what; the encoder (`encode`) and the generator
 (`source`) both read it.
 
-Cache: the source goes to `<cache>/<library hash>/thunk_<hash>.py`, the hash covering the signature, the
-encoding version and the text of the kernel library (every module of the `ge.kernels` package) and of
-native.py, so a changed kernel gets a new file (and a new generation folder; stale generations are pruned
-after a day).
-The file is written once (atomically) and never rewritten, so Numba's on-disk cache (`cache=True`, kept in
-`__pycache__` beside it) stays valid across processes. Cache directory: $GE_THUNK_CACHE, else
-$XDG_CACHE_HOME/ge/thunks or ~/.cache/ge/thunks, else a directory under the system temp dir.
+Cache (thunk_cache.py): the source goes to `<cache>/<library hash>/thunk_<hash>.py`, the hash covering the
+signature and the encoding version; the folder is the kernel library's generation. The file is written
+once (atomically) and never rewritten, so Numba's on-disk cache (`cache=True`, kept in `__pycache__` beside
+it) stays valid across processes.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib
 import importlib.util
-import inspect
-import os
-import shutil
 import sys
-import tempfile
 import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from numba import typeof
+
+from .thunk_cache import generation_dir, library_hash, write_atomic
 
 BUF, INT, FLOAT = "buf", "int", "float"
 ENCODING_VERSION = 3
@@ -66,7 +58,7 @@ class Signature:
     @property
     def digest(self) -> str:
         h = hashlib.sha1(repr((ENCODING_VERSION, self.module, self.name, self.kinds, self.tiled)).encode())
-        h.update(_library_hash().encode())
+        h.update(library_hash().encode())
         return h.hexdigest()[:20]
 
 
@@ -243,9 +235,7 @@ def thunk_address(sig: Signature) -> int:
 def _import(sig: Signature):
     path = generation_dir() / f"thunk_{sig.digest}.py"
     if not path.exists():
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(source(sig))
-        os.replace(tmp, path)
+        write_atomic(path, source(sig))
     name = f"_ge_thunk_{sig.digest}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -256,61 +246,3 @@ def _import(sig: Signature):
         sys.modules.pop(name, None)
         raise
     return module.thunk
-
-
-@functools.lru_cache(maxsize=1)
-def cache_dir() -> Path:
-    candidates = []
-    if os.environ.get("GE_THUNK_CACHE"):
-        candidates.append(Path(os.environ["GE_THUNK_CACHE"]))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    candidates.append(Path(base) / "ge" / "thunks")
-    candidates.append(Path(tempfile.gettempdir()) / f"ge-thunks-{os.getuid() if hasattr(os, 'getuid') else 0}")
-    for d in candidates:
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            probe = d / f".probe.{os.getpid()}"
-            probe.write_text("")
-            probe.unlink()
-            return d
-        except OSError:
-            continue
-    raise ThunkError("no writable directory for the thunk cache")
-
-
-STALE_SECONDS = 24 * 3600
-
-
-@functools.lru_cache(maxsize=1)
-def generation_dir() -> Path:
-    """The thunks of this kernel library: one folder per library hash, so an edit to any kernel starts a new
-    generation; generations (and loose thunk files) untouched for a day are removed, best effort (a process
-    still running an older library keeps its loaded thunks in memory)."""
-    base = cache_dir()
-    current = base / _library_hash()[:16]
-    current.mkdir(exist_ok=True)
-    os.utime(current)
-    cutoff = time.time() - STALE_SECONDS
-    for entry in base.iterdir():
-        try:
-            if entry != current and entry.name != "__pycache__" and entry.stat().st_mtime < cutoff:
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-        except OSError:
-            pass
-    return current
-
-
-KERNEL_PACKAGE = "ge.kernels"
-
-
-@functools.lru_cache(maxsize=1)
-def _library_hash() -> str:
-    from . import native
-    h = hashlib.sha1()
-    spec = importlib.util.find_spec(KERNEL_PACKAGE)   # located, not imported: the device sits below the kernels
-    folder = Path(spec.origin).parent
-    files = sorted(folder.glob("*.py")) + [Path(inspect.getfile(native))]
-    for f in files:
-        h.update(f.name.encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()

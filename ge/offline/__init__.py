@@ -2,17 +2,19 @@
 
 A saved plan is two members, in a zip file (`model.gem`, stored uncompressed) or in a directory:
 `plan.json` (format.py: the document) and `weights.npz` (the arrays, read without pickle); files.py reads
-and writes them. `ge.save` / `ge.load` / `ge compile -o` are the public verbs.
+and writes them. A file is untrusted input: read.py checks every field as it builds the Plan, verify.py the
+plan as a whole, before any runtime sees it. `ge.save` / `ge.load` / `ge compile -o` are the public verbs.
 """
 from __future__ import annotations
 
-import json
 import os
 
 from ..errors import GEError, ModelLoadError
 from ..plan import GearPlans, Plan
 from .files import is_offline_model, read_members, write_members
-from .format import build, gears_document, parse, plan_document
+from .format import gears_document, plan_document, seal
+from .read import build, parse
+from .verify import verify_plan
 
 __all__ = ["is_offline_model", "load", "save", "save_gears"]
 
@@ -29,7 +31,7 @@ def save_gears(gp: GearPlans, path: str | os.PathLike) -> str:
 
 
 def _write(doc: dict, arrays: dict, path) -> str:
-    return write_members(json.dumps(doc, separators=(",", ":")), arrays, path)
+    return write_members(seal(doc), arrays, path)
 
 
 def load(path: str | os.PathLike) -> Plan | GearPlans:
@@ -39,7 +41,10 @@ def load(path: str | os.PathLike) -> Plan | GearPlans:
     text, arrays = read_members(path)
     doc = parse(text, path)
     try:
-        return build(doc, arrays)
+        built = build(doc, arrays)
+        for plan in (built.plans.values() if isinstance(built, GearPlans) else [built]):
+            verify_plan(plan)
+        return built
     except ModelLoadError as e:
         raise ModelLoadError(f"offline model '{path}': {e}") from e
     except GEError as e:

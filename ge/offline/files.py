@@ -9,8 +9,8 @@ from __future__ import annotations
 import io
 import mmap
 import os
+import secrets
 import struct
-import tempfile
 import zipfile
 
 import numpy as np
@@ -31,14 +31,11 @@ def write_members(text: str, arrays: dict, path) -> str:
         for name, data in ((WEIGHTS_NPZ, buf.getbuffer()), (PLAN_JSON, text.encode())):
             _atomic_write(os.path.join(path, name), data)
         return path
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
+    fd, tmp = _temporary(path)
     try:
         with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
             z.writestr(PLAN_JSON, text)
             z.writestr(WEIGHTS_NPZ, buf.getbuffer())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a saved model is an ordinary file
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -47,11 +44,28 @@ def write_members(text: str, arrays: dict, path) -> str:
     return path
 
 
+def _temporary(path: str) -> tuple[int, str]:
+    """A new file beside `path` with a unique name, mode 0666 less the umask (the kernel applies it: the
+    process umask is never changed, which would race with other threads)."""
+    for _ in range(100):
+        tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise OSError(f"no temporary name free beside {path}")
+
+
 def _atomic_write(path: str, data) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    fd, tmp = _temporary(path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def is_offline_model(model) -> bool:

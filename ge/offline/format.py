@@ -8,9 +8,9 @@
 - gears document (`save_gears`, `ge compile --dynamic-batch`): {"format": "ge.gears", "version": 1, symbol,
   batched, inputs, outputs, plans: {gear: plan document}}; every array is stored once under a digest of
   its content ("w<sha1>"), so the gears share their weights.
-Building a Plan looks each kernel up by (op_type, domain, opset) and re-runs only infer + prepare for
-static nodes (tiled for the plan's aicore_num); the order, streams, events and memory plan come from the
-document.
+The text ends with a sha256 digest of itself (`seal`): a plan.json edited after ge wrote it is refused at
+load (integrity). Reading it back (read.py, then verify.py) trusts nothing in it either, so a file whose
+digest was recomputed still cannot make a runtime read or write outside its memory (safety).
 """
 from __future__ import annotations
 
@@ -18,17 +18,31 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
-from types import MappingProxyType
 
 import numpy as np
 
-from ..errors import GEError, ModelLoadError
-from ..kernels.bind import prepare_launch
-from ..kernels.registry import TensorSpec, lookup
+from ..errors import GEError
 from ..options import Options
-from ..plan import GearPlans, MemoryPlan, MemoryStats, Plan, PlanNode, PlanTensor, SyncEvent, TensorMemory
+from ..plan import GearPlans, MemoryStats, Plan, TensorMemory
 
-FORMAT, GEARS, VERSION = "ge.plan", "ge.gears", 1
+FORMAT, GEARS, VERSION = "ge.plan", "ge.gears", 2
+_TAIL = '"digest":"'   # plan.json ends with ,"digest":"<sha256 hex>"}
+
+
+def seal(doc: dict) -> str:
+    """plan.json's text: the document, its last key the sha256 of the text with the digest zeroed."""
+    text = json.dumps({**doc, "digest": "0" * 64}, separators=(",", ":"))
+    head = text[:-66]
+    return head + hashlib.sha256(text.encode()).hexdigest() + '"}'
+
+
+def digest_matches(text: bytes) -> bool:
+    """Whether plan.json is as ge wrote it (an edit without recomputing the digest is refused at load)."""
+    tail = len(_TAIL) + 66
+    if len(text) < tail or text[-tail:-66] != _TAIL.encode() or text[-2:] != b'"}':
+        return False
+    claimed = text[-66:-2]
+    return hashlib.sha256(text[:-66] + b"0" * 64 + b'"}').hexdigest().encode() == claimed
 
 
 class _Encoder:
@@ -61,22 +75,6 @@ class _Encoder:
             return {"__dict__": {k: self.value(x, where) for k, x in v.items()}}
         raise GEError(f"cannot save {where}: values of type {type(v).__name__} (e.g. subgraphs) are not "
                       "supported by offline models")
-
-
-def _decode(v, arrays):
-    if isinstance(v, list):
-        return [_decode(x, arrays) for x in v]
-    if isinstance(v, dict):
-        if "__array__" in v:
-            return arrays[v["__array__"]]
-        if "__tuple__" in v:
-            return tuple(_decode(x, arrays) for x in v["__tuple__"])
-        if "__dict__" in v:
-            return {k: _decode(x, arrays) for k, x in v["__dict__"].items()}
-        if "__np__" in v:
-            return np.dtype(v["__np__"]).type(v["v"])
-        raise ValueError(f"unknown tagged value {sorted(v)}")
-    return v
 
 
 def plan_document(plan: Plan) -> tuple[dict, dict[str, np.ndarray]]:
@@ -143,99 +141,3 @@ def _rekey(v, key: dict):
     if isinstance(v, list):
         return [_rekey(x, key) for x in v]
     return v
-
-
-def parse(text: bytes, path: str) -> dict:
-    """The JSON document of plan.json, checked for this format and version."""
-    try:
-        doc = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ModelLoadError(f"offline model '{path}': plan.json is not valid JSON: {e}") from e
-    if not isinstance(doc, dict) or doc.get("format") not in (FORMAT, GEARS):
-        raise ModelLoadError(f"offline model '{path}' is not a ge plan (format "
-                             f"{doc.get('format') if isinstance(doc, dict) else None!r})")
-    if doc.get("version") != VERSION:
-        raise ModelLoadError(f"offline model '{path}' has format version {doc.get('version')!r}; this ge "
-                             f"reads version {VERSION}: compile the model again")
-    return doc
-
-
-def build(doc: dict, arrays: dict) -> Plan | GearPlans:
-    return _build(doc, arrays) if doc["format"] == FORMAT else _build_gears(doc, arrays)
-
-
-def _build_gears(doc: dict, arrays: dict) -> GearPlans:
-    plans = {int(g): _build(d, arrays) for g, d in sorted(doc["plans"].items(), key=lambda kv: int(kv[0]))}
-    if not plans or any(g < 1 for g in plans):
-        raise ModelLoadError(f"gears {sorted(plans)} are not positive batch sizes")
-    spec = lambda name, dt, shape, kind: PlanTensor(-1, str(name), np.dtype(dt), tuple(shape), str(kind))  # noqa
-    ins, outs = tuple(spec(*t) for t in doc["inputs"]), tuple(spec(*t) for t in doc["outputs"])
-    batched = tuple(bool(b) for b in doc["batched"])
-    top = plans[max(plans)]
-    if len(ins) != len(top.inputs) or len(outs) != len(top.outputs) or len(batched) != len(outs):
-        raise ModelLoadError("the gears' inputs and outputs do not match their plans")
-    ins = tuple(dataclasses.replace(t, index=top.inputs[k]) for k, t in enumerate(ins))
-    outs = tuple(dataclasses.replace(t, index=top.outputs[k]) for k, t in enumerate(outs))
-    return GearPlans(str(doc["symbol"]), MappingProxyType(plans), ins, outs, batched)
-
-
-def _build(doc: dict, arrays: dict) -> Plan:
-    opts = {k: _decode(v, arrays) for k, v in doc["options"].items()}
-    options = Options(**{k: v for k, v in opts.items() if k in Options.__dataclass_fields__})
-    tensors = tuple(PlanTensor(i, str(name), np.dtype(dt), tuple(shape), str(kind))
-                    for i, (name, dt, shape, kind) in enumerate(doc["tensors"]))
-    n_t = len(tensors)
-    constants = {}
-    for i, key in doc["constants"].items():
-        i = int(i)
-        a, t = arrays[key], tensors[i]
-        if a.dtype != t.dtype or (t.is_static and tuple(a.shape) != t.shape):
-            raise ModelLoadError(f"constant '{t.name}' is {a.dtype}{list(a.shape)} in weights.npz, "
-                                 f"{t.dtype}{list(t.shape)} in plan.json")
-        constants[i] = a
-
-    def index(i) -> int:
-        i = int(i)
-        if not -1 <= i < n_t:
-            raise ModelLoadError(f"tensor index {i} out of range (0..{n_t - 1})")
-        return i
-
-    spec = [TensorSpec(t.shape, t.dtype) if t.is_static else None for t in tensors]
-    nodes = []
-    for step, d in enumerate(doc["nodes"]):
-        attrs = {k: _decode(v, arrays) for k, v in d["attrs"].items()}
-        ins, outs = tuple(index(i) for i in d["inputs"]), tuple(index(o) for o in d["outputs"])
-        kernel = lookup(d["op_type"], d["domain"], int(d["opset"]), d["name"])
-        launch, dynamic = None, bool(d["dynamic"])
-        if not dynamic:
-            _, launch = prepare_launch(kernel, d["op_type"], d["name"], attrs,
-                                       [None if i < 0 else spec[i] for i in ins],
-                                       [constants.get(i) if (i >= 0 and k in kernel.value_inputs) else None
-                                        for k, i in enumerate(ins)], int(d["opset"]), len(outs),
-                                       options.aicore_num or 1)
-            if (launch is None) != bool(d["alias"]):
-                what = "gives no task" if launch is None else "gives a task"
-                raise ModelLoadError(f"node '{d['name']}' ({d['op_type']}): the kernel of this ge {what}, "
-                                     "the file says otherwise; compile the model again")
-        nodes.append(PlanNode(step, d["name"], d["op_type"], d["domain"], int(d["opset"]), attrs, ins, outs,
-                              kernel, launch, dynamic, d["engine"], int(d["stream"]), bool(d.get("no_task"))))
-    events = tuple(SyncEvent(*map(int, e)) for e in doc["events"])
-    n_n = len(nodes)
-    for e in events:
-        if not (0 <= e.record_after < n_n and 0 <= e.wait_before < n_n):
-            raise ModelLoadError(f"event {e.id} refers to a step outside 0..{n_n - 1}")
-    memory = None
-    if doc["memory"] is not None:
-        m, s = doc["memory"], doc["memory"]["stats"]
-        fields = m["tensor_fields"]
-        stats = {k: _decode(v, arrays) for k, v in s.items()}
-        stats["totals"] = dict(stats["totals"])
-        memory = MemoryPlan(
-            tuple(TensorMemory(**dict(zip(fields, t, strict=True))) for t in m["tensors"]),
-            tuple(tuple((int(o), int(b)) for o, b in ws) for ws in m["workspaces"]),
-            dict(m["segments"]), MemoryStats(**stats))
-        if len(memory.tensors) != n_t or len(memory.workspaces) != n_n:
-            raise ModelLoadError("the memory plan does not match the tensors and nodes")
-    return Plan(str(doc["name"]), tensors, tuple(nodes), tuple(index(i) for i in doc["inputs"]),
-                tuple(index(i) for i in doc["outputs"]), constants, options, memory=memory, events=events,
-                single_stream_reason=doc["single_stream_reason"])

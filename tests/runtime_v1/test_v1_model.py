@@ -11,7 +11,7 @@ from ge.errors import GEError
 from ge.models import bert_like
 from ge.npu import Device
 from v1_models import chain, mlp, reference_mlp
-from ge.npu import thunks
+from ge.npu import thunk_cache, thunks
 
 
 def test_auto_picks_v1_for_static_plans_and_v2_for_dynamic_ones():
@@ -104,7 +104,7 @@ def test_thunk_files_are_cached_per_signature():
     ex = ge.Session(model, runtime="v1")._executor
     sigs = {t.sig for t in ex.model.tasks}
     for sig in sigs:
-        assert (thunks.generation_dir() / f"thunk_{sig.digest}.py").exists()
+        assert (thunk_cache.generation_dir() / f"thunk_{sig.digest}.py").exists()
     again = runtime_v1.Executor(ex.plan)  # warm: every thunk is loaded already, at the same address
     assert {t.sig: a for st in again.model.streams for t, a in zip(st.native, st.addrs)} == {
         t.sig: a for st in ex.model.streams for t, a in zip(st.native, st.addrs)}
@@ -134,26 +134,50 @@ def test_kernel_error_names_the_node_and_the_session_stays_usable():
     np.testing.assert_array_equal(sess.run(None, {"x": x, "i": np.array([4, -5], np.int64)})[0], x[[4, 0]])
 
 
-def test_thunk_generations_are_pruned(tmp_path, monkeypatch):
-    """Each kernel library gets its own thunk folder; folders untouched for a day go away."""
+def test_thunk_generations_are_pruned_and_nothing_else(tmp_path, monkeypatch):
+    """Each kernel library gets its own thunk folder; ge's folders and files untouched for a day go away,
+    anything else in the cache folder stays, however old."""
     import os
 
-    from ge.npu import thunks
+    from ge.npu import thunk_cache
     stale = tmp_path / "0123456789abcdef"
     stale.mkdir()
+    (stale / thunk_cache.MARKER).write_text("")
     (stale / "thunk_old.py").write_text("")
-    loose = tmp_path / "thunk_loose.py"
+    loose = tmp_path / ("thunk_" + "ab" * 10 + ".py")
     loose.write_text("")
-    fresh = tmp_path / "fedcba9876543210"
-    fresh.mkdir()
-    old = time.time() - 2 * thunks.STALE_SECONDS
-    for p in (stale, loose):
+    users = [tmp_path / "fedcba9876543210", tmp_path / "notes.txt", tmp_path / "thunk_mine.py"]
+    users[0].mkdir()   # named like a generation, but no marker: not ge's
+    users[1].write_text("mine")
+    users[2].write_text("mine")
+    old = time.time() - 2 * thunk_cache.STALE_SECONDS
+    for p in (stale, loose, *users):
         os.utime(p, (old, old))
-    monkeypatch.setattr(thunks, "cache_dir", lambda: tmp_path)
-    thunks.generation_dir.cache_clear()
+    monkeypatch.setattr(thunk_cache, "cache_dir", lambda: tmp_path)
+    thunk_cache.generation_dir.cache_clear()
     try:
-        current = thunks.generation_dir()
-        assert current.parent == tmp_path and current.name == thunks._library_hash()[:16]
-        assert not stale.exists() and not loose.exists() and fresh.exists()
+        current = thunk_cache.generation_dir()
+        assert current.parent == tmp_path and current.name == thunk_cache.library_hash()[:16]
+        assert not stale.exists() and not loose.exists() and all(p.exists() for p in users)
     finally:
-        thunks.generation_dir.cache_clear()
+        thunk_cache.generation_dir.cache_clear()
+
+
+def test_a_cache_folder_others_can_write_is_refused(tmp_path, monkeypatch):
+    import os
+
+    from ge.npu import thunk_cache
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("GE_THUNK_CACHE", str(shared))
+    thunk_cache.cache_dir.cache_clear()
+    try:
+        with pytest.raises(thunk_cache.ThunkCacheError, match="not this user's own"):
+            thunk_cache.cache_dir()
+        fresh = tmp_path / "fresh"
+        monkeypatch.setenv("GE_THUNK_CACHE", str(fresh))
+        thunk_cache.cache_dir.cache_clear()
+        assert thunk_cache.cache_dir() == fresh and (os.stat(fresh).st_mode & 0o777) == 0o700
+    finally:
+        thunk_cache.cache_dir.cache_clear()

@@ -1,0 +1,321 @@
+"""Reading an offline plan document: every field type-checked and range-checked as it is read.
+
+An offline model is untrusted input (a file users download and share). Reading trusts nothing: each field
+must have its type (an int is an int, not a bool or a string), each index its range, each dtype one ge
+computes in, each tagged value its shape; a failure is a ModelLoadError naming the field ("nodes[12].inputs[1]:
+tensor index 917 is outside 0..301"). The Plan built here is then checked as a whole by verify.py before any
+runtime sees it. Static nodes go through their kernel's own infer + prepare (tiled for the plan's
+aicore_num); verify.py compares the inferred outputs with the stored tensors.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from types import MappingProxyType
+
+import numpy as np
+
+from ..errors import GEError, ModelLoadError
+from ..ir.dtypes import SHORT
+from ..kernels.bind import prepare_launch
+from ..kernels.registry import TensorSpec, lookup
+from ..npu.engines import ENGINES
+from ..options import Options
+from ..plan import GearPlans, MemoryPlan, MemoryStats, Plan, PlanNode, PlanTensor, SyncEvent, TensorMemory
+from .format import FORMAT, GEARS, VERSION, digest_matches
+
+DTYPES = {np.dtype(d).str: np.dtype(d) for d in SHORT}   # the element types ge computes in, by their .str
+KINDS = ("input", "const", "activation")
+SEGMENTS = ("weights", "feature_map", "atomic", "io", "dynamic")
+MAX_RANK, MAX_DIM, MAX_NAME = 32, 1 << 40, 4096
+
+
+def parse(text: bytes, path: str) -> dict:
+    """The JSON document of plan.json, checked for this format and version."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise ModelLoadError(f"offline model '{path}': plan.json is not valid JSON: {type(e).__name__}: "
+                             f"{str(e)[:200]}") from None
+    if not isinstance(doc, dict) or doc.get("format") not in (FORMAT, GEARS):
+        raise ModelLoadError(f"offline model '{path}' is not a ge plan (format "
+                             f"{doc.get('format') if isinstance(doc, dict) else None!r})")
+    if doc.get("version") != VERSION:
+        raise ModelLoadError(f"offline model '{path}' has format version {doc.get('version')!r}; this ge "
+                             f"reads version {VERSION}: compile the model again")
+    if not digest_matches(text):
+        raise ModelLoadError(f"offline model '{path}': plan.json was changed after ge wrote it (its digest does "
+                             "not match its text); an edited plan is refused: compile the model again")
+    return doc
+
+
+# -- typed fields ---------------------------------------------------------------------------------
+
+def _bad(where: str, what: str) -> ModelLoadError:
+    return ModelLoadError(f"{where}: {what}")
+
+
+def field(d, key: str, where: str):
+    if not isinstance(d, dict):
+        raise _bad(where, f"expected an object, got {type(d).__name__}")
+    if key not in d:
+        raise _bad(where, f"missing '{key}'")
+    return d[key]
+
+
+def integer(v, where: str, lo: int | None = None, hi: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _bad(where, f"expected an integer, got {type(v).__name__} {str(v)[:40]}")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise _bad(where, f"{v} is outside {lo}..{hi}")
+    return v
+
+
+def optional_int(v, where: str, lo: int | None = None, hi: int | None = None) -> int | None:
+    return None if v is None else integer(v, where, lo, hi)
+
+
+def text(v, where: str, optional: bool = False) -> str | None:
+    if v is None and optional:
+        return None
+    if not isinstance(v, str) or len(v) > MAX_NAME:
+        raise _bad(where, f"expected a string of at most {MAX_NAME} characters, got {type(v).__name__}")
+    return v
+
+
+def array(v, where: str, length: int | None = None) -> list:
+    if not isinstance(v, list):
+        raise _bad(where, f"expected a list, got {type(v).__name__}")
+    if length is not None and len(v) != length:
+        raise _bad(where, f"expected {length} items, got {len(v)}")
+    return v
+
+
+def flag(v, where: str) -> bool:
+    if not isinstance(v, bool):
+        raise _bad(where, f"expected true or false, got {type(v).__name__}")
+    return v
+
+
+def dtype(v, where: str) -> np.dtype:
+    if v not in DTYPES:
+        raise _bad(where, f"element type {str(v)[:20]!r} is not one of ge's ({', '.join(sorted(DTYPES))})")
+    return DTYPES[v]
+
+
+def decode(v, arrays: dict, where: str, depth: int = 0):
+    """A tagged JSON value (format.py) back to Python: arrays from weights.npz, tuples, dicts, numpy scalars."""
+    if depth > 16:
+        raise _bad(where, "values nest deeper than 16 levels")
+    if isinstance(v, list):
+        return [decode(x, arrays, where, depth + 1) for x in v]
+    if isinstance(v, dict):
+        if set(v) == {"__array__"}:
+            key = v["__array__"]
+            if not isinstance(key, str) or key not in arrays:
+                raise _bad(where, f"array {str(key)[:40]!r} is not in weights.npz")
+            return arrays[key]
+        if set(v) == {"__tuple__"}:
+            return tuple(decode(x, arrays, where, depth + 1) for x in array(v["__tuple__"], where))
+        if set(v) == {"__dict__"} and isinstance(v["__dict__"], dict):
+            return {text(k, where): decode(x, arrays, where, depth + 1) for k, x in v["__dict__"].items()}
+        if set(v) == {"__np__", "v"} and isinstance(v["v"], (bool, int, float)):
+            try:
+                return dtype(v["__np__"], where).type(v["v"])
+            except OverflowError:
+                raise _bad(where, f"{v['v']} does not fit {v['__np__']}") from None
+        raise _bad(where, f"unknown tagged value {sorted(v)[:4]}")
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    raise _bad(where, f"unexpected {type(v).__name__}")
+
+
+def shape(v, where: str) -> tuple:
+    dims = array(v, where)
+    if len(dims) > MAX_RANK:
+        raise _bad(where, f"rank {len(dims)} is above {MAX_RANK}")
+    return tuple(d if isinstance(d, str) and d else integer(d, f"{where}[{k}]", 0, MAX_DIM)
+                 for k, d in enumerate(dims))
+
+
+# -- the plan ------------------------------------------------------------------------------------------
+
+def build(doc: dict, arrays: dict) -> Plan | GearPlans:
+    return build_plan(doc, arrays) if doc["format"] == FORMAT else _build_gears(doc, arrays)
+
+
+def _build_gears(doc: dict, arrays: dict) -> GearPlans:
+    raw = field(doc, "plans", "gears")
+    if not isinstance(raw, dict) or not raw:
+        raise _bad("plans", "expected an object of gear -> plan")
+    plans = {}
+    for g, d in raw.items():
+        if not g.isdigit() or not 1 <= int(g) <= 1 << 20:
+            raise _bad(f"plans[{g[:20]!r}]", "a gear is a positive batch size")
+        plans[int(g)] = build_plan(d, arrays, f"plans[{g}].")
+    plans = dict(sorted(plans.items()))
+    top = plans[max(plans)]
+    ins = tuple(_spec(t, f"inputs[{k}]") for k, t in enumerate(array(field(doc, "inputs", "gears"), "inputs")))
+    outs = tuple(_spec(t, f"outputs[{k}]") for k, t in enumerate(array(field(doc, "outputs", "gears"), "outputs")))
+    batched = tuple(flag(b, f"batched[{k}]") for k, b in enumerate(array(field(doc, "batched", "gears"),
+                                                                         "batched", len(outs))))
+    if len(ins) != len(top.inputs) or len(outs) != len(top.outputs):
+        raise ModelLoadError("the gears' inputs and outputs do not match their plans")
+    ins = tuple(dataclasses.replace(t, index=top.inputs[k]) for k, t in enumerate(ins))
+    outs = tuple(dataclasses.replace(t, index=top.outputs[k]) for k, t in enumerate(outs))
+    return GearPlans(text(field(doc, "symbol", "gears"), "symbol"), MappingProxyType(plans), ins, outs, batched)
+
+
+def _spec(t, where: str, index: int = -1) -> PlanTensor:
+    name, dt, dims, kind = array(t, where, 4)
+    kind = text(kind, f"{where}.kind")
+    if kind not in KINDS:
+        raise _bad(f"{where}.kind", f"{kind[:20]!r} is not one of {KINDS}")
+    return PlanTensor(index, text(name, f"{where}.name"), dtype(dt, f"{where}.dtype"), shape(dims, f"{where}.shape"),
+                      kind)
+
+
+def _options(doc, arrays, at: str) -> Options:
+    raw = field(doc, "options", at.rstrip("."))
+    if not isinstance(raw, dict):
+        raise _bad(f"{at}options", "expected an object")
+    known = {k: decode(v, arrays, f"{at}options.{k}") for k, v in raw.items() if k in Options.__dataclass_fields__}
+    try:
+        return Options(**known)
+    except (GEError, TypeError, ValueError) as e:
+        raise _bad(f"{at}options", str(e)[:200]) from None
+
+
+def build_plan(doc: dict, arrays: dict, at: str = "") -> Plan:
+    """The Plan of one plan document (`at`: where it sits, for messages)."""
+    options = _options(doc, arrays, at)
+    tensors = tuple(_spec(t, f"{at}tensors[{i}]", i) for i, t in enumerate(array(field(doc, "tensors", at), "tensors")))
+    n_t = len(tensors)
+    constants = {}
+    raw = field(doc, "constants", at)
+    if not isinstance(raw, dict):
+        raise _bad(f"{at}constants", "expected an object")
+    for i, key in raw.items():
+        where = f"{at}constants[{i[:20]!r}]"
+        if not i.isdigit() or int(i) >= n_t:
+            raise _bad(where, f"not a tensor index (0..{n_t - 1})")
+        a, t = decode({"__array__": key}, arrays, where), tensors[int(i)]
+        if t.kind != "const" or a.dtype != t.dtype or tuple(a.shape) != t.shape:
+            raise _bad(where, f"'{t.name}' is {a.dtype}{list(a.shape)} in weights.npz, {t.kind} "
+                              f"{t.dtype}{list(t.shape)} in plan.json")
+        constants[int(i)] = a
+    nodes = [_node(d, step, tensors, constants, options, arrays, f"{at}nodes[{step}]")
+             for step, d in enumerate(array(field(doc, "nodes", at), f"{at}nodes"))]
+    n_n = len(nodes)
+    events = []
+    for k, e in enumerate(array(field(doc, "events", at), f"{at}events")):
+        w = f"{at}events[{k}]"
+        e = array(e, w, 5)
+        events.append(SyncEvent(integer(e[0], f"{w}.id", 0, n_n * n_n), integer(e[1], f"{w}.record_after", 0, n_n - 1),
+                                integer(e[2], f"{w}.wait_before", 0, n_n - 1), integer(e[3], f"{w}.src_stream", 0, n_n),
+                                integer(e[4], f"{w}.dst_stream", 0, n_n)))
+    ios = [[integer(i, f"{at}{key}[{k}]", 0, n_t - 1) for k, i in enumerate(array(field(doc, key, at), key))]
+           for key in ("inputs", "outputs")]
+    memory = _memory(field(doc, "memory", at), tensors, n_n, arrays, f"{at}memory")
+    reason = field(doc, "single_stream_reason", at)
+    return Plan(text(field(doc, "name", at), f"{at}name"), tensors, tuple(nodes), tuple(ios[0]), tuple(ios[1]),
+                constants, options, memory=memory, events=tuple(events),
+                single_stream_reason=text(reason, f"{at}single_stream_reason", optional=True))
+
+
+def _node(d, step, tensors, constants, options, arrays, where) -> PlanNode:
+    n_t = len(tensors)
+    name, op, domain = (text(field(d, k, where), f"{where}.{k}") for k in ("name", "op_type", "domain"))
+    opset = integer(field(d, "opset", where), f"{where}.opset", 1, 1000)
+    raw = field(d, "attrs", where)
+    if not isinstance(raw, dict):
+        raise _bad(f"{where}.attrs", "expected an object")
+    attrs = {text(k, f"{where}.attrs"): decode(v, arrays, f"{where}.attrs.{k}") for k, v in raw.items()}
+    ins = tuple(integer(i, f"{where}.inputs[{k}]", -1, n_t - 1) for k, i in enumerate(array(field(d, "inputs", where),
+                                                                                              f"{where}.inputs")))
+    outs = tuple(integer(o, f"{where}.outputs[{k}]", 0, n_t - 1)
+                 for k, o in enumerate(array(field(d, "outputs", where), f"{where}.outputs")))
+    engine = text(field(d, "engine", where), f"{where}.engine")
+    if engine not in ENGINES:
+        raise _bad(f"{where}.engine", f"{engine[:20]!r} is not one of {ENGINES}")
+    stream = integer(field(d, "stream", where), f"{where}.stream", 0, 1 << 16)
+    dynamic = flag(field(d, "dynamic", where), f"{where}.dynamic")
+    alias = flag(field(d, "alias", where), f"{where}.alias")
+    no_task = flag(d.get("no_task", False), f"{where}.no_task")
+    try:
+        kernel = lookup(op, domain, opset, name)
+    except GEError as e:
+        raise _bad(f"{where}.op_type", str(e)[:300]) from None
+    launch = None
+    if not dynamic:
+        specs = [None if i < 0 else TensorSpec(tensors[i].shape, tensors[i].dtype) if tensors[i].is_static else None
+                 for i in ins]
+        values = [constants.get(i) if (i >= 0 and k in kernel.value_inputs) else None for k, i in enumerate(ins)]
+        try:
+            inferred, launch = prepare_launch(kernel, op, name, attrs, specs, values, opset, len(outs),
+                                              options.aicore_num or 1)
+        except GEError as e:
+            raise _bad(where, f"{op} node '{name}' cannot be prepared: {str(e)[:300]}") from None
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, ZeroDivisionError, OverflowError,
+                MemoryError) as e:
+            raise _bad(where, f"{op} node '{name}': its attributes or inputs are not what the kernel takes "
+                              f"({type(e).__name__}: {str(e)[:200]})") from None
+        if (launch is None) != alias:
+            what = "gives no task" if launch is None else "gives a task"
+            raise _bad(where, f"{op} node '{name}': the kernel of this ge {what}, the file says otherwise; "
+                              "compile the model again")
+        for k, (o, spec) in enumerate(zip(outs, inferred)):
+            t = tensors[o]
+            if (t.dtype, t.shape) != (spec.dtype, spec.shape):
+                raise _bad(f"{where}.outputs[{k}]", f"{op} node '{name}' computes {spec.dtype}{list(spec.shape)}, "
+                                                    f"the file says tensor '{t.name}' is {t.dtype}{list(t.shape)}")
+        if len(inferred) < len(outs):
+            raise _bad(f"{where}.outputs", f"{op} node '{name}' has {len(inferred)} outputs, the file {len(outs)}")
+    return PlanNode(step, name, op, domain, opset, attrs, ins, outs, kernel, launch, dynamic, engine, stream, no_task)
+
+
+def _memory(m, tensors, n_n, arrays, where) -> MemoryPlan | None:
+    if m is None:
+        return None
+    fields = array(field(m, "tensor_fields", where), f"{where}.tensor_fields")
+    if fields != [f.name for f in dataclasses.fields(TensorMemory)]:
+        raise _bad(f"{where}.tensor_fields", "not the fields of this ge's TensorMemory")
+    raw_seg = field(m, "segments", where)
+    if not isinstance(raw_seg, dict) or set(raw_seg) - set(SEGMENTS):
+        raise _bad(f"{where}.segments", f"expected an object of {SEGMENTS[:4]} -> bytes")
+    segments = {k: integer(v, f"{where}.segments.{k}", 0, 1 << 48) for k, v in raw_seg.items()}
+    mems = []
+    for i, t in enumerate(array(field(m, "tensors", where), f"{where}.tensors", len(tensors))):
+        w = f"{where}.tensors[{i}]"
+        index, name, segment, offset, nbytes, alias_of, first, last, part_of = array(t, w, len(fields))
+        if integer(index, f"{w}.index") != i or text(name, f"{w}.name") != tensors[i].name:
+            raise _bad(w, "does not describe the tensor of that index")
+        if segment not in SEGMENTS:
+            raise _bad(f"{w}.segment", f"{str(segment)[:20]!r} is not one of {SEGMENTS}")
+        mems.append(TensorMemory(i, name, segment, optional_int(offset, f"{w}.offset", 0, 1 << 48),
+                                 optional_int(nbytes, f"{w}.bytes", 0, 1 << 48),
+                                 text(alias_of, f"{w}.alias_of", optional=True),
+                                 optional_int(first, f"{w}.first", -1, n_n),
+                                 optional_int(last, f"{w}.last", -1, 1 << 62),
+                                 text(part_of, f"{w}.part_of", optional=True)))
+    workspaces = []
+    for s, ws in enumerate(array(field(m, "workspaces", where), f"{where}.workspaces", n_n)):
+        w, planned = f"{where}.workspaces[{s}]", []
+        for k, x in enumerate(array(ws, w)):
+            o, b = array(x, f"{w}[{k}]", 2)
+            planned.append((integer(o, f"{w}[{k}].offset", 0, 1 << 48), integer(b, f"{w}[{k}].bytes", 0, 1 << 48)))
+        workspaces.append(tuple(planned))
+    raw = field(m, "stats", where)
+    if not isinstance(raw, dict):
+        raise _bad(f"{where}.stats", "expected an object")
+    try:
+        stats = {k: decode(v, arrays, f"{where}.stats.{k}") for k, v in raw.items()}
+        stats["totals"] = dict(stats.get("totals") or {})
+        stats = MemoryStats(**{k: stats[k] for k in (f.name for f in dataclasses.fields(MemoryStats))})
+    except (KeyError, TypeError, ValueError) as e:
+        raise _bad(f"{where}.stats", f"{type(e).__name__}: {str(e)[:100]}") from None
+    if not all(isinstance(getattr(stats, k), (int, float)) and math.isfinite(getattr(stats, k))
+               for k in ("feature_map_bytes", "no_reuse_bytes", "lower_bound_bytes", "seconds")):
+        raise _bad(f"{where}.stats", "sizes must be finite numbers")
+    return MemoryPlan(tuple(mems), tuple(workspaces), segments, stats)
