@@ -11,10 +11,11 @@ from .errors import (DeviceMemoryError, ExecutionError, GEError, InputError, Mod
                      UnsupportedOpError)
 from .offline import load, save
 from .options import Options
+from .ort import ExecutionMode, GraphOptimizationLevel, InferenceSession, SessionOptions
 from .plan import Plan
 
 __all__ = ["Session", "NodeArg", "Options", "Plan", "compile", "save", "load", "available_runtimes", "errors",
-           "GEError",
+           "InferenceSession", "SessionOptions", "GraphOptimizationLevel", "ExecutionMode", "GEError",
            "ModelLoadError", "UnsupportedOpError", "ShapeError", "InputError", "DeviceMemoryError",
            "ExecutionError"]
 __version__ = "0.1.0"
