@@ -2,10 +2,10 @@
 
 A request is served by a block of the smallest class ceiling >= its size; a size above every ceiling is its
 own class. Steps:
-  1. Collect all request sizes, ascending. min = 512 if the largest is above 512, else the smallest size;
+  1. Collect all request sizes, ascending. min = ALIGN (512) if the largest is above it, else the smallest size;
      K = ceil(log2(max / min)), at least 1; limit = count // K.
   2. Halve a ceiling K-1 times starting from max; at halving i (K-1 down to 1) move every remaining size above
-     ceiling + 512 (the alignment slack; 0 when max <= 512) into bucket i. What is left forms bucket 0.
+     ceiling + ALIGN (the alignment slack; 0 when max <= ALIGN) into bucket i. What is left forms bucket 0.
   3. Until stable: drop empty buckets; merge a bucket with fewer than `limit` sizes into the next larger one,
      except the last bucket and "large" buckets (first size >= 8 MiB holding at least 2 sizes).
   4. Each bucket's ceiling is its largest size; the ceilings sorted ascending are the classes.
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import bisect
 import math
+
+from ..npu.memory import ALIGN
 
 LARGE_BLOCK = 8 * 2 ** 20   # GE kLargeBlockSize
 LARGE_RANGE_COUNT = 2       # GE kLargeBlockRangeSize
@@ -24,10 +26,10 @@ def binary_ranges(sizes) -> list[int]:
     if not sizes:
         return []
     big = sizes[-1]
-    low = 512 if big > 512 else sizes[0]
+    low = ALIGN if big > ALIGN else sizes[0]
     k = max(1, math.ceil(math.log2(big / low))) if big > low else 1
     limit = len(sizes) // k
-    slack = 512 if big > 512 else 0
+    slack = ALIGN if big > ALIGN else 0
     # Step 2: split by halving ceilings, largest bucket first
     buckets: list[list[int]] = [[] for _ in range(k)]
     rest, ceiling = sizes, big
