@@ -4,7 +4,10 @@
     sess = ge.Session("model.onnx", runtime="v2")
     y, = sess.run(None, {"x": x})
 """
-from . import errors
+import time as _time
+
+_IMPORT_T0 = _time.perf_counter()   # `ge run` reports how long importing ge (numba, onnx, numpy) took
+from . import errors  # noqa: E402
 from .api import NodeArg, Session, available_runtimes
 from .compiler import compile
 from .errors import (DeviceMemoryError, ExecutionError, GEError, InputError, ModelLoadError, ShapeError,
@@ -19,3 +22,4 @@ __all__ = ["Session", "NodeArg", "Options", "Plan", "compile", "save", "load", "
            "ModelLoadError", "UnsupportedOpError", "ShapeError", "InputError", "DeviceMemoryError",
            "ExecutionError"]
 __version__ = "0.1.0"
+IMPORT_SECONDS = _time.perf_counter() - _IMPORT_T0

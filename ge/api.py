@@ -203,6 +203,8 @@ class Session:
     def run_traced(self, feeds: dict, tracer) -> list[np.ndarray]:
         """One run of all outputs, recording each task (and each event) as a slice on `tracer`
         (ge.npu.Tracer): one track per stream. Slower than run(); for profiles (`ge profile`)."""
+        if hasattr(tracer, "label_nodes") and not getattr(tracer, "nodes", None):
+            tracer.label_nodes(self.plan)   # slices named by op type and node, shapes in their args
         return self._executor.run_traced(self._check_feeds(feeds), tracer)
 
     def _check_bound(self, outputs) -> None:

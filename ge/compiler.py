@@ -17,6 +17,7 @@ from .ir import Graph
 from .kernels.bind import node_context, node_kernel, static_spec
 from .kernels.registry import UnknownValueError
 from .memory import continuous, plan_memory
+from .npu import progress
 from .npu.aicore import aicore_num
 from .options import Options, as_options
 from .passes import run_pipeline
@@ -61,12 +62,15 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
         raise GEError(f"dynamic_batch {list(options.dynamic_batch)} compiles one plan per gear: use "
                       "ge.compiler.compile_gears(model, options) or ge.Session(model, runtime='v1', "
                       "options=...); a single Plan (and an offline model, .gem) cannot hold the gears")
-    graph = import_model(model, inputs, outputs)
+    with progress.phase("import"):   # phases: for the CLI's "where the time went" (ge.npu.progress)
+        graph = bind_input_shapes(import_model(model, inputs, outputs), options.input_shape)
     for v in list(graph.values.values()):  # before a pass (constant folding) materialises one
         _check_size(graph, v, options)
-    graph = optimize(graph, options)
-    order = topological_order(graph, options.topo_sorting_mode)
-    return build_plan(graph, order, options)
+    with progress.phase("passes"):
+        graph = optimize(graph, options)
+    with progress.phase("planning"):
+        order = topological_order(graph, options.topo_sorting_mode)
+        return build_plan(graph, order, options)
 
 
 def compile_gears(model, options: Options | dict | None = None, *, inputs=None, outputs=None) -> GearPlans:
@@ -78,7 +82,9 @@ def compile_gears(model, options: Options | dict | None = None, *, inputs=None, 
     plans, symbol, declared = {}, None, None
     for gear in options.dynamic_batch:
         # a fresh graph per gear: the passes rewrite it in place
-        graph = copy.deepcopy(model) if isinstance(model, Graph) else import_model(model, inputs, outputs)
+        with progress.phase("import"):
+            graph = copy.deepcopy(model) if isinstance(model, Graph) else import_model(model, inputs, outputs)
+            graph = bind_input_shapes(graph, options.input_shape)
         if symbol is None:
             symbol = _batch_symbol(graph)
             declared = [v.shape for v in graph.outputs]  # the frontend's view, before binding
@@ -99,6 +105,38 @@ def compile_gears(model, options: Options | dict | None = None, *, inputs=None, 
     ins = tuple(sym(top.tensors[i]) for i in top.inputs)
     outs = tuple(sym(top.tensors[o]) if b else top.tensors[o] for o, b in zip(top.outputs, batched))
     return GearPlans(symbol, MappingProxyType(plans), ins, outs, batched)
+
+
+def bind_input_shapes(graph: Graph, shapes) -> Graph:
+    """Options.input_shape: give inputs fixed sizes (atc --input_shape). A symbolic dim takes its size
+    everywhere it appears; a fixed dim must agree; an input of unknown shape takes the given one."""
+    if not shapes:
+        return graph
+    by_name = {v.name: v for v in graph.inputs}
+    sizes: dict[str, int] = {}
+    for name, shape in shapes:
+        v = by_name.get(name) or by_name.get(name[:-2] if name.endswith(":0") else name)
+        if v is None:
+            raise GEError(f"input_shape names '{name}', which is not an input of '{graph.name}'; inputs: "
+                          + ", ".join(f"{u.name}{list(u.shape) if u.shape is not None else '[?]'}"
+                                      for u in graph.inputs))
+        if v.shape is None:
+            v.shape = tuple(shape)
+            continue
+        if len(v.shape) != len(shape):
+            raise GEError(f"input_shape gives '{name}' {len(shape)} dims {list(shape)}; the model declares "
+                          f"{len(v.shape)}: {list(v.shape)}")
+        for axis, (have, want) in enumerate(zip(v.shape, shape)):
+            if isinstance(have, int) and have != want:
+                raise GEError(f"input_shape gives '{name}' size {want} on axis {axis}, where the model fixes "
+                              f"{have}: {list(v.shape)}")
+            if isinstance(have, str) and sizes.setdefault(have, want) != want:
+                raise GEError(f"input_shape gives the symbolic dim '{have}' two sizes: {sizes[have]} and "
+                              f"{want} ('{name}' axis {axis})")
+    for v in graph.values.values():  # one symbol means one size everywhere it appears
+        if v.shape is not None and any(isinstance(d, str) and d in sizes for d in v.shape):
+            v.shape = tuple(sizes.get(d, d) if isinstance(d, str) else d for d in v.shape)
+    return graph
 
 
 def _batch_symbol(graph: Graph) -> str:

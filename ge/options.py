@@ -59,6 +59,9 @@ class Options:
     # runtime_v1: batch gears (GE's ge.dynamicBatchSize, atc --dynamic_batch_size="1,2,4,8"): one static plan
     # per gear for a model whose inputs share a symbolic batch dim; a run pads up to the smallest gear >= batch
     dynamic_batch: tuple[int, ...] = ()
+    # input shapes fixed at compile (GE's input_shape, atc --input_shape="data:1,3,224,224;mask:1,128"):
+    # ((input name, (dims...)), ...); a symbolic dim becomes the given size everywhere it appears
+    input_shape: tuple = ()
     extra: dict = field(default_factory=dict, compare=False)
 
     def __init__(self, **kw):
@@ -103,6 +106,7 @@ class Options:
         object.__setattr__(self, "no_reuse_ops", tuple(
             s.strip() for s in (nro.split(",") if isinstance(nro, str) else nro) if str(s).strip()))
         object.__setattr__(self, "dynamic_batch", _gears(self.dynamic_batch))
+        object.__setattr__(self, "input_shape", input_shapes(self.input_shape))
 
     @classmethod
     def from_dict(cls, d: dict) -> "Options":
@@ -153,6 +157,44 @@ def _gears(value) -> tuple[int, ...]:
     if len(gears) > MAX_GEARS:
         raise GEError(f"dynamic_batch allows at most {MAX_GEARS} gears, got {len(gears)}")
     return tuple(sorted(gears))
+
+
+def input_shapes(value) -> tuple:
+    """((name, (dims...)), ...) from "data:1,3,224,224;mask:1,128" (atc), a dict {name: dims} or pairs.
+    Sizes are positive integers; a name appears once."""
+    if isinstance(value, str):
+        pairs = []
+        for item in value.replace(" ", "").split(";"):
+            if not item:
+                continue
+            name, sep, dims = item.rpartition(":")
+            if not sep or not name:
+                raise GEError(f"input_shape '{item}' is not name:d0,d1,... (e.g. data:1,3,224,224)")
+            pairs.append((name, dims.split(",") if dims else []))
+    elif isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, Iterable):
+        pairs = list(value)
+    else:
+        raise GEError(f"option input_shape must be 'name:d0,d1;...' or {{name: dims}}, got {value!r:.40}")
+    out, seen = [], set()
+    for pair in pairs:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise GEError(f"option input_shape: {pair!r:.40} is not (name, dims)")
+        name, dims = pair
+        if name in seen:
+            raise GEError(f"input_shape names input '{name}' twice")
+        seen.add(name)
+        shape = []
+        if isinstance(dims, str):
+            dims = dims.split(",") if dims else []
+        for d in [dims] if isinstance(dims, numbers.Integral) else dims:
+            text = str(d).strip()
+            if isinstance(d, bool) or not text.isdigit() or int(text) < 1:
+                raise GEError(f"input_shape of '{name}': sizes must be positive integers, got {dims!r:.40}")
+            shape.append(int(text))
+        out.append((name, tuple(shape)))
+    return tuple(out)
 
 
 GE_ALIASES = {

@@ -12,7 +12,7 @@ import numpy as np
 from numba import typeof
 from numba.core.types import BaseTuple
 
-from .progress import Progress
+from .npu import progress
 
 
 def _buffer_type(plan, t: int):
@@ -48,14 +48,20 @@ def _pack_star_args(fn, types: list) -> tuple:
     return tuple(types[:fixed]) + (BaseTuple.from_types(types[fixed:]),)
 
 
-def compile_kernels(plan, progress: bool = True) -> int:
-    """Compile every distinct kernel specialization of the plan; returns how many."""
+def compile_kernels(plan) -> int:
+    """Compile (or load from Numba's cache) every distinct kernel specialization of the plan; returns how
+    many. Reported as the step "compiling kernels" (ge.npu.progress), each item cached or compiled."""
     sigs = kernel_signatures(plan)
-    bar = Progress(len(sigs), "compiling kernels") if progress else None
-    for (fn, types), name in sigs.items():
-        fn.compile(types)
-        if bar:
-            bar.advance(1, name)
-    if bar:
-        bar.close()
+    with progress.step("compiling kernels", len(sigs)) as advance:
+        for (fn, types), name in sigs.items():
+            hits, misses = _counts(fn)
+            fn.compile(types)
+            now_hits, now_misses = _counts(fn)
+            advance(f"{fn.__name__} ({name})", False if now_misses > misses else True if now_hits > hits else None)
     return len(sigs)
+
+
+def _counts(fn) -> tuple[int, int]:
+    """Numba's disk-cache hits and misses of a dispatcher (neither moves for a specialization in memory)."""
+    st = fn.stats
+    return sum(st.cache_hits.values()), sum(st.cache_misses.values())

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ge.errors import GEError
-from ge.npu import native, thunks
+from ge.npu import native, progress, thunks
 from ge.npu.memory import align_up
 from ge.npu.native import STATUS
 from ge.npu.programs import cross_thread_events, stream_threads, thread_programs
@@ -164,14 +164,17 @@ class Model:
     # -- Step 4 --------------------------------------------------------------------------------
     def _thunks(self) -> dict:
         addr = {}
-        for task in self.tasks:
-            if task.sig is None or task.sig in addr:
-                continue
-            try:
-                addr[task.sig] = thunks.thunk_address(task.sig)
-            except ThunkError as e:
-                addr[task.sig] = None
-                self.thunk_errors[f"{task.sig.module}.{task.sig.name}"] = str(e)
+        sigs = list(dict.fromkeys(t.sig for t in self.tasks if t.sig is not None))
+        # the first load of a kernel library compiles every thunk (seconds each): told to the CLI's bar
+        with progress.step("compiling kernels", len(sigs)) as advance:
+            for sig in sigs:
+                known = thunks.loaded(sig)
+                try:
+                    addr[sig] = thunks.thunk_address(sig)
+                except ThunkError as e:
+                    addr[sig] = None
+                    self.thunk_errors[f"{sig.module}.{sig.name}"] = str(e)
+                advance(sig.name, None if known else thunks.from_cache(sig))
         for task in self.tasks:
             if task.sig is not None and addr[task.sig] is None:
                 task.args.reason = self.thunk_errors[f"{task.sig.module}.{task.sig.name}"]

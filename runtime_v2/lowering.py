@@ -124,7 +124,9 @@ def _step(plan: Plan, node: PlanNode, place, release) -> Step:
         return Step(node, DYNAMIC, None, (), outs, (), release)
     if launch is None:
         return Step(node, ALIAS, None, (node.inputs[node.kernel.alias],), (), (), release)
-    if node.no_task:  # its inputs were written into its output's arena view: alias the output to itself
+    if node.no_task and place.get(node.outputs[0]) == ARENA:
+        # its inputs were written into its output's arena view: alias the output to itself. Without the
+        # arena (a plan with no memory plan) nothing laid them out there: the Concat copies, as its launch says
         return Step(node, ALIAS, None, (node.outputs[0],), (), (), release)
     outs = []
     for t in node.outputs:

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from onnx import TensorProto, helper
 
 from ge.cli import main
@@ -63,3 +64,127 @@ def test_ge_bench_streams(tmp_path, capsys):
     assert main(["bench", str(path), "--runtime", "v2", "--streams", "1,2", "--rounds", "2"]) == 0
     out = capsys.readouterr().out
     assert "ge v2 1 stream " in out and "ge v2 2 streams" in out
+
+
+# -- the flags atc / trtexec / tvmc users reach for (issue #16) --------------------------------------------
+
+def _symbolic(tmp_path):
+    """A tiny model with a symbolic batch: y = Relu(x) + 1 over [N, 3]."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])
+    one = helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "one"], ["y"])]
+    m = helper.make_model(helper.make_graph(nodes, "sym", [x], [y], [one]),
+                          opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "sym.onnx"
+    path.write_bytes(m.SerializeToString())
+    return str(path)
+
+
+def test_input_shape_fixes_a_symbolic_dim_and_runs_v1(tmp_path, capsys):
+    path, out = _symbolic(tmp_path), tmp_path / "y.npz"
+    assert main(["run", path, "--input-shape", "x:4,3", "--runtime", "v1", "--repeat", "1",
+                 "--save-outputs", str(out)]) == 0
+    assert "runtime   v1" in capsys.readouterr().out
+    y = np.load(out)["y"]
+    assert y.shape == (4, 3) and (y == 2).all()
+
+
+def test_symbolic_dims_without_input_shape_are_said(tmp_path, capsys):
+    assert main(["run", _symbolic(tmp_path), "--repeat", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "symbolic dims ['N']" in err and "--input-shape x:1,3" in err
+
+
+def test_input_shape_errors_name_the_input(tmp_path, capsys):
+    path = _symbolic(tmp_path)
+    assert main(["run", path, "--input-shape", "nope:1,3"]) == 2
+    assert "not an input" in capsys.readouterr().err
+    assert main(["run", path, "--input-shape", "x:2,4"]) == 2
+    assert "axis 1" in capsys.readouterr().err
+    assert main(["plan", path, "--runtime", "v1"]) == 2   # v1 needs static shapes: says how
+    assert "--input-shape" in capsys.readouterr().err
+
+
+def test_inputs_from_npz_and_npy_warmup_and_saved_outputs(tmp_path, capsys):
+    path = _symbolic(tmp_path)
+    x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    np.save(tmp_path / "in.npy", x)
+    for data in ("in.npz", "in.npy"):
+        out = tmp_path / f"out_{data}.npz"
+        assert main(["run", path, "--inputs", str(tmp_path / data), "--warmup", "3", "--repeat", "2",
+                     "--save-outputs", str(out)]) == 0
+        np.testing.assert_array_equal(np.load(out)["y"], np.maximum(x, 0) + 1)
+    assert "after 3 warm-up runs" in capsys.readouterr().out
+    np.savez(tmp_path / "wrong.npz", z=x)
+    assert main(["run", path, "--inputs", str(tmp_path / "wrong.npz")]) == 2
+    assert "no array for input(s) x" in capsys.readouterr().err
+
+
+def test_dynamic_batch_on_run(tmp_path, capsys):
+    assert main(["run", _symbolic(tmp_path), "--dynamic-batch", "1,2,4", "--input-shape", "x:1,3"]) == 2
+    assert "symbolic batch dim" in capsys.readouterr().err   # a fixed shape leaves no batch to gear
+    assert main(["run", _symbolic(tmp_path), "--dynamic-batch", "1,2,4", "--repeat", "1"]) == 0
+    assert "runtime   v1" in capsys.readouterr().out
+
+
+def test_runtime_and_max_streams_on_every_command(tmp_path, capsys):
+    path = _symbolic(tmp_path)
+    for cmd in (["run"], ["plan"], ["profile", "--trace", str(tmp_path / "t.json")],
+                ["compile", "-o", str(tmp_path / "m.gem")], ["report", "-o", str(tmp_path / "r.html")]):
+        with pytest.raises(SystemExit):   # argparse refuses an unknown runtime before any work
+            main(cmd + [path, "--runtime", "v9"])
+        assert "unknown runtime 'v9'" in capsys.readouterr().err
+        assert main(cmd + [path, "--runtime", "v2", "--max-streams", "1", "--input-shape", "x:2,3"]) == 0, cmd
+    assert main(["bench", path, "--runtime", "v2,v7", "--rounds", "1"]) == 2
+    assert "unknown runtime 'v7'" in capsys.readouterr().err
+
+
+def test_models_and_short_names(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "inception_v1" in out and "resnet50" in out and "(the default)" in out
+    assert main(["plan", "squeezenet"]) == 0
+    assert "squeezenet" in capsys.readouterr().out
+    assert main(["run", "no_such_model"]) == 2
+    assert "ge models" in capsys.readouterr().err
+
+
+def test_missing_extras_are_named_before_any_work(monkeypatch, capsys, tmp_path):
+    import ge.extras
+    monkeypatch.setattr(ge.extras, "have", lambda extra: False)
+    compiled = []
+    monkeypatch.setattr("ge.compiler.compile", lambda *a, **k: compiled.append(1))
+    for argv, extra in ((["plan", "--plot", str(tmp_path / "m.png")], "plot"),
+                        (["bench", "--vs", "onnxruntime"], "bench"), (["bench", "--plot", "b.png"], "plot")):
+        assert main(argv) == 2
+        assert f'pip install "ge-runtime[{extra}]"' in capsys.readouterr().err
+    assert not compiled
+
+
+def test_trace_slices_name_op_and_node_with_shapes(tmp_path):
+    import json
+    path = _symbolic(tmp_path)
+    assert main(["profile", path, "--trace", str(tmp_path / "t.json"), "--input-shape", "x:2,3",
+                 "--repeat", "1"]) == 0
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert kernels and all(e["name"].split()[0] in ("Relu", "Add") for e in kernels)
+    assert kernels[0]["args"]["inputs"][0] == "float32[2, 3]"
+
+
+def test_report_is_one_self_contained_page(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", _symbolic(tmp_path), "--input-shape", "x:2,3", "-o", str(out), "--repeat", "1"]) == 0
+    page = out.read_text()
+    for section in ("Plan", "Memory map", "Stream timeline", "Per-op times"):
+        assert f"<h2>{section}" in page
+    assert "<svg" in page and "<script" not in page and "src=" not in page and "href=" not in page
+
+
+def test_run_says_where_the_time_went(tmp_path, capsys):
+    assert main(["run", _symbolic(tmp_path), "--input-shape", "x:2,3", "--repeat", "1"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("time"))
+    for part in ("import ge", "model import", "passes", "planning", "load", "first run"):
+        assert part in line

@@ -1,8 +1,8 @@
 """TensorFlow frontend: a frozen GraphDef (.pb binary, .pbtxt text, bytes or GraphDef) -> ir.Graph.
 
-TensorFlow itself is not needed: the GraphDef protobuf classes come from the `tensorboard` package (extra
-`ge-runtime[tf]`). A SavedModel directory is accepted when TensorFlow is installed (its serving signature is
-frozen first).
+TensorFlow itself is not needed: ge declares the GraphDef messages it reads (tensorflow_proto.py), on the
+protobuf runtime onnx brings. A SavedModel directory is accepted when TensorFlow is installed (its serving
+signature is frozen first, and TensorFlow's own GraphDef is read).
 
 Files: tensorflow_graphdef.py (parsing, dtypes, Const tensors, attributes), tensorflow_builder.py (the
 Builder converters add nodes through), tensorflow_registry.py (the op table) filled by tensorflow_ops.py and

@@ -1,11 +1,13 @@
-"""TensorFlow GraphDef reading, without TensorFlow: the protobuf classes come from `tensorboard`.
+"""TensorFlow GraphDef reading, without TensorFlow: ge declares the messages itself (tensorflow_proto.py).
 
 Parsing (.pb binary, .pbtxt text, bytes, a GraphDef, or a SavedModel folder frozen with TensorFlow when it
 is installed), dtypes, Const tensors (tensor_content or typed *_val fields, a short list repeating its last
-value), NodeDef attributes as Python values, and tensor names ("node:port").
+value), NodeDef attributes as Python values, and tensor names ("node:port"). Messages are read by field
+name, so a GraphDef of TensorFlow's or tensorboard's own classes works as well as ge's.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,30 +16,48 @@ from ..errors import ModelLoadError
 from .onnx import MAX_PROTO_BYTES
 
 
-def _protos():
-    try:
-        from tensorboard.compat.proto import graph_pb2, types_pb2
-    except ImportError:
-        raise ModelLoadError("reading TensorFlow models needs the protobuf classes of the 'tensorboard' "
-                             "package: pip install 'ge-runtime[tf]'") from None
-    return graph_pb2, types_pb2
+def _classes():
+    """(GraphDef class, DataType enum descriptor): TensorFlow's own when TensorFlow is loaded in this
+    process already (a SavedModel was frozen, or the caller uses it), else ge's declarations."""
+    if "tensorflow" in sys.modules:
+        try:
+            from tensorflow.core.framework import graph_pb2, types_pb2
+            return graph_pb2.GraphDef, types_pb2.DataType.DESCRIPTOR
+        except ImportError:
+            pass
+    from . import tensorflow_proto
+    return tensorflow_proto.GraphDef, tensorflow_proto.DataType
+
+
+def is_graphdef(model) -> bool:
+    """A GraphDef message of any package's classes (TensorFlow's, ge's; tensorboard names it its own)."""
+    name = getattr(getattr(model, "DESCRIPTOR", None), "full_name", "")
+    return name in ("tensorflow.GraphDef", "tensorboard.GraphDef")
 
 
 # -- dtypes and tensors --------------------------------------------------------------------------------
 
+_NUMPY = {"DT_FLOAT": np.float32, "DT_DOUBLE": np.float64, "DT_INT8": np.int8, "DT_INT16": np.int16,
+          "DT_INT32": np.int32, "DT_INT64": np.int64, "DT_UINT8": np.uint8, "DT_UINT16": np.uint16,
+          "DT_UINT32": np.uint32, "DT_UINT64": np.uint64, "DT_BOOL": np.bool_}
+
+
 def _dtype_table():
-    _, t = _protos()
-    return {t.DT_FLOAT: np.float32, t.DT_DOUBLE: np.float64, t.DT_INT8: np.int8, t.DT_INT16: np.int16,
-            t.DT_INT32: np.int32, t.DT_INT64: np.int64, t.DT_UINT8: np.uint8, t.DT_UINT16: np.uint16,
-            t.DT_UINT32: np.uint32, t.DT_UINT64: np.uint64, t.DT_BOOL: np.bool_}
+    _, types = _classes()
+    return {types.values_by_name[k].number: v for k, v in _NUMPY.items()}
+
+
+def dtype_code(name: str) -> int:
+    """TensorFlow's DataType number of "DT_FLOAT" and friends."""
+    return _classes()[1].values_by_name[name].number
 
 
 def np_dtype(code: int, where: str) -> np.dtype:
     """numpy dtype of a TensorFlow DataType enum value (float16, strings, resources... are refused)."""
     table = _dtype_table()
     if code not in table:
-        _, t = _protos()
-        name = t.DataType.Name(code) if code in t.DataType.values() else code
+        known = _classes()[1].values_by_number
+        name = known[code].name if code in known else code
         raise ModelLoadError(f"unsupported TensorFlow dtype {name} of {where}")
     return np.dtype(table[code])
 
@@ -95,8 +115,7 @@ def attr(node, name: str, default=None):
 
 def load_graphdef(model):
     """(GraphDef, display name) from a path (.pb, .pbtxt, SavedModel folder), bytes or a GraphDef."""
-    graph_pb2, _ = _protos()
-    if isinstance(model, graph_pb2.GraphDef):
+    if is_graphdef(model):
         return model, "<GraphDef>"
     if isinstance(model, (bytes, bytearray, memoryview)):
         return _parse(bytes(model), "<bytes>", text=False), "<bytes>"
@@ -114,11 +133,10 @@ def load_graphdef(model):
 def _parse(data: bytes, name: str, text: bool):
     from google.protobuf import text_format
     from google.protobuf.message import DecodeError
-    graph_pb2, _ = _protos()
-    gd = graph_pb2.GraphDef()
+    gd = _classes()[0]()
     try:
-        if text:
-            text_format.Parse(data.decode("utf-8"), gd)
+        if text:   # fields ge does not declare (a function library) are skipped
+            text_format.Parse(data.decode("utf-8"), gd, allow_unknown_field=True)
         else:
             gd.ParseFromString(data)
     except (DecodeError, text_format.ParseError, UnicodeDecodeError, RuntimeError, ValueError) as e:
@@ -145,8 +163,7 @@ def _freeze_saved_model(path: Path):
         frozen = convert_variables_to_constants_v2(sig)
     except Exception as e:  # noqa: BLE001 - whatever TensorFlow raises, the folder is not usable
         raise ModelLoadError(f"cannot load the SavedModel '{path}': {type(e).__name__}: {e}") from None
-    graph_pb2, _ = _protos()
-    return graph_pb2.GraphDef.FromString(frozen.graph.as_graph_def().SerializeToString())
+    return frozen.graph.as_graph_def()   # TensorFlow's own GraphDef: read as it is
 
 
 # -- tensor names --------------------------------------------------------------------------------------

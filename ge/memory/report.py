@@ -22,17 +22,19 @@ def memory_table(plan) -> str:
         f"{s.reduction:.1%} saved vs no reuse",
         f"  assigner     {s.assigner}   (planned in {s.seconds * 1e3:.1f} ms)",
         "",
-        f"  {'assigner':38s} {'bytes':>14s}  {'x bound':>7s}",
+        f"  {'assigner':38s} {'planned':>14s}  {'x bound':>7s}",
     ]
     for name, total in sorted(s.totals.items(), key=lambda kv: (kv[1], kv[0])):
         mark = " *" if name == s.assigner else ""
         ratio = total / s.lower_bound_bytes if s.lower_bound_bytes else 1.0
-        lines.append(f"  {name:38s} {total:14,d}  {ratio:7.3f}{mark}")
+        lines.append(f"  {name:38s} {_mib(total):>14s}  {ratio:7.3f}{mark}")
     return "\n".join(lines)
 
 
 def plot_memory(plan, path: str) -> None:
-    """Each feature-map request as a rectangle: steps across, offsets up (needs matplotlib)."""
+    """Each feature-map request as a rectangle: steps across, offsets up (needs matplotlib: the [plot] extra)."""
+    from ..extras import require
+    require("plot", "drawing the memory plan")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -215,6 +215,7 @@ def source(sig: Signature) -> str:
 # -- the cache ---------------------------------------------------------------------------------------
 
 _loaded: dict[Signature, object] = {}   # signature -> cfunc (kept alive: its address is in task tables)
+_cached: dict[Signature, bool] = {}     # signature -> its cfunc came from Numba's disk cache
 _lock = threading.Lock()
 
 
@@ -229,7 +230,18 @@ def thunk_address(sig: Signature) -> int:
                 raise ThunkError(f"thunk for {sig.module}.{sig.name} failed to compile: "
                                  f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
             _loaded[sig] = fn
+            _cached[sig] = getattr(fn, "_cache_hits", 0) > 0   # cfunc compiles (or loads) at import
         return fn.address
+
+
+def loaded(sig: Signature) -> bool:
+    """The thunk of `sig` is in this process already."""
+    return sig in _loaded
+
+
+def from_cache(sig: Signature) -> bool | None:
+    """Whether the thunk of `sig` was loaded from Numba's disk cache (None: not loaded)."""
+    return _cached.get(sig)
 
 
 def _import(sig: Signature):

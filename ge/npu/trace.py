@@ -32,6 +32,22 @@ class Tracer:
         self.slices: list[Slice] = []
         self._lock = threading.Lock()
         self.t0 = time.perf_counter()
+        self.nodes: dict[str, tuple[str, dict]] = {}   # node name -> (slice name, args), see label_nodes
+
+    def label_nodes(self, plan) -> None:
+        """Name kernel slices "<op type> <node>" with the node's step, stream, shapes and block_dim in their
+        args (read from a plan's nodes and tensors; runtimes record node names only, to stay cheap)."""
+        def spec(t):
+            if t < 0:
+                return None
+            x = plan.tensors[t]
+            return f"{x.dtype}{list(x.shape)}"
+        for n in plan.nodes:
+            args = {"op": n.op_type, "node": n.name, "step": n.step, "stream": n.stream,
+                    "inputs": [spec(t) for t in n.inputs], "outputs": [spec(t) for t in n.outputs]}
+            if n.launch is not None:
+                args["block_dim"] = n.launch.block_dim
+            self.nodes[n.name] = (f"{n.op_type} {n.name}", args)
 
     def add(self, stream, task, start: float, end: float) -> None:
         """Called by a Stream's worker after each task."""
@@ -74,10 +90,11 @@ class Tracer:
         us = 1e6
         flow_ids: dict[tuple, int] = {}
         for s in sorted(self.slices, key=lambda s: (s.start, s.track)):
-            ev = {"ph": "X", "pid": 1, "tid": s.track, "name": s.name, "cat": s.kind,
+            name, args = self.nodes.get(s.name, (s.name, None)) if s.kind == "kernel" else (s.name, None)
+            ev = {"ph": "X", "pid": 1, "tid": s.track, "name": name, "cat": s.kind,
                   "ts": s.start * us, "dur": max(s.end - s.start, 0.0) * us}
-            if s.args:
-                ev["args"] = s.args
+            if s.args or args:
+                ev["args"] = {**(args or {}), **(s.args or {})}
             events.append(ev)
             if s.flow is not None and s.kind == "record":
                 fid = flow_ids.setdefault(s.flow, len(flow_ids) + 1)

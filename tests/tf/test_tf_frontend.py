@@ -1,23 +1,24 @@
 """TensorFlow frontend: frozen GraphDefs made by real TensorFlow (tools/make_tf_fixtures.py) against TF's own
 outputs, on every available runtime; text/bytes/GraphDef forms; inputs=/outputs=; bad files; unknown ops.
 
-TensorFlow is not needed here, only the GraphDef protos of `tensorboard`.
+Neither TensorFlow nor tensorboard is needed: graphs are built with ge's own GraphDef classes
+(ge.frontends.tensorflow_proto); one test reads the fixtures with tensorboard's classes too, when installed.
 """
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-pytest.importorskip("tensorboard.compat.proto.graph_pb2")
 from google.protobuf import text_format  # noqa: E402
-from tensorboard.compat.proto import graph_pb2, node_def_pb2, types_pb2  # noqa: E402
 
 import ge  # noqa: E402
 from ge.compiler import import_model, optimize  # noqa: E402
 from ge.errors import GEError, ModelLoadError, UnsupportedOpError  # noqa: E402
+from ge.frontends import tensorflow_proto as tfp  # noqa: E402
 from ge.frontends.tensorflow import import_tensorflow  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
+DT = {v.name: v.number for v in tfp.DataType.values}
 NAMES = ["ops_conv", "ops_dense", "ops_shape", "ops_resize", "ops_extra", "mobilenet_v2", "resnet50", "inception_v3"]
 RTOL, ATOL = 1e-3, 1e-4
 
@@ -57,7 +58,7 @@ def test_keras_models_keep_nhwc_only_at_the_boundary():
 @pytest.mark.parametrize("name", ["ops_conv", "mobilenet_v2", "ops_resize"])
 def test_unknown_batch_dimension(name):
     """Placeholders with batch -1 import with a symbolic batch; a batch of two runs on runtime v2."""
-    gd = graph_pb2.GraphDef.FromString((FIXTURES / f"{name}.pb").read_bytes())
+    gd = tfp.GraphDef.FromString((FIXTURES / f"{name}.pb").read_bytes())
     for n in gd.node:
         if n.op == "Placeholder":
             n.attr["shape"].shape.dim[0].size = -1
@@ -78,7 +79,7 @@ def test_naive_layout_gives_the_same_results():
 
 
 def test_text_bytes_and_graphdef_forms(tmp_path):
-    gd = graph_pb2.GraphDef.FromString((FIXTURES / "ops_dense.pb").read_bytes())
+    gd = tfp.GraphDef.FromString((FIXTURES / "ops_dense.pb").read_bytes())
     feeds, want = load_case("ops_dense")
     (tmp_path / "m.pbtxt").write_text(text_format.MessageToString(gd))
     check(ge.Session(tmp_path / "m.pbtxt", runtime="v2"), feeds, want)
@@ -103,7 +104,7 @@ def test_inputs_and_outputs_by_tensor_name():
 def test_cut_at_an_inner_tensor():
     """An inner tensor given as input becomes a feed; the graph above it is not converted."""
     relu = _node("r", "Relu", ["x"])
-    relu.attr["T"].type = types_pb2.DT_FLOAT
+    relu.attr["T"].type = DT["DT_FLOAT"]
     relu.attr["_output_shapes"].list.shape.add().dim.add(size=2)
     relu.attr["_output_shapes"].list.shape[0].dim.add(size=3)
     gd = _graph([_placeholder("x", [2, 3]), relu, _node("y", "Neg", ["r"])])
@@ -120,7 +121,7 @@ def test_inputs_outputs_refused_for_onnx():
 # -- hand-built graphs ---------------------------------------------------------------------------------
 
 def _node(name, op, inputs=(), **attrs):
-    n = node_def_pb2.NodeDef(name=name, op=op, input=list(inputs))
+    n = tfp.NodeDef(name=name, op=op, input=list(inputs))
     for k, v in attrs.items():
         if isinstance(v, bool):
             n.attr[k].b = v
@@ -135,7 +136,7 @@ def _node(name, op, inputs=(), **attrs):
     return n
 
 
-def _placeholder(name, shape, dtype=types_pb2.DT_FLOAT):
+def _placeholder(name, shape, dtype=DT["DT_FLOAT"]):
     n = _node(name, "Placeholder")
     n.attr["dtype"].type = dtype
     for d in shape:
@@ -151,27 +152,26 @@ def _const(name, tensor):
 
 
 def _tensor(dtype, shape, **fields):
-    from tensorboard.compat.proto import tensor_pb2
-    t = tensor_pb2.TensorProto(dtype=dtype, **fields)
+    t = tfp.TensorProto(dtype=dtype, **fields)
     for d in shape:
         t.tensor_shape.dim.add(size=d)
     return t
 
 
 def _graph(nodes):
-    gd = graph_pb2.GraphDef()
+    gd = tfp.GraphDef()
     gd.node.extend(nodes)
     return gd
 
 
 def test_const_decoding_broadcast_and_content():
     gd = _graph([
-        _const("one", _tensor(types_pb2.DT_FLOAT, [2, 3], float_val=[1.5])),
-        _const("partial", _tensor(types_pb2.DT_INT32, [4], int_val=[7, 8])),
-        _const("content", _tensor(types_pb2.DT_INT64, [2, 2],
+        _const("one", _tensor(DT["DT_FLOAT"], [2, 3], float_val=[1.5])),
+        _const("partial", _tensor(DT["DT_INT32"], [4], int_val=[7, 8])),
+        _const("content", _tensor(DT["DT_INT64"], [2, 2],
                                   tensor_content=np.arange(4, dtype="<i8").tobytes())),
-        _const("flags", _tensor(types_pb2.DT_BOOL, [3], bool_val=[True, False, True])),
-        _const("empty", _tensor(types_pb2.DT_DOUBLE, [2])),
+        _const("flags", _tensor(DT["DT_BOOL"], [3], bool_val=[True, False, True])),
+        _const("empty", _tensor(DT["DT_DOUBLE"], [2])),
         _node("o1", "Identity", ["one"]), _node("o2", "Identity", ["partial"]),
         _node("o3", "Identity", ["content"]), _node("o4", "Identity", ["flags"]), _node("o5", "Identity", ["empty"])])
     a, b, c, d, e = ge.Session(gd, runtime="v2").run(None, {})
@@ -185,7 +185,7 @@ def test_const_decoding_broadcast_and_content():
 
 def test_default_outputs_are_sinks_without_noop_and_const():
     gd = _graph([_placeholder("x", [2]), _node("y", "Relu", ["x"]),
-                 _const("unused", _tensor(types_pb2.DT_FLOAT, [1], float_val=[1.0])),
+                 _const("unused", _tensor(DT["DT_FLOAT"], [1], float_val=[1.0])),
                  _node("init", "NoOp", ["^y"])])
     sess = ge.Session(gd, runtime="v2")
     assert [o.name for o in sess.get_outputs()] == ["y"]
@@ -199,8 +199,8 @@ def test_nhwc_conv_block_layout_before_and_after_passes():
     conv = _node("conv", "Conv2D", ["x", "w"], padding="SAME")
     conv.attr["strides"].list.i.extend([1, 1, 1, 1])
     gd = _graph([_placeholder("x", [1, 4, 4, 2]), conv,
-                 _const("w", _tensor(types_pb2.DT_FLOAT, [1, 1, 2, 3], tensor_content=w.tobytes())),
-                 _const("b", _tensor(types_pb2.DT_FLOAT, [3], float_val=[0.5, -0.5, 0.0])),
+                 _const("w", _tensor(DT["DT_FLOAT"], [1, 1, 2, 3], tensor_content=w.tobytes())),
+                 _const("b", _tensor(DT["DT_FLOAT"], [3], float_val=[0.5, -0.5, 0.0])),
                  _node("bias", "BiasAdd", ["conv", "b"]), _node("y", "Relu", ["bias"])])
     g = import_tensorflow(gd)
     assert [n.op_type for n in g.nodes] == ["Transpose", "Conv", "Transpose", "Add", "Transpose", "Relu",
@@ -227,7 +227,7 @@ def test_unknown_op_outside_the_outputs_cone_is_ignored():
 
 
 def test_training_batchnorm_is_refused():
-    c = _const("c", _tensor(types_pb2.DT_FLOAT, [2], float_val=[1.0]))
+    c = _const("c", _tensor(DT["DT_FLOAT"], [2], float_val=[1.0]))
     bn = _node("bn", "FusedBatchNormV3", ["x", "c", "c", "c", "c"], is_training=True)
     with pytest.raises(ModelLoadError, match="training mode"):
         import_tensorflow(_graph([_placeholder("x", [1, 2, 2, 2]), c, bn]))
@@ -256,7 +256,7 @@ def test_oversized_file_is_refused_before_reading(monkeypatch):
 def test_missing_file_and_bad_dtype(tmp_path):
     with pytest.raises(ModelLoadError, match="missing.pb"):
         ge.Session(tmp_path / "missing.pb")
-    gd = _graph([_placeholder("x", [2], types_pb2.DT_STRING), _node("y", "Identity", ["x"])])
+    gd = _graph([_placeholder("x", [2], DT["DT_STRING"]), _node("y", "Identity", ["x"])])
     with pytest.raises(ModelLoadError, match="DT_STRING"):
         import_tensorflow(gd)
 
@@ -294,3 +294,26 @@ def test_ge_run_cli_on_a_frozen_graph(capsys):
     assert main(["run", str(FIXTURES / "mobilenet_v2.pb"), "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "mobilenet_v2.pb" in out and "Identity float32[1, 10]" in out
+
+
+def test_own_graphdef_classes_read_every_fixture_as_tensorflow_wrote_it():
+    """ge's declared messages parse each fixture into nodes that re-serialize to the same bytes (nothing
+    dropped), and a GraphDef of another package's classes (tensorboard's, TensorFlow's) is read as it is."""
+    data = (FIXTURES / "ops_extra.pb").read_bytes()
+    gd = tfp.GraphDef.FromString(data)
+    assert gd.SerializeToString(deterministic=True) == tfp.GraphDef.FromString(
+        gd.SerializeToString()).SerializeToString(deterministic=True)
+    foreign = pytest.importorskip("tensorboard.compat.proto.graph_pb2").GraphDef.FromString(data)
+    assert [n.SerializeToString(deterministic=True) for n in foreign.node] == \
+        [n.SerializeToString(deterministic=True) for n in gd.node]
+    a = ge.compile(foreign, inputs=None)
+    b = ge.compile(gd)
+    assert [n.op_type for n in a.nodes] == [n.op_type for n in b.nodes]
+
+
+def test_cli_names_inputs_and_outputs_of_a_frozen_graph(capsys):
+    from ge.cli import main
+    assert main(["run", str(FIXTURES / "ops_dense.pb"), "--runtime", "v2", "--repeat", "1",
+                 "--inputs-names", "a", "--outputs-names", "Identity_2:0"]) == 0
+    out = capsys.readouterr().out
+    assert "output    Identity_2 " in out and out.count("output ") == 1

@@ -1,0 +1,83 @@
+"""`ge bench`: contenders alternated round by round on one model (ge.bench), and onnxruntime beside them."""
+from __future__ import annotations
+
+import json
+
+from ..bench import alternate, format_table, summarize
+from ..errors import GEError
+from ..extras import require
+from ..npu.aicore import CPUS
+from ..progress import Progress
+from . import common
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise GEError(f"{flag} takes comma-separated integers, e.g. 1,2,4; got '{text}'") from None
+    if not out or min(out) < 1:
+        raise GEError(f"{flag} takes positive integers, got '{text}'")
+    return out
+
+
+def cmd_bench(args) -> int:
+    """Alternate the contenders on one model and print median, p90 and the ratio to the first."""
+    path = common.model_path(args.model)
+    runtimes = [common.check_runtime(rt.strip()) for rt in args.runtime.split(",") if rt.strip()]
+    streams = _ints(args.streams, "--streams") if args.streams else [None]
+    contenders, feeds, sess = {}, None, None
+    with Progress() as progress:
+        for rt in runtimes:
+            for n in streams:
+                sess = common.open_session(path, args, progress, runtime=rt,
+                                           **({} if n is None else {"max_streams": n, "enable_single_stream": n == 1}))
+                common.compile_kernels(sess, progress)
+                feeds = feeds or common.feeds(sess, args)
+                name = f"ge {sess.runtime}" + ("" if n is None else f" {common.plural(n, 'stream')}")
+                if n is not None and sess.plan.num_streams < n:
+                    name += f" ({sess.plan.num_streams} in the plan)"
+                contenders[name] = (lambda s=sess: s.run(None, feeds))
+    if args.vs == "onnxruntime":
+        contenders["onnxruntime"] = _onnxruntime_runner(path, args.threads, feeds)
+    rows = summarize(alternate(contenders, rounds=args.rounds, warmup=args.warmup), base=next(iter(contenders)))
+    print(f"model {path}   threads {args.threads or CPUS} for ge and for onnxruntime   rounds {args.rounds}")
+    print(f"ge        {common.cores(sess)}")
+    print(format_table(rows, base=rows[0].name))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model": path, "threads": args.threads, "rows": [r.to_dict() for r in rows]}, f, indent=1)
+    if args.plot:
+        plot_bench(rows, args.plot, title=common.label(path))
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _onnxruntime_runner(path: str, threads: int, feeds: dict):
+    require("bench", "ge bench --vs onnxruntime")
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads   # 0: onnxruntime's default (all cores)
+    so.log_severity_level = 3
+    o = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return lambda: o.run(None, feeds)
+
+
+def plot_bench(rows, path: str, title: str) -> None:
+    require("plot", "ge bench --plot")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 0.6 * len(rows) + 1.2))
+    ax.barh([r.name for r in rows], [r.median_ms for r in rows],
+            xerr=[[0] * len(rows), [r.p90_ms - r.median_ms for r in rows]], color="#4c72b0")
+    top = max(r.p90_ms for r in rows)
+    for y, r in enumerate(rows):   # labels inside the axes: the limit leaves room for the longest
+        ax.text(r.p90_ms + 0.02 * top, y, f"{r.median_ms:.3g} ms ({r.ratio:.2f}x)", va="center")
+    ax.set_xlabel("latency, median (bar) to p90 (whisker), ms")
+    ax.set_xlim(0, 1.6 * top)
+    ax.set_title(title)
+    ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
