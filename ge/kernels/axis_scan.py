@@ -8,6 +8,11 @@ results best first. Order is (value, index): equal values keep the lower index f
 above every number, as in the reference's lexsort. The output is always sorted (allowed for sorted=0).
 
 CumSum runs the scan a whole inner row at a time, so the innermost loop is a plain vector add.
+
+Blocks (AI cores): TopK splits its outer * inner lines (a k-slot heap per block); CumSum splits the
+(outer, inner) columns as flat ranges (blocks.row_range), so a column's scan stays in one block.
+Measured, one thread vs 2 blocks on 2 threads: TopK k=10 of 1000x1000 4.4 -> 2.7 ms; CumSum of 1024x1024
+over axis 0 does not gain here (303 -> 392 us: each block still streams every row's cache lines).
 """
 from __future__ import annotations
 
@@ -16,8 +21,13 @@ import math
 import numpy as np
 from numba import njit
 
+from .blocks import G, blocks, own, per_block, row_range, tiled
 from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register
 from .strided import DTYPES, copy_run, int_values
+from .tiling import block_range
+
+# ns, one thread (blocks.MIN_BLOCK_NS): per element scanned and log2(k) heap level, per CumSum element
+_NS_TOPK, _NS_CUMSUM = 1.9, 0.2
 
 
 @njit(nogil=True, cache=True)
@@ -54,25 +64,28 @@ def _sift_down(x, heap, size, i, base, inner, largest):
 
 
 @njit(nogil=True, cache=True)
-def topk(x, values, indices, heap, outer, n, inner, k, largest):
-    for o in range(outer):
-        for q in range(inner):
-            base = o * n * inner + q
-            for i in range(k):  # the first k, heapified
-                heap[i] = i
-            for i in range(k // 2 - 1, -1, -1):
-                _sift_down(x, heap, k, i, base, inner, largest)
-            for i in range(k, n):  # each later element replaces the root if it ranks before it
-                if k and _before(x[base + i * inner], i, x[base + heap[0] * inner], heap[0], largest):
-                    heap[0] = i
-                    _sift_down(x, heap, k, 0, base, inner, largest)
-            obase = o * k * inner + q
-            for size in range(k, 0, -1):  # pop the worst into the last free slot
-                j = heap[0]
-                values[obase + (size - 1) * inner] = x[base + j * inner]
-                indices[obase + (size - 1) * inner] = j
-                heap[0] = heap[size - 1]
-                _sift_down(x, heap, size - 1, 0, base, inner, largest)
+def topk(x, values, indices, heap, outer, n, inner, k, largest, block_idx, block_dim):
+    """Blocks split the outer * inner lines; heap holds k slots per block."""
+    heap = own(heap, k, block_idx, block_dim)
+    l0, l1 = block_range(outer * inner, 1, block_idx, block_dim)
+    for line in range(l0, l1):
+        o, q = line // inner, line % inner
+        base = o * n * inner + q
+        for i in range(k):  # the first k, heapified
+            heap[i] = i
+        for i in range(k // 2 - 1, -1, -1):
+            _sift_down(x, heap, k, i, base, inner, largest)
+        for i in range(k, n):  # each later element replaces the root if it ranks before it
+            if k and _before(x[base + i * inner], i, x[base + heap[0] * inner], heap[0], largest):
+                heap[0] = i
+                _sift_down(x, heap, k, 0, base, inner, largest)
+        obase = o * k * inner + q
+        for size in range(k, 0, -1):  # pop the worst into the last free slot
+            j = heap[0]
+            values[obase + (size - 1) * inner] = x[base + j * inner]
+            indices[obase + (size - 1) * inner] = j
+            heap[0] = heap[size - 1]
+            _sift_down(x, heap, size - 1, 0, base, inner, largest)
 
 
 def _topk_plan(ctx: KernelContext):
@@ -98,25 +111,32 @@ def _prepare_topk(ctx: KernelContext) -> Launch:
     axis, k = _topk_plan(ctx)
     args = (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]), k,
             int(bool(ctx.attr("largest", 1))))
-    return Launch(topk, args, workspaces=(TensorSpec((max(k, 1),), np.int64),), inputs=(0,))
+    lines = args[0] * args[2]
+    nb = blocks(ctx, lines, _NS_TOPK * args[1] * max(math.log2(max(k, 2)), 1))
+    return tiled(topk, args, nb, (per_block(k, np.int64, nb),), inputs=(0,))
 
 
 @njit(nogil=True, cache=True)
-def cumsum(x, out, outer, n, inner, exclusive, reverse):
-    for o in range(outer):
+def cumsum(x, out, outer, n, inner, exclusive, reverse, block_idx, block_dim):
+    """Blocks split the (outer, inner) columns as flat ranges (blocks.row_range): a column's scan stays
+    in one block."""
+    lo, hi = row_range(outer * inner, inner, G, block_idx, block_dim)
+    for o in range(lo // max(inner, 1), (hi + inner - 1) // max(inner, 1)):
+        j0, j1 = max(lo - o * inner, 0), min(hi - o * inner, inner)
+        w = j1 - j0
         for s in range(n):
             j = n - 1 - s if reverse else s
-            d = (o * n + j) * inner
+            d = (o * n + j) * inner + j0
             if s == 0:
                 if exclusive:
-                    out[d:d + inner] = 0
+                    out[d:d + w] = 0
                 else:
-                    copy_run(x, d, out, d, inner)
+                    copy_run(x, d, out, d, w)
                 continue
             p = d + inner if reverse else d - inner  # the previous row in scan order
             src = p if exclusive else d
-            row, prev, add = out[d:d + inner], out[p:p + inner], x[src:src + inner]  # views vectorize
-            for i in range(inner):
+            row, prev, add = out[d:d + w], out[p:p + w], x[src:src + w]  # views vectorize
+            for i in range(w):
                 row[i] = prev[i] + add[i]
 
 
@@ -131,4 +151,5 @@ def _prepare_cumsum(ctx: KernelContext) -> Launch:
     axis = normalize_axis(ctx, int_values(ctx, 1)[0], len(shape))
     args = (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]),
             int(bool(ctx.attr("exclusive", 0))), int(bool(ctx.attr("reverse", 0))))
-    return Launch(cumsum, args, inputs=(0,))
+    nb = blocks(ctx, args[0] * args[2], _NS_CUMSUM * args[1])
+    return tiled(cumsum, args, nb, inputs=(0,))

@@ -19,6 +19,14 @@
    helper that takes arrays once per row left refcount traffic in the loop (rows of 16 to 64 elements
    ran 10-25x slower, measured).
 
+4. Blocks (AI cores): the walkers take (block_idx, block_dim) and compute the flat output range
+   blocks.row_range gives that block: its ends sit at a row start plus a multiple of G = 64 columns, so
+   one long row (a same-shape op collapses to one) splits as evenly as many short ones, and a row's
+   vectorised loop and remainder cover the same elements for any block count. A block starts its
+   odometer and input offsets at its first row (`_origin`, `_offset`) and walks partial first and last
+   rows; elementwise ops read only the elements they write, so in-place launches stay safe. `part` is the
+   flat slice of a unary map.
+
 Offsets are uint64 on purpose: Numba wraps negative signed indices, and that select alone stops
 vectorization (measured 8x). The walkers are `inline="always"` and take the scalar op as a jitted function,
 so each family kernel that calls them stays a plain cacheable module-level function.
@@ -27,6 +35,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, uint64
+
+from .blocks import G, row_range
+from .tiling import block_range
 
 
 def broadcast_strides(out_shape, *in_shapes):
@@ -63,6 +74,13 @@ def broadcast_strides(out_shape, *in_shapes):
 
 
 @njit(inline="always")
+def part(x, out, block_idx, block_dim):
+    """Block `block_idx`'s slices of x and out for a flat map: ends on multiples of G elements."""
+    lo, hi = block_range(out.size, G, block_idx, block_dim)
+    return x[lo:hi], out[lo:hi]
+
+
+@njit(inline="always")
 def map1(f, x, out, p, q):
     """out[i] = f(x[i], p, q)."""
     if x.ctypes.data == out.ctypes.data:  # in place
@@ -87,39 +105,62 @@ def _deltas(shape, s):
 
 
 @njit(inline="always")
-def walk2(f, a, b, out, shape, sa, sb):
-    """out = f(a, b) over a collapsed broadcast."""
+def _origin(shape, row, idx):
+    """idx = the outer multi-index (dims 0 .. r-2) of outer row `row`."""
+    for d in range(shape.size - 2, -1, -1):
+        idx[d] = row % shape[d]
+        row //= shape[d]
+
+
+@njit(inline="always")
+def _offset(idx, s):
+    """An input's offset at outer multi-index idx (strides are >= 0)."""
+    o = 0
+    for d in range(idx.size - 1):
+        o += idx[d] * s[d]
+    return uint64(o)
+
+
+@njit(inline="always")
+def walk2(f, a, b, out, shape, sa, sb, block_idx, block_dim):
+    """out = f(a, b) over a collapsed broadcast, on block `block_idx`'s part of the output
+    (blocks.row_range: a flat range starting and ending inside rows at multiples of G)."""
     r = shape.size
-    if out.size == 0:
+    n = shape[r - 1]
+    lo, hi = row_range(out.size, n, G, block_idx, block_dim)
+    if lo >= hi:
         return
-    rows = out.size // shape[r - 1]
-    n = uint64(shape[r - 1])
     ia, ib = sa[r - 1], sb[r - 1]
     alias = a.ctypes.data == out.ctypes.data and a.size == out.size
     idx = np.zeros(r, np.int64)
+    _origin(shape, lo // n, idx)
     da, db = _deltas(shape, sa), _deltas(shape, sb)
-    pa = pb = po = uint64(0)
-    for _ in range(rows):
+    pa, pb = _offset(idx, sa), _offset(idx, sb)
+    un, end = uint64(n), uint64(hi)
+    po, j0 = uint64(lo // n * n), uint64(lo % n)
+    while po < end:
+        j1 = un if end - po > un else end - po
         if alias:  # a is out
             if ib == 0:
                 bv = b[pb]
-                for j in range(n):
+                for j in range(j0, j1):
                     out[po + j] = f(out[po + j], bv)
             else:
-                for j in range(n):
+                for j in range(j0, j1):
                     out[po + j] = f(out[po + j], b[pb + j])
         elif ia == ib:
-            for j in range(n):
+            for j in range(j0, j1):
                 out[po + j] = f(a[pa + j], b[pb + j])
         elif ib == 0:
             bv = b[pb]
-            for j in range(n):
+            for j in range(j0, j1):
                 out[po + j] = f(a[pa + j], bv)
         else:
             av = a[pa]
-            for j in range(n):
+            for j in range(j0, j1):
                 out[po + j] = f(av, b[pb + j])
-        po += n
+        j0 = uint64(0)
+        po += un
         d = r - 2  # odometer over the outer dims: find the dim that moves, wrap the ones after it
         while d > 0 and idx[d] == shape[d] - 1:
             idx[d] = 0
@@ -139,38 +180,44 @@ def commute(a, b, sa, sb, out):
 
 
 @njit(inline="always")
-def walk3(f, c, a, b, out, shape, sc, sa, sb):
-    """out = f(c, a, b) over a collapsed broadcast (Where). With c contiguous in the row, a and b get the
-    walk2 treatment (each a run or a scalar); a row-constant c (rare) takes a strided loop."""
+def walk3(f, c, a, b, out, shape, sc, sa, sb, block_idx, block_dim):
+    """out = f(c, a, b) over a collapsed broadcast (Where), on block `block_idx`'s part of the output.
+    With c contiguous in the row, a and b get the walk2 treatment (each a run or a scalar); a
+    row-constant c (rare) takes a strided loop."""
     r = shape.size
-    if out.size == 0:
+    n = shape[r - 1]
+    lo, hi = row_range(out.size, n, G, block_idx, block_dim)
+    if lo >= hi:
         return
-    rows = out.size // shape[r - 1]
-    n = uint64(shape[r - 1])
     ic, ia, ib = uint64(sc[r - 1]), uint64(sa[r - 1]), uint64(sb[r - 1])
     idx = np.zeros(r, np.int64)
+    _origin(shape, lo // n, idx)
     dc, da, db = _deltas(shape, sc), _deltas(shape, sa), _deltas(shape, sb)
-    pc = pa = pb = po = uint64(0)
-    for _ in range(rows):
+    pc, pa, pb = _offset(idx, sc), _offset(idx, sa), _offset(idx, sb)
+    un, end = uint64(n), uint64(hi)
+    po, j0 = uint64(lo // n * n), uint64(lo % n)
+    while po < end:
+        j1 = un if end - po > un else end - po
         if ic == 0:
-            for j in range(n):
+            for j in range(j0, j1):
                 out[po + j] = f(c[pc], a[pa + j * ia], b[pb + j * ib])
         elif ia == 1 and ib == 1:
-            for j in range(n):
+            for j in range(j0, j1):
                 out[po + j] = f(c[pc + j], a[pa + j], b[pb + j])
         elif ia == 1:
             bv = b[pb]
-            for j in range(n):
+            for j in range(j0, j1):
                 out[po + j] = f(c[pc + j], a[pa + j], bv)
         elif ib == 1:
             av = a[pa]
-            for j in range(n):
+            for j in range(j0, j1):
                 out[po + j] = f(c[pc + j], av, b[pb + j])
         else:
             av, bv = a[pa], b[pb]
-            for j in range(n):
+            for j in range(j0, j1):
                 out[po + j] = f(c[pc + j], av, bv)
-        po += n
+        j0 = uint64(0)
+        po += un
         d = r - 2
         while d > 0 and idx[d] == shape[d] - 1:
             idx[d] = 0

@@ -4,6 +4,9 @@ One loop, `out[i] = x[i]`: Numba converts on the store as numpy's astype does (f
 into ints, ints wrap, anything is True where nonzero; NaN is True). Float-to-int of NaN or out-of-range
 values is undefined, as in ONNX. float16, bfloat16, the float8/4 and int4/2 types and strings are not
 supported. Before opset 6, `to` was a type name string.
+
+Blocks (AI cores): `cast` is tiled over flat slices ending on multiples of blocks.G; it is also the
+copy kernel of Clip without bounds and of a one-input Sum/Max/Min/Mean (`copy_launch`).
 """
 from __future__ import annotations
 
@@ -13,16 +16,28 @@ from onnx import TensorProto
 
 from ..errors import ModelLoadError
 from ..ir.dtypes import from_onnx
+from .blocks import G, flat_launch
 from .registry import KernelContext, Launch, TensorSpec, register
+from .tiling import block_range
 
 SUPPORTED = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
                                    np.uint32, np.uint64, np.float32, np.float64)}
 
 
 @njit(nogil=True, cache=True)
-def cast(x, out):
-    for i in range(x.size):
-        out[i] = x[i]
+def cast(x, out, block_idx, block_dim):
+    lo, hi = block_range(out.size, G, block_idx, block_dim)
+    xs, ys = x[lo:hi], out[lo:hi]  # views indexed by the range variable vectorize (strided.copy_run)
+    for i in range(ys.size):
+        ys[i] = xs[i]
+
+
+_NS = 0.2  # ns per element, float32 -> int32 over 1x16x112x112, one thread (a copy costs the same)
+
+
+def copy_launch(ctx: KernelContext, **kw) -> Launch:
+    """`cast` as a copy or conversion of input 0 into output 0, tiled over the elements."""
+    return flat_launch(ctx, cast, (), _NS, **kw)
 
 
 def _target(ctx: KernelContext) -> np.dtype:
@@ -54,5 +69,5 @@ def _infer_cast_like(ctx: KernelContext) -> list[TensorSpec]:
     return [TensorSpec(ctx.inputs[0].shape, ctx.inputs[1].dtype)]
 
 
-register("Cast", infer=_infer_cast)(lambda ctx: Launch(cast))
-register("CastLike", infer=_infer_cast_like, since=15)(lambda ctx: Launch(cast, inputs=(0,)))
+register("Cast", infer=_infer_cast)(lambda ctx: copy_launch(ctx))
+register("CastLike", infer=_infer_cast_like, since=15)(lambda ctx: copy_launch(ctx, inputs=(0,)))

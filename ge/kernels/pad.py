@@ -1,25 +1,83 @@
 """Pad in every mode: constant, reflect, edge and wrap (opsets 1-25; pads/value attributes before 11,
 inputs since, axes since 18).
 
-Negative pads crop first and the kept part is then padded. Constant padding fills the output and
-copies the kept part with strided.strided_copy; the other modes are a per-axis index map (output
-position -> input position), so they run on strided.gather_axes, whose plain-slice stretch covers
-the interior.
+Negative pads crop first and the kept part is then padded. Constant padding walks the output once,
+row by row: a row outside the kept box is filled, a row inside is fill, copy, fill (one pass, and
+each block writes only its own rows; 1x64x112x112 +1: 461 -> 289 us against filling, then copying).
+The other modes are a per-axis index map (output position -> input position), so they run on
+strided.gather_axes, whose plain-slice stretch covers the interior.
+Blocks (AI cores) split the output rows as flat ranges (blocks.row_range) in both kernels. Measured,
+1x64x112x112, one thread vs 2 blocks on 2 threads: constant +1 255 -> 188 us, reflect +2 (best of 31)
+546 -> 387 us.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from .blocks import G, blocks, row_range, tiled
 from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register
-from .strided import (DTYPES, contiguous_strides, copy_args, fill_scalar, gather_args, gather_axes, int_values,
-                      strided_copy)
+from .strided import (DTYPES, contiguous_strides, copy_run, fill_scalar, gather_args, gather_launch, int_values,
+                      walk_ns)
 
 
 @njit(nogil=True, cache=True)
-def pad_constant(x, out, value, s_off, d_off, shape, ss, ds):
-    out[:] = value
-    strided_copy(x, out, s_off, d_off, shape, ss, ds)
+def pad_constant(x, out, value, shape, begin, keep, ss, s_off, block_idx, block_dim):
+    """out (shape) holds x inside the box begin[d] <= i_d < begin[d] + keep[d] and `value` outside; box
+    element i reads x[s_off + sum_d (i_d - begin[d]) * ss[d]] (ss[-1] == 1). One pass over out rows, each
+    filled or copied piece by piece, so blocks split the rows as flat ranges (blocks.row_range)."""
+    r = shape.shape[0]
+    n = shape[r - 1]
+    lo, hi = row_range(out.size, n, G, block_idx, block_dim)
+    if lo >= hi:
+        return
+    idx = np.zeros(r, np.int64)
+    t = lo // n
+    for d in range(r - 2, -1, -1):
+        idx[d] = t % shape[d]
+        t //= shape[d]
+    b, e = begin[r - 1], begin[r - 1] + keep[r - 1]  # the kept columns of a row inside the box
+    po, j0 = lo // n * n, lo % n
+    while po < hi:
+        j1 = min(n, hi - po)
+        inside, base = True, s_off
+        for d in range(r - 1):
+            inside = inside and begin[d] <= idx[d] < begin[d] + keep[d]
+            base += (idx[d] - begin[d]) * ss[d]
+        row = out[po:po + n]
+        c0, c1 = (max(b, j0), min(e, j1)) if inside else (j1, j1)
+        if c1 <= c0:
+            c0 = c1 = j1
+        for j in range(j0, c0):
+            row[j] = value
+        if c1 > c0:
+            copy_run(x, base + c0 - b, row, c0, c1 - c0)
+        for j in range(c1, j1):
+            row[j] = value
+        j0 = 0
+        po += n
+        d = r - 2
+        while d >= 0:
+            idx[d] += 1
+            if idx[d] < shape[d]:
+                break
+            idx[d] = 0
+            d -= 1
+
+
+def _constant_args(shape, out, begin, end, value, dtype) -> tuple:
+    """pad_constant's args, dims that neither pad nor crop merged into their inner neighbour."""
+    st = contiguous_strides(shape)
+    keep = [max(0, n - max(-b, 0) - max(-e, 0)) for n, b, e in zip(shape, begin, end)]
+    s_off = sum(max(-b, 0) * s for b, s in zip(begin, st)) if all(keep) else 0
+    dims = [[o, max(b, 0), k, s, n] for o, b, k, s, n in zip(out, begin, keep, st, shape)] or [[1, 0, 1, 1, 1]]
+    for d in range(len(dims) - 1, 0, -1):
+        (o0, b0, k0, _, n0), (o1, b1, k1, s1, n1) = dims[d - 1], dims[d]
+        if o0 == k0 and b0 == 0 and o1 == k1 == n1 and b1 == 0:  # no pad, inner not cropped: one dim
+            dims[d] = [o0 * o1, 0, k0 * k1, s1, n0 * n1]
+            del dims[d - 1]
+    cols = [np.array(c, np.int64) for c in zip(*dims)]
+    return (fill_scalar(value, dtype), cols[0], cols[1], cols[2], cols[3], s_off)
 
 
 def _pad_plan(ctx: KernelContext):
@@ -71,13 +129,12 @@ def _source_index(o: np.ndarray, n: int, mode: str) -> np.ndarray:
 def _prepare_pad(ctx: KernelContext) -> Launch:
     shape, out = ctx.inputs[0].shape, ctx.outputs[0].shape
     begin, end, mode, value = _pad_plan(ctx)
-    st, ost = contiguous_strides(shape), contiguous_strides(out)
+    st = contiguous_strides(shape)
     if mode == "constant":
-        keep = [max(0, n - max(-b, 0) - max(-e, 0)) for n, b, e in zip(shape, begin, end)]
-        s_off = sum(max(-b, 0) * s for b, s in zip(begin, st))
-        d_off = sum(max(b, 0) * s for b, s in zip(begin, ost))
-        return Launch(pad_constant, (fill_scalar(value, ctx.inputs[0].dtype),)
-                      + copy_args(keep, st, ost, s_off, d_off), inputs=(0,))
+        args = _constant_args(shape, out, begin, end, value, ctx.inputs[0].dtype)
+        n = int(args[1][-1])
+        ns = walk_ns(n, True, ctx.outputs[0].dtype.itemsize)
+        return tiled(pad_constant, args, blocks(ctx, ctx.outputs[0].size, ns), inputs=(0,))
     # negative pads crop first; the kept part [lo, lo + keep) is then padded by mode
     tables = []
     for n, m, b, e, s in zip(shape, out, begin, end, st):
@@ -85,4 +142,4 @@ def _prepare_pad(ctx: KernelContext) -> Launch:
         if keep <= 0 and m > 0:
             raise ctx.error(f"{mode} padding needs a non-empty input, got shape {shape} and pads {begin + end}")
         tables.append((lo + _source_index(np.arange(m) - max(b, 0), keep, mode)) * s)
-    return Launch(gather_axes, gather_args(out, tables), inputs=(0,))
+    return gather_launch(ctx, gather_args(out, tables), inputs=(0,))

@@ -23,6 +23,12 @@ row sums vectorize); GlobalLpPool is the walker with one window covering the ima
 
 Timings, 1x64x112x112 float32, one core (onnxruntime 1 thread): MaxPool 3x3/2 pad 1 0.22 ms (0.12),
 AveragePool same 0.26 ms (0.11), GlobalAveragePool 0.03 ms (0.09).
+
+Blocks (AI cores): the walker splits the NC*OD*OH output rows (a window never spans two rows' outputs),
+each block with its own phase row in the workspace, a cache line apart (blocks.per_block: sharing the
+boundary line made 2 blocks on 2 threads slower than one block); the global pools split as reductions
+(reduce.py). Measured, 1x64x112x112 3x3/2 pad 1, one thread vs 2 blocks on 2 threads, best of 31:
+MaxPool 434 -> 282 us, AveragePool 441 -> 337 us (medians are noisier on this shared machine).
 """
 from __future__ import annotations
 
@@ -36,9 +42,14 @@ from .reduce import MEAN as R_MEAN
 from .reduce import NONE as R_NONE
 from .reduce import SUM as R_SUM
 from .reduce import identity, reduce_launch
+from .blocks import LINE, blocks, tiled
 from .registry import KernelContext, Launch, TensorSpec, register
+from .tiling import block_range
 
 MAXP, MAXIDX, AVG, LP1, LP2, LPP = range(6)
+# ns, one thread, float32 (blocks.MIN_BLOCK_NS): per output and window tap (MaxPool/AveragePool; with
+# Indices; LpPool with pow per tap), and per input element loaded into the phase row
+_NS_TAP, _NS_TAP_IDX, _NS_TAP_LP, _NS_LOAD = 0.15, 0.8, 20.0, 0.2
 U = np.uint64
 # layout of the geometry array: g[0] = N*C, then 3 entries (d, h, w) per field
 IN, OUT, K, S, DIL, PAD, CLO, CHI = range(8)
@@ -132,8 +143,9 @@ def _load_row(x, xr, IW, SW, PW, Lq, pp):
 
 
 @njit(nogil=True, cache=True)
-def pool(x, y, idx, pp, mode, p, ident, col_major, g):
+def pool(x, y, idx, pp, mode, p, ident, col_major, g, block_idx, block_dim):
     """Pool x (NC, ID, IH, IW) into y (NC, OD, OH, OW); MAXIDX also writes idx (flat input indices).
+    Blocks split the NC*OD*OH output rows; pp holds one padded row per block.
 
     pp holds the padded input row split in SW phase rows of Lq values; tap kw starts at
     pp[(kw*DW % SW) * Lq + kw*DW // SW] (measured: phases 3x over strided loads, fused taps 2x). Hot
@@ -149,7 +161,9 @@ def pool(x, y, idx, pp, mode, p, ident, col_major, g):
     PD, PH, PW = g[1 + 3 * PAD], g[2 + 3 * PAD], g[3 + 3 * PAD]
     CLD, CLH, CLW = g[1 + 3 * CLO], g[2 + 3 * CLO], g[3 + 3 * CLO]
     CHD, CHH, CHW = g[1 + 3 * CHI], g[2 + 3 * CHI], g[3 + 3 * CHI]
-    Lq = pp.size // SW
+    per = pp.size // block_dim
+    pp = pp[block_idx * per:(block_idx + 1) * per]
+    Lq = per // SW
     pp[:] = ident  # the padding; rows only ever overwrite the image columns
     start = np.empty(KW, np.int64)
     for kw in range(KW):
@@ -163,50 +177,50 @@ def pool(x, y, idx, pp, mode, p, ident, col_major, g):
     fuse = mode == MAXP or mode == AVG
     cst = ID * IH if col_major else 1  # input index step of one column
     isz = ID * IH * IW
-    for nc in range(NC):
-        for od in range(OD):
-            for oh in range(OH):
-                yr = ((nc * OD + od) * OH + oh) * OW
-                for t in range(U(OW)):
-                    y[U(yr) + t] = ident
+    r0, r1 = block_range(NC * OD * OH, 1, block_idx, block_dim)
+    for row in range(r0, r1):
+        nc, od, oh = row // (OD * OH), row // OH % OD, row % OH
+        yr = row * OW
+        for t in range(U(OW)):
+            y[U(yr) + t] = ident
+        if mode == MAXIDX:
+            idx[yr:yr + OW] = -1  # stays -1 only where a window holds no number above -inf
+        cdh = 0  # counted (kd, kh) taps
+        for kd in range(KD):
+            i_d = od * SD + kd * DD - PD
+            for kh in range(KH):
+                i_h = oh * SH + kh * DH - PH
+                if CLD <= i_d < CHD and CLH <= i_h < CHH:
+                    cdh += 1
+                if i_d < 0 or i_d >= ID or i_h < 0 or i_h >= IH:
+                    continue
+                xr = nc * isz + (i_d * IH + i_h) * IW
+                _load_row(x, xr, IW, SW, PW, Lq, pp)
                 if mode == MAXIDX:
-                    idx[yr:yr + OW] = -1  # stays -1 only where a window holds no number above -inf
-                cdh = 0  # counted (kd, kh) taps
-                for kd in range(KD):
-                    i_d = od * SD + kd * DD - PD
-                    for kh in range(KH):
-                        i_h = oh * SH + kh * DH - PH
-                        if CLD <= i_d < CHD and CLH <= i_h < CHH:
-                            cdh += 1
-                        if i_d < 0 or i_d >= ID or i_h < 0 or i_h >= IH:
-                            continue
-                        xr = nc * isz + (i_d * IH + i_h) * IW
-                        _load_row(x, xr, IW, SW, PW, Lq, pp)
-                        if mode == MAXIDX:
-                            i0 = nc * isz + (i_d + i_h * ID if col_major else (i_d * IH + i_h) * IW)
-                            for kw in range(KW):
-                                _tap_idx(pp, start[kw], y, idx, yr, OW, i0 + (kw * DW - PW) * cst, SW * cst)
-                            continue
-                        kw = 0
-                        while fuse and kw + 3 <= KW:
-                            _tap3(pp, start[kw], start[kw + 1], start[kw + 2], y, yr, OW, mode)
-                            kw += 3
-                        if fuse and kw + 2 == KW:
-                            _tap2(pp, start[kw], start[kw + 1], y, yr, OW, mode)
-                            kw += 2
-                        for k in range(kw, KW):
-                            _tap(pp, start[k], y, yr, OW, mode, p)
-                yb = U(yr)
-                if mode == AVG:
-                    rdh = 1.0 / cdh
-                    for t in range(U(OW)):
-                        y[yb + t] = y[yb + t] * (rdh * rcw[t])
-                elif mode == LP2:
-                    for t in range(U(OW)):
-                        y[yb + t] = np.sqrt(y[yb + t])
-                elif mode == LPP:
-                    for t in range(U(OW)):
-                        y[yb + t] = y[yb + t] ** (1.0 / p)
+                    i0 = nc * isz + (i_d + i_h * ID if col_major else (i_d * IH + i_h) * IW)
+                    for kw in range(KW):
+                        _tap_idx(pp, start[kw], y, idx, yr, OW, i0 + (kw * DW - PW) * cst, SW * cst)
+                    continue
+                kw = 0
+                while fuse and kw + 3 <= KW:
+                    _tap3(pp, start[kw], start[kw + 1], start[kw + 2], y, yr, OW, mode)
+                    kw += 3
+                if fuse and kw + 2 == KW:
+                    _tap2(pp, start[kw], start[kw + 1], y, yr, OW, mode)
+                    kw += 2
+                for k in range(kw, KW):
+                    _tap(pp, start[k], y, yr, OW, mode, p)
+        yb = U(yr)
+        if mode == AVG:
+            rdh = 1.0 / cdh
+            for t in range(U(OW)):
+                y[yb + t] = y[yb + t] * (rdh * rcw[t])
+        elif mode == LP2:
+            for t in range(U(OW)):
+                y[yb + t] = np.sqrt(y[yb + t])
+        elif mode == LPP:
+            for t in range(U(OW)):
+                y[yb + t] = y[yb + t] ** (1.0 / p)
 
 
 def _window(ctx: KernelContext, kernel=None):
@@ -263,12 +277,17 @@ def _pool_launch(ctx: KernelContext, mode: int, p: float = 0.0, kernel=None) -> 
     g = [x.shape[0] * x.shape[1]]
     for f, v in enumerate(fields):
         g += (lead0 if f in (PAD, CLO) else lead) + list(v)
+    rows = g[0] * int(np.prod(out[:-1]))  # NC * OD * OH
+    taps = int(np.prod(k))
+    nb = blocks(ctx, rows, out[-1] * taps * (_NS_TAP_LP if mode == LPP else _NS_TAP_IDX if mode == MAXIDX else _NS_TAP)
+                + (taps // k[-1]) * sp[-1] * _NS_LOAD)
     ws = () if mode == MAXIDX else (TensorSpec((1,), np.int64),)  # idx slot when Indices is absent
     span = max(pb[-1] + sp[-1], (out[-1] - 1) * s[-1] + (k[-1] - 1) * d[-1] + 1)  # padded row length
-    ws += (TensorSpec((s[-1] * -(-span // s[-1]),), x.dtype),)  # the padded row, split in stride phases
+    lq = -(-span // s[-1]) + (LINE // x.dtype.itemsize if nb > 1 else 0)  # + a line no other block writes
+    ws += (TensorSpec((s[-1] * lq * nb,), x.dtype),)  # a padded row in stride phases per block
     ident = identity(R_MAX, x.dtype) if mode in (MAXP, MAXIDX) else identity(R_SUM, x.dtype)
-    return Launch(pool, (mode, float(p), ident, int(ctx.attr("storage_order", 0) != 0),
-                         np.array(g, np.int64)), ws)
+    return tiled(pool, (mode, float(p), ident, int(ctx.attr("storage_order", 0) != 0),
+                        np.array(g, np.int64)), nb, ws)
 
 
 def _infer_window(ctx: KernelContext, kernel=None) -> list[TensorSpec]:
@@ -321,13 +340,13 @@ def _infer_global(ctx: KernelContext) -> list[TensorSpec]:
 @register("GlobalAveragePool", infer=_infer_global)
 def _prepare_global_avg(ctx: KernelContext) -> Launch:
     x = ctx.inputs[0]
-    return reduce_launch(x.shape, range(2, len(x.shape)), x.dtype, R_SUM, R_MEAN)
+    return reduce_launch(ctx, x.shape, range(2, len(x.shape)), x.dtype, R_SUM, R_MEAN)
 
 
 @register("GlobalMaxPool", infer=_infer_global)
 def _prepare_global_max(ctx: KernelContext) -> Launch:
     x = ctx.inputs[0]
-    return reduce_launch(x.shape, range(2, len(x.shape)), x.dtype, R_MAX, R_NONE)
+    return reduce_launch(ctx, x.shape, range(2, len(x.shape)), x.dtype, R_MAX, R_NONE)
 
 
 @register("GlobalLpPool", infer=_infer_global)

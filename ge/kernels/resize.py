@@ -14,6 +14,12 @@ Then one of three kernels runs, most specific first:
   - float data resized only on its last two axes with 2 taps (bilinear NCHW): a fused 2-d loop,
   - otherwise one pass per axis through float64 workspaces, rounding and saturating on the final
     store (integer outputs round half to even, as the reference does).
+
+Blocks (AI cores): nearest splits as strided.gather_axes does; the bilinear kernel splits the
+planes * oh output rows (two interpolated-row workspaces per block); the separable kernel splits the
+leading dims before the first resized axis, which keeps every pass of a plane inside the plane's stretch
+of the workspaces, so a block reads only what it wrote. Measured, 1x64x56x56 to 112x112, one thread vs
+2 blocks on 2 threads: nearest 554 -> 346 us, linear 1287 -> 713 us, cubic 11.7 -> 6.3 ms.
 """
 from __future__ import annotations
 
@@ -22,8 +28,10 @@ import math
 import numpy as np
 from numba import njit
 
+from .blocks import blocks, own, per_block, tiled
 from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register
-from .strided import DTYPES, contiguous_strides, gather_args, gather_axes
+from .strided import DTYPES, contiguous_strides, gather_args, gather_launch
+from .tiling import block_range
 
 # -- kernels ----------------------------------------------------------------------------------------
 
@@ -37,16 +45,19 @@ def _row(x, r, s, xi, xw):
 
 
 @njit(nogil=True, cache=True)
-def resize_bilinear(x, out, ra, rb, planes, h, w, oh, ow, yi, yw, xi, xw):
+def resize_bilinear(x, out, ra, rb, planes, h, w, oh, ow, yi, yw, xi, xw, block_idx, block_dim):
     """2-tap tables on the last two axes: yi/yw hold (index, weight) pairs per output row, xi/xw per column.
 
-    ra and rb (workspaces of ow) hold the two source rows already interpolated along the last axis; an
-    output row blends them, and the next output row usually reuses them.
+    ra and rb (workspaces of ow per block) hold the two source rows already interpolated along the last
+    axis; an output row blends them, and the next output row usually reuses them. Blocks split the
+    planes * oh output rows (a block starts with no rows held: a row is the same whoever computes it).
     """
-    for p in range(planes):
+    ra, rb = own(ra, ow, block_idx, block_dim), own(rb, ow, block_idx, block_dim)
+    r0, r1 = block_range(planes * oh, 1, block_idx, block_dim)
+    for p in range(r0 // max(oh, 1), (r1 + oh - 1) // max(oh, 1)):
         src, dst = p * h * w, p * oh * ow
         top = bot = -1  # the source rows held in ra and rb
-        for i in range(oh):
+        for i in range(max(r0 - p * oh, 0), min(r1 - p * oh, oh)):
             y0, y1 = yi[2 * i], yi[2 * i + 1]
             if y0 == bot and y0 != top:  # moving down: the old bottom row is the new top
                 ra, rb = rb, ra
@@ -63,9 +74,10 @@ def resize_bilinear(x, out, ra, rb, planes, h, w, oh, ow, yi, yw, xi, xw):
 
 
 @njit(nogil=True, cache=True)
-def _axis_pass(src, dst, outer, n_in, n_out, inner, k, idx, w, bias):
-    """dst[o, j, :] = bias[j] + sum_t w[j, t] * src[o, idx[j, t], :] over (outer, n, inner) views."""
-    for o in range(outer):
+def _axis_pass(src, dst, o0, o1, n_in, n_out, inner, k, idx, w, bias):
+    """dst[o, j, :] = bias[j] + sum_t w[j, t] * src[o, idx[j, t], :] over (outer, n, inner) views, o in
+    [o0, o1)."""
+    for o in range(o0, o1):
         s0, d0 = o * n_in * inner, o * n_out * inner
         for j in range(n_out):
             d = dst[d0 + j * inner:d0 + (j + 1) * inner]  # views: see strided.copy_run
@@ -78,9 +90,9 @@ def _axis_pass(src, dst, outer, n_in, n_out, inner, k, idx, w, bias):
 
 
 @njit(nogil=True, cache=True)
-def _store(src, out, lo, hi, rnd):
-    """out = src clipped to [lo, hi] (and rounded half to even for integer outputs); NaN passes."""
-    for i in range(out.size):
+def _store(src, out, i0, i1, lo, hi, rnd):
+    """out[i0:i1] = src clipped to [lo, hi] (and rounded half to even for integer outputs); NaN passes."""
+    for i in range(i0, i1):
         v = np.rint(src[i]) if rnd else src[i]
         if v < lo:
             v = lo
@@ -90,17 +102,23 @@ def _store(src, out, lo, hi, rnd):
 
 
 @njit(nogil=True, cache=True)
-def resize_separable(x, out, ws_a, ws_b, plan, idx, w, bias, lo, hi, rnd):
-    """One _axis_pass per row of plan (outer, n_in, n_out, inner, k, table offset, bias offset)."""
+def resize_separable(x, out, ws_a, ws_b, plan, idx, w, bias, lo, hi, rnd, planes, block_idx, block_dim):
+    """One _axis_pass per row of plan (outer, n_in, n_out, inner, k, table offset, bias offset).
+
+    Blocks split the `planes` leading dims no pass resizes: every pass keeps a plane's data in the
+    plane's own stretch of each buffer, so a block reads only what it wrote."""
+    q0, q1 = block_range(planes, 1, block_idx, block_dim)
     for p in range(plan.size // 7):
         outer, n_in, n_out, inner, k, t, b = plan[7 * p:7 * p + 7]
         tab = slice(t, t + n_out * k)
+        o0, o1 = q0 * (outer // planes), q1 * (outer // planes)
         if p == 0:
-            _axis_pass(x, ws_a, outer, n_in, n_out, inner, k, idx[tab], w[tab], bias[b:b + n_out])
+            _axis_pass(x, ws_a, o0, o1, n_in, n_out, inner, k, idx[tab], w[tab], bias[b:b + n_out])
         else:
-            _axis_pass(ws_a, ws_b, outer, n_in, n_out, inner, k, idx[tab], w[tab], bias[b:b + n_out])
+            _axis_pass(ws_a, ws_b, o0, o1, n_in, n_out, inner, k, idx[tab], w[tab], bias[b:b + n_out])
             ws_a, ws_b = ws_b, ws_a
-    _store(ws_a, out, lo, hi, rnd)
+    per = out.size // max(planes, 1)
+    _store(ws_a, out, q0 * per, q1 * per, lo, hi, rnd)
 
 
 # -- tap tables (Python, at prepare time) -----------------------------------------------------------
@@ -261,6 +279,11 @@ def _one_hot_rows(w) -> bool:
     return bool(np.all((w == 0) | (w == 1)) and np.all(w.sum(axis=1) == 1))
 
 
+# ns, one thread, float32 (blocks.MIN_BLOCK_NS): per bilinear output (1x16x56x56 x2: 1.5), per tap of a
+# separable pass (cubic 1x4x56x56 x2: 2.5)
+_NS_BILINEAR, _NS_TAP = 1.5, 2.5
+
+
 @register(["Resize", "Upsample"], infer=_infer_resize, value_inputs=(1, 2, 3))
 def _prepare_resize(ctx: KernelContext) -> Launch:
     shape = ctx.inputs[0].shape
@@ -270,38 +293,41 @@ def _prepare_resize(ctx: KernelContext) -> Launch:
     taps = {a: axis_taps(shape[a], out[a], scale[a], lohi[a], o) for a in range(len(shape))
             if not (math.isclose(scale[a], 1.0) and out[a] == shape[a] and (not crop or lohi[a] == (0.0, 1.0)))}
     if all(b is None and _one_hot_rows(w) for _, w, b in taps.values()):
-        return _nearest_launch(shape, out, taps)
+        return _nearest_launch(ctx, shape, out, taps)
     r = len(shape)
     if (ctx.inputs[0].dtype.kind == "f" and r >= 2 and set(taps) <= {r - 2, r - 1}
             and all(b is None and w.shape[1] == 2 for _, w, b in taps.values())):
-        return _bilinear_launch(shape, out, taps)
+        return _bilinear_launch(ctx, shape, out, taps)
     if ctx.inputs[0].dtype.kind not in "iuf":
         raise ctx.error(f"{o['mode']} interpolation needs numeric data, got {ctx.inputs[0].dtype}")
-    return _separable_launch(shape, out, taps, ctx.inputs[0].dtype)
+    return _separable_launch(ctx, shape, out, taps, ctx.inputs[0].dtype)
 
 
-def _nearest_launch(shape, out, taps) -> Launch:
+def _nearest_launch(ctx, shape, out, taps) -> Launch:
     """Every axis reads one input per output: an offset table per axis for gather_axes."""
     st = contiguous_strides(shape)
     tables = [(taps[a][0][np.arange(out[a]), taps[a][1].argmax(axis=1)] if a in taps else np.arange(out[a]))
               * st[a] for a in range(len(shape))]
-    return Launch(gather_axes, gather_args(out, tables), inputs=(0,))
+    return gather_launch(ctx, gather_args(out, tables), inputs=(0,))
 
 
-def _bilinear_launch(shape, out, taps) -> Launch:
+def _bilinear_launch(ctx, shape, out, taps) -> Launch:
     """2 taps on (at most) the last two axes; an untouched one of them gets identity taps."""
     pairs = []
     for a in (len(shape) - 2, len(shape) - 1):
         idx, w, _ = taps.get(a) or (np.repeat(np.arange(out[a]), 2).reshape(-1, 2),
                                     np.tile([1.0, 0.0], (out[a], 1)), None)
         pairs += [idx.reshape(-1).astype(np.int64), w.reshape(-1).astype(np.float64)]
-    rows = (TensorSpec((max(out[-1], 1),), np.float64),) * 2
-    return Launch(resize_bilinear, (math.prod(shape[:-2]), shape[-2], shape[-1], out[-2], out[-1], *pairs),
-                  workspaces=rows, inputs=(0,))
+    planes = math.prod(shape[:-2])
+    nb = blocks(ctx, planes * out[-2], _NS_BILINEAR * out[-1])
+    rows = (per_block(out[-1], np.float64, nb),) * 2  # two rows per block
+    return tiled(resize_bilinear, (planes, shape[-2], shape[-1], out[-2], out[-1], *pairs), nb, rows,
+                 inputs=(0,))
 
 
-def _separable_launch(shape, out, taps, dtype) -> Launch:
-    """One pass per resized axis, ping-ponging between two float64 workspaces."""
+def _separable_launch(ctx, shape, out, taps, dtype) -> Launch:
+    """One pass per resized axis, ping-ponging between two float64 workspaces; blocks split the leading
+    dims before the first resized axis."""
     plan, idxs, ws, biases, sizes, cur = [], [], [], [], [0, 0], list(shape)
     t = b = 0
     for p, a in enumerate(sorted(taps)):
@@ -314,7 +340,11 @@ def _separable_launch(shape, out, taps, dtype) -> Launch:
         biases.append(np.zeros(out[a]) if bias is None else bias)
         t, b = t + idx.size, b + out[a]
     info = np.iinfo(dtype) if dtype.kind in "iu" else np.finfo(dtype)
+    planes = math.prod(shape[:min(taps)]) if taps else 1
+    ns = sum(plan[7 * p] * plan[7 * p + 2] * plan[7 * p + 3] * plan[7 * p + 4] for p in range(len(plan) // 7))
+    nb = blocks(ctx, planes, _NS_TAP * ns / max(planes, 1))
     args = (np.array(plan, np.int64), np.concatenate(idxs).astype(np.int64), np.concatenate(ws).astype(np.float64),
-            np.concatenate(biases).astype(np.float64), float(info.min), float(info.max), int(dtype.kind in "iu"))
+            np.concatenate(biases).astype(np.float64), float(info.min), float(info.max), int(dtype.kind in "iu"),
+            planes)
     work = tuple(TensorSpec((max(n, 1),), np.float64) for n in sizes)
-    return Launch(resize_separable, args, workspaces=work, inputs=(0,))
+    return tiled(resize_separable, args, nb, work, inputs=(0,))

@@ -16,11 +16,20 @@ the same source row as the previous one is copied from it, and the longest stret
 table counts up by one (a pad's interior) is copied as a slice.
 
 Both take shapes and strides as int64 arrays, so one compiled specialization serves every rank.
+
+Blocks (AI cores): both walkers split their steps as flat ranges (blocks.row_range): strided_copy's step
+is a row (cut on multiples of G columns) or, for a tiled transpose, a strip of TILE-row tiles (cut on
+multiples of TILE rows); every step writes its own part of dst (the plan maps the walk one-to-one onto
+the output), so blocks never overlap, whatever the source strides (0 for Expand/Tile). A block starts its
+multi-index at its first step. gather_axes copies a repeated row from the previous one only when the
+same block wrote that row whole.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from .blocks import G, blocks, row_range, tiled
 
 # element types the kernels compile for (Numba has no float16 or bfloat16 arrays)
 DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
@@ -57,7 +66,9 @@ def _transpose_block(src, dst, ps, pd, na, nb, sb, da):
 
 
 @njit(nogil=True, cache=True)
-def strided_copy(src, dst, s_off, d_off, shape, ss, ds):
+def strided_copy(src, dst, s_off, d_off, shape, ss, ds, block_idx, block_dim):
+    """Blocks split the walk's steps (a row, or a tile's TILE-row strip) as flat ranges (blocks.row_range,
+    grain TILE rows of a tile or G columns of a row); every step writes its own part of dst."""
     r = shape.shape[0]
     total = 1
     for d in range(r):
@@ -67,17 +78,31 @@ def strided_copy(src, dst, s_off, d_off, shape, ss, ds):
     n, si, di = shape[r - 1], ss[r - 1], ds[r - 1]
     # a transpose (src contiguous along dim r-2, dst along r-1) moves 2-d tiles instead of rows
     tiled = r >= 2 and ss[r - 2] == 1 and di == 1 and si != 1 and n >= TILE and shape[r - 2] >= TILE
-    block = n * shape[r - 2] if tiled else n
+    m = shape[r - 2] if tiled else n  # what a block range cuts inside one step: tile rows or row columns
+    steps = total // (n * m) if tiled else total // n
+    lo, hi = row_range(steps * m, m, TILE if tiled else G, block_idx, block_dim)
+    if lo >= hi:
+        return
     idx = np.zeros(r, np.int64)
     ps, pd = s_off, d_off
-    for _ in range(total // block):
+    t = lo // m
+    for d in range(r - 3 if tiled else r - 2, -1, -1):  # the multi-index of the first step
+        idx[d] = t % shape[d]
+        t //= shape[d]
+        ps += idx[d] * ss[d]
+        pd += idx[d] * ds[d]
+    pos, a0 = lo // m * m, lo % m
+    while pos < hi:
+        a1 = min(m, hi - pos)
         if tiled:
-            _transpose_block(src, dst, ps, pd, shape[r - 2], n, si, ds[r - 2])
+            _transpose_block(src, dst, ps + a0, pd + a0 * ds[r - 2], a1 - a0, n, si, ds[r - 2])
         elif si == 1 and di == 1:
-            copy_run(src, ps, dst, pd, n)
+            copy_run(src, ps + a0, dst, pd + a0, a1 - a0)
         else:
-            for j in range(n):
+            for j in range(a0, a1):
                 dst[pd + j * di] = src[ps + j * si]
+        a0 = 0
+        pos += m
         d = r - 3 if tiled else r - 2
         while d >= 0:  # carry the outer multi-index (inline: a helper returning (ps, pd) is 4x slower)
             idx[d] += 1
@@ -92,32 +117,45 @@ def strided_copy(src, dst, s_off, d_off, shape, ss, ds):
 
 
 @njit(nogil=True, cache=True)
-def gather_axes(x, out, shape, tables, starts, run_lo, run_hi):
-    """run_lo:run_hi is a stretch where the last table counts up by one: copied as a slice."""
+def gather_axes(x, out, shape, tables, starts, run_lo, run_hi, block_idx, block_dim):
+    """run_lo:run_hi is a stretch where the last table counts up by one: copied as a slice. Blocks split
+    the output rows as flat ranges (blocks.row_range); a row repeats the previous one by copying it only
+    when this block wrote that row whole."""
     r = shape.shape[0]
     total = 1
     for d in range(r):
         total *= shape[d]
-    if total == 0:
-        return
     n, last = shape[r - 1], starts[r - 1]
+    lo, hi = row_range(total, n, G, block_idx, block_dim)
+    if lo >= hi:
+        return
     idx = np.zeros(r, np.int64)
+    t = lo // n
+    for d in range(r - 2, -1, -1):
+        idx[d] = t % shape[d]
+        t //= shape[d]
     base, prev = 0, -1
     for d in range(r - 1):
-        base += tables[starts[d]]
-    po = 0
-    for _ in range(total // n):
+        base += tables[starts[d] + idx[d]]
+    po, j0 = lo // n * n, lo % n
+    while po < hi:
+        j1 = min(n, hi - po)
         if base == prev:  # the same source row again (nearest upsampling, edge padding): copy our last row
-            copy_run(out, po - n, out, po, n)
+            copy_run(out, po - n + j0, out, po + j0, j1 - j0)
         else:
             # views and unsigned offsets skip Numba's negative-index wraparound (see copy_run): 1.3x
             row, src, tab = out[po:po + n], x[base:], tables[last:last + n]
-            for j in range(run_lo):
+            c0, c1 = min(max(run_lo, j0), j1), max(min(run_hi, j1), j0)
+            if c1 < c0:
+                c1 = c0
+            for j in range(j0, c0):
                 row[j] = src[np.uint64(tab[j])]
-            copy_run(src, tab[run_lo], row, run_lo, run_hi - run_lo)
-            for j in range(run_hi, n):
+            if c1 > c0:
+                copy_run(src, tab[c0], row, c0, c1 - c0)
+            for j in range(c1, j1):
                 row[j] = src[np.uint64(tab[j])]
-        prev = base
+        prev = base if j0 == 0 else -1  # a row begun mid-way is not whole
+        j0 = 0
         po += n
         d = r - 2
         while d >= 0:
@@ -176,6 +214,32 @@ def copy_args(shape, ss, ds, s_off=0, d_off=0) -> tuple:
             v.insert(to - 1, moved)
     return (int(s_off), int(d_off), np.array(shape, np.int64), np.array(ss, np.int64),
             np.array(ds, np.int64))
+
+
+# ns, one thread, best of 40 (blocks.MIN_BLOCK_NS): per float32 element of a run contiguous on both sides
+# (Concat, Slice, Tile: 0.13-0.17), per element read through a stride or a table (Transpose 0.84-1.6, Pad
+# reflect/edge 0.55-0.83, nearest Resize 0.87-1.56), per row of the walk (Concat of 8-element runs: 8)
+_NS_RUN, _NS_STRIDED, _NS_STEP = 0.17, 1.0, 8.0
+
+
+def walk_ns(n: int, contiguous: bool, itemsize: int = 4) -> float:
+    """ns per element of a walk whose rows hold n elements of itemsize bytes."""
+    return (_NS_RUN * itemsize / 4 if contiguous else _NS_STRIDED) + _NS_STEP / max(n, 1)
+
+
+def strided_launch(ctx, args: tuple, **kw):
+    """A tiled Launch of strided_copy with `copy_args` args."""
+    shape, ss, ds = args[2:5]
+    ns = walk_ns(int(shape[-1]), ss[-1] == 1 and ds[-1] == 1, ctx.outputs[0].dtype.itemsize)
+    return tiled(strided_copy, args, blocks(ctx, int(np.prod(shape)), ns), **kw)
+
+
+def gather_launch(ctx, args: tuple, **kw):
+    """A tiled Launch of gather_axes with `gather_args` args."""
+    shape, _, _, lo, hi = args
+    n = int(shape[-1])
+    ns = walk_ns(n, False)  # table loads even where a run is copied (per-row set-up, measured)
+    return tiled(gather_axes, args, blocks(ctx, int(np.prod(shape)), ns), **kw)
 
 
 def dense_copy_args(out_shape, ss, s_off=0) -> tuple:

@@ -120,8 +120,7 @@ def _run(op, arrays, attrs, opset=17, out=None):
     specs = [TensorSpec(a.shape, a.dtype) for a in arrays]
     ctx = KernelContext(op, "n", attrs, specs, [None] * len(arrays), opset)
     kernel = lookup(op, "", opset)
-    ctx.outputs = kernel.infer(ctx)
-    launch = kernel.prepare(ctx)
+    launch = kernel.bind(ctx)
     out = np.empty(ctx.outputs[0].shape, ctx.outputs[0].dtype) if out is None else out
     call(launch, arrays, [out])
     return out
