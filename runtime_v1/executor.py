@@ -290,10 +290,17 @@ class Executor:
         self.refreshable = opts.feature_base_refreshable
         max_instances = 1 if self.refreshable or feature_map is not None else opts.executor_instances
         release = None
-        if weights is None:   # the instances share one copy, released when the last one goes
+        if weights is None and self.model.segments["weights"] == 0:
+            weights = np.zeros(1, np.uint8)   # no constants: nothing to reserve on the device
+        elif weights is None:   # the instances share one copy, released when the last one goes
             weights, release = reserve(memory, self.model.segments["weights"], f"the weights of '{plan.name}'")
             copy_weights(plan, weights)
-        first = Instance(self.model, weights, memory, feature_map)
+        try:
+            first = Instance(self.model, weights, memory, feature_map)
+        except BaseException:
+            if release is not None:   # the arena did not fit: the weights go back too
+                release()
+            raise
         self._instances = InstancePool(lambda: Instance(first.model, weights, memory), max_instances,
                                        Instance.close, first, on_empty=release)
         self._inputs = {t: (self.model.io_slot[t].slot, _spec(plan.tensors[t])) for t in plan.inputs}

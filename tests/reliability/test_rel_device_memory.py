@@ -94,3 +94,20 @@ def test_device_larger_than_the_host_can_map(runtime, bystander):
         with s:
             np.testing.assert_allclose(s.run(None, {"x": x})[0], 1 / (1 + np.exp(-1.0)), rtol=1e-6)
     _bystander_ok(bystander)
+
+
+def test_v1_refusal_gives_the_weights_back():
+    """Regression: the weights fit, the arena does not; the weights' reservation goes back with the error
+    (it leaked, and a model without constants reserved a 512-byte weights block)."""
+    import runtime_v1
+    from ge.npu.memory import DeviceMemory
+    from onnx import helper, numpy_helper
+    from rel_models import make_model, vi
+    w = numpy_helper.from_array(np.ones(SHAPE, np.float32), "w")
+    model = make_model([helper.make_node("Add", ["x", "w"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
+                        helper.make_node("Sigmoid", ["b"], ["y"])], [vi("x", SHAPE)], [vi("y", None)], [w])
+    plan = ge.compile(model, options=SMALL)
+    memory = DeviceMemory(256 * KB)
+    with pytest.raises(ge.DeviceMemoryError):
+        runtime_v1.load(plan, memory)
+    assert memory.in_use == 0

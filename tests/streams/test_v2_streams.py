@@ -116,7 +116,7 @@ def test_ge_profile_writes_a_trace_with_one_track_per_stream(tmp_path, capsys, r
     assert main(["profile", light_model_path("squeezenet"), "--trace", str(trace), "--repeat", "1",
                  "--runtime", runtime]) == 0
     out = capsys.readouterr().out
-    assert "2 stream(s)" in out and "overlap" in out and "AICORE utilization" in out
+    assert "2 streams" in out and "overlap" in out and "AICORE utilization" in out
     assert f"on runtime_{runtime}" in out
     events = json.load(open(trace))["traceEvents"]
     tracks = {e["tid"] for e in events if e["ph"] == "X" and e["cat"] == "kernel"}
