@@ -1,7 +1,7 @@
 """runtime_v2 on the planned feature-map arena against its caching allocator (what a plan without a static
 memory plan uses: every output and workspace allocated and freed per node).
 
-    pytest bench/test_memory_arena.py --benchmark-only
+    pytest bench/test_memory_arena.py --benchmark-only -n 0
 The benchmark times the arena; extra_info holds both medians from alternating runs and arena/allocator.
 """
 import dataclasses

@@ -1,6 +1,6 @@
 """Memory planning and kernel compile time.
 
-    pytest bench/test_planning.py --benchmark-only
+    pytest bench/test_planning.py --benchmark-only -n 0
 - memory: planned feature-map bytes, the live lower bound and no-reuse bytes per light model, for DFS and
   memory_priority orders (extra_info); the benchmark times the whole compile (import, passes, plan).
 - compile: Numba kernels of a model compiled in a fresh cache directory (cold) vs loaded from it (warm), each

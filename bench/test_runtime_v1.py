@@ -1,6 +1,6 @@
 """runtime_v1 (task sink) against runtime_v2 (host-driven), alternating runs in one process.
 
-    pytest bench/test_runtime_v1.py --benchmark-only -s
+    pytest bench/test_runtime_v1.py --benchmark-only -n 0 -s
 - the light models (random weights): latency of v1 and v2, one thread;
 - a 1,000-node chain of tiny element-wise ops: the per-node overhead of each runtime and of onnxruntime
   (ns/node);

@@ -1,6 +1,6 @@
 """runtime_v2 host overhead and dynamic shapes (`python bench/runtime_v2_report.py` prints the full set).
 
-    pytest bench/test_runtime_v2.py --benchmark-only
+    pytest bench/test_runtime_v2.py --benchmark-only -n 0
 """
 import os
 import sys

@@ -1,6 +1,6 @@
 """Streams on real cores: runtime_v2 with 2 stream threads vs one stream, alternating runs.
 
-    pytest bench/test_streams.py --benchmark-only -s
+    pytest bench/test_streams.py --benchmark-only -n 0 -s
 
 extra_info per model: medians, `single_over_multi` (the real speed-up), `ideal_2_threads` (the speed-up the
 stream schedule allows on 2 threads, from each step's measured time: no model can beat it with these

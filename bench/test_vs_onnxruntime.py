@@ -1,7 +1,7 @@
 """ge (runtime_v1 and runtime_v2) against onnxruntime on the light models (random weights), one thread each
 (ge's thread_budget=1: multi-stream plans run in plan order on one thread).
 
-    pytest bench/test_vs_onnxruntime.py --benchmark-only
+    pytest bench/test_vs_onnxruntime.py --benchmark-only -n 0
 The benchmark times ge v1; extra_info holds every median from alternating runs and the ratios to onnxruntime.
 """
 import numpy as np

@@ -266,11 +266,15 @@ def _slice(tracer, stream: int, kind: str, name: str, t0: float, flow=None) -> N
                      flow)
 
 
-def _stop_streams(instances: list) -> None:
-    """The executor was collected without close(): its workers must not park forever."""
+def _collected(instances: list) -> None:
+    """The executor was collected without close(): its stream workers must not park forever, and its launch
+    slots go back to the AI cores (else, after MAX_SLOTS dropped sessions, every launch ran on one core)."""
     for inst in list(instances):
         if inst.streams is not None:
             inst.streams.close()
+        if inst.cores is not None:
+            inst.cores.release_slots(inst.slots)
+            inst.cores = None
 
 
 class Executor:
@@ -305,8 +309,7 @@ class Executor:
                                        Instance.close, first, on_empty=release)
         self._inputs = {t: (self.model.io_slot[t].slot, _spec(plan.tensors[t])) for t in plan.inputs}
         self._outputs = self._output_plan()
-        if len(self.model.streams) > 1:
-            weakref.finalize(self, _stop_streams, self._instances.all)
+        weakref.finalize(self, _collected, self._instances.all)
 
     def _output_plan(self) -> tuple:
         """Per output position: (BIND, slot, spec) for the first output of a produced I/O block, else

@@ -152,7 +152,7 @@ class Executor:
         me, device, shared = weakref.ref(self), self.device, self._shared is not None  # no pool <-> self cycle
         self._instances = InstancePool(lambda: me()._new_instance(), self.max_instances,
                                        lambda inst: inst.release(device, shared))
-        weakref.finalize(self, _close_runners, self._instances.all)
+        weakref.finalize(self, _collected, self._instances.all)
 
     def _stream_threads(self) -> int:
         """Threads for the plan's streams (1: the plan runs in plan order on the calling thread)."""
@@ -341,11 +341,15 @@ class Executor:
                     "shared_allocator": self._shared is not None, "dynamic": dyn}
 
 
-def _close_runners(instances) -> None:
-    """When an executor is collected: stop the stream threads of its instances."""
+def _collected(instances) -> None:
+    """When an executor is collected without close(): stop the stream threads of its instances and give
+    their launch slots back to the AI cores."""
     for inst in list(instances):
         if inst.runner is not None:
             inst.runner.close()
+        if inst.cores is not None:
+            inst.cores.release_slots(inst.slots)
+            inst.cores = None
 
 
 def _weak(method):

@@ -22,6 +22,7 @@ from numba import njit
 
 from .fastmath import exp, expm1
 from .registry import KernelContext
+from .specialize import by_type
 
 NONE, RELU, LEAKY_RELU, CLIP, SIGMOID, HARD_SIGMOID, TANH, HARD_SWISH = range(8)
 ACTIVATIONS = {"": NONE, "Relu": RELU, "LeakyRelu": LEAKY_RELU, "Clip": CLIP, "Sigmoid": SIGMOID,
@@ -86,6 +87,7 @@ def _hard_swish(v, a, b, lo, hi):
     return v * min(max(a * v + b, lo), hi)
 
 
+@by_type
 @njit(nogil=True, cache=True)
 def epilogue(y, off, n, alpha, s, v, voff, beta, has_v, act, p0, p1):
     """y[off:off+n] = act(alpha*y + s + beta*v[voff:voff+n]), computed in y's dtype."""

@@ -4,19 +4,43 @@ Why not BLAS: (1) every output element here is computed by the same sequence of 
 row or column, so channels with equal weights give bitwise-equal results (the ONNX light models fill all
 weights with one constant, and SqueezeNet's reference output is uniform only under that property; the
 OpenBLAS kernel this machine runs breaks it by ~1 ulp per layer, which its logits of ~1e10 amplify);
-(2) kernels stay single-threaded, so the thread budget belongs to the streams; (3) measured faster than
-the OpenBLAS build here on ResNet-50's shapes (AVX-512 code from LLVM vs a Haswell kernel).
+(2) the kernels run as blocks on AI cores (a tiled launch, tiling.py), not on BLAS threads. In L1/L2 the
+register tiles (microkernel.py) match OpenBLAS's AVX-512 kernel; on large GEMMs OpenBLAS stays 10-20% ahead.
 
 A is read through strides (element (m, k) at a[m*sam + k*sak]), so a transposed A costs nothing; C has a
-row stride, and B a row stride (gemm_nn_ld) or any row offsets (gemm_nn_rows: a conv reads its shifted,
-zero-padded input as B without unfolding it, see conv.py's SHIFTED).
-gemm_nn: C[M,N] (+)= A[M,K] @ B[K,N] as a register-blocked micro-kernel on explicit vectors (simd.py):
-a tile of 8 rows x 2 vectors of C (16 zmm registers) stays in registers over a block of KC k; per k,
-2 vector loads of B, 8 broadcasts of A and 16 FMAs (8 rows: channel counts are multiples of 8). A panel's
-second vector is masked when N ends inside it (or the panel is a single masked vector); rows left over are
-done one at a time. Every C element, wherever it sits in a tile, is one chain c = fma(a[m,k], b[k,j], c)
-over k in increasing order, starting from 0 (or from C when accumulating): the same operations as the
-scalar loops this replaced (bitwise-equal results), at 1.2-2x their speed (~250 GF/s on big shapes).
+row stride, and B a row stride or any row offsets (`brow`: a conv reads its shifted, zero-padded input as
+B without unfolding it, see conv.py's SHIFTED).
+
+Every C element, wherever it sits in a tile, a block or a split, is one chain c = fma(a[m,k], b[k,j], c)
+over k in increasing order from 0 (or from C when accumulating), with C stored in its own dtype between k
+blocks, and the k blocks depend on K only: results are bitwise equal for any tiling, split or core count.
+
+`gemm_block` computes a block's share [m0, m1) x [n0, n1) of C, blocked for this Xeon's caches (48 KiB L1,
+2 MiB L2 per core):
+- k blocks: K cut into equal blocks of at most KC_MAX = 256, so a panel of B (KC x 2 vectors, <= 32 KiB)
+  stays in L1 while the 8-row tiles of A sweep it;
+- A blocks: a sweep covers MC rows (A_BLOCK_BYTES = 512 KiB of A), which stay in L2 from one panel to the
+  next (ResNet-50's 512x7x7 -> 2048 conv: 75 -> 87 GF/s; its 2 MiB of A per k block used to stream from L3
+  for every panel);
+- packed B (`pack`, for callers whose B is a strided input: MatMul, Gemm, POINTWISE convs, ConvTranspose;
+  when _packs): B[k block, NC columns] copied into contiguous zero-padded panels, row by row (B is read
+  sequentially instead of panel rows 12.5 KB apart: every row a TLB miss, none prefetched); NC such that
+  the packed block and the C block it updates fill L2_BLOCK_BYTES, so C stays in L2 between k blocks
+  (+5-10%), and column blocks are evened out. The conv-shaped GEMM 256x3136x576: 90 -> 110 GF/s, and its
+  split by columns over two cores went from ~1.4x to ~2x. With the packed B, tiles of A are packed too
+  when a B block has PACK_A_MIN_COLS columns to amortize it (+16% at K = 64, neutral elsewhere).
+- B read in place otherwise (SHIFTED's and IM2COL's B is already a compact copy in L2: packing it again
+  cost 10-20%; fewer than PACK_MIN_ROWS rows of C: too little reuse; a small B with aligned rows: -10%),
+  a panel copied (aligned, contiguous) only when B's rows are a multiple of 2 KiB apart (they then share a
+  few L1 sets: BERT's FFN 1.37x), or when they come through row offsets, at any alignment, and at least
+  COPY_MIN_ROWS rows of C reuse the copy (ResNet-50's 512-channel 3x3 convs +8-20%).
+
+Tiling (host side, for the callers' `prepare`): a launch gets blocks of at least MIN_BLOCK_MACS
+multiply-adds. Measured on one core (float32, warm, from Python): convs and MatMuls of 0.45-4 million
+multiply-adds run at 32-67 GMAC/s, ~45 at one million, so a block of 2^20 does ~23 us of work, the least
+that pays for handing it to another core (a few us plus the wake-up: 15-60 us for the benchmark's Python
+threads, bench/gemm_cores.py). `split_axis` cuts a GEMM by 8-row tiles (ROWS) or by panels of columns
+(COLS), preferring the cut whose every block re-reads the smaller operand.
 gemm_nt: C[M,N] (+)= A[M,K] @ B[N,K]^T as row-by-row dot products, for N == 1 and transposed B.
 """
 from __future__ import annotations
@@ -24,13 +48,118 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
-from .simd import vbcast, vfma, vlanes, vload, vload_n, vstore, vstore_n, vzero
+from .microkernel import _panel, _panel_a
+from .simd import vlanes, vload, vload_n, vstore
+from .specialize import by_type
+from .tiling import block_dim_for, block_range
 
-KC = 256  # depth of a k block: the B panel it reads (KC x 2 vectors, 32 KiB in float32) stays in L1
+KC_MAX = 256  # the deepest k block: K cut into equal blocks of at most this; a panel (KC x 2 vectors) fits L1
+A_BLOCK_BYTES = 1 << 19  # the rows of A one sweep of a panel reads (MC x KC) stay in L2
+L2_BLOCK_BYTES = 1 << 20  # a packed B block (KC x NC), with the C block it updates, fills half of L2 (2 MiB)
+PACK_MIN_ROWS = 128  # fewer rows of C: B read in place (packing it costs more than reusing it saves)
+PACK_MIN_B_BYTES = 1 << 19  # a smaller B with aligned rows stays in L2 as it is (packing it: -10%)
+PACK_A = True  # with a packed B block, pack A's tiles too ...
+PACK_A_MIN_COLS = 512  # ... when the block has this many columns to amortize the copy
 # When B's row stride is a multiple of 2 KiB, a panel's rows fall into a few L1 sets and evict each other:
-# then each panel is first copied to a contiguous buffer (BERT's FFN 1.37x; 0.9x where it is not needed).
-PACK_STRIDE_BYTES, PACK_MIN_ROWS = 2048, 16
+# then B read in place has each panel copied first.
+PACK_STRIDE_BYTES = 2048
+# B read through row offsets (SHIFTED's taps) has rows at any alignment: with this many rows of C to reuse
+# it, each panel is first copied aligned (ResNet-50's 512-channel 3x3 convs +8-20%; -3-8% with fewer rows)
+COPY_MIN_ROWS = 512
+MIN_BLOCK_MACS = 1 << 20  # a block's least work: ~23 us at small shapes' ~45 GMAC/s (see the module doc)
 
+
+# -- sizes (host and kernel side) -------------------------------------------------------------------
+
+@njit(nogil=True, cache=True)
+def k_depth(K):
+    """The depth of every k block: K cut into equal blocks of at most KC_MAX (a multiple of 8)."""
+    nb = max(1, (K + KC_MAX - 1) // KC_MAX)
+    return max(8, ((K + nb - 1) // nb + 7) // 8 * 8)
+
+
+@njit(nogil=True, cache=True)
+def _mc(kc, itemsize):
+    """Rows of an A block: A_BLOCK_BYTES of kc columns, whole tiles."""
+    return max(8, A_BLOCK_BYTES // (kc * itemsize) // 8 * 8)
+
+
+@njit(nogil=True, cache=True)
+def _nc_max(M, K, lanes):
+    """Columns of a packed B block: it fills L2_BLOCK_BYTES with the C block it updates when K has several
+    k blocks (so C stays in L2 from one k block to the next), whole panels (at least one)."""
+    P, kc = 2 * lanes, k_depth(K)
+    per_column = kc + (min(M, _mc(kc, 64 // lanes)) if K > kc else 0)
+    return max(P, L2_BLOCK_BYTES * lanes // 64 // per_column // P * P)
+
+
+@njit(nogil=True, cache=True)
+def _packs(M, N, K, ldb, itemsize):
+    """Whether packing B pays for a block of C of M rows, N columns: enough rows reuse the packed block,
+    and this block's part of B (K x N) is too big to stay in L2 between panel sweeps anyway, or its rows
+    are not 64-byte aligned (then every vector load of B in place spans two cache lines: 7x7 planes'
+    49-float rows, +15%)."""
+    return M >= PACK_MIN_ROWS and (K * N * itemsize >= PACK_MIN_B_BYTES or ldb * itemsize % 64 != 0)
+
+
+@njit(nogil=True, cache=True)
+def _a_elems(M, kc, itemsize):
+    """The packed A block's elements (after the packed B block)."""
+    return min(M, _mc(kc, itemsize)) * kc if PACK_A else 0
+
+
+@njit(nogil=True, cache=True)
+def pack_elems(M, N, K, ldb, itemsize, packed):
+    """Workspace elements gemm_block needs for a block of M rows and N columns of C, B's rows ldb apart:
+    packed A and B blocks when `packed` (B is a large strided matrix: an input) and _packs, else room for
+    one panel (copied when B's rows conflict in L1)."""
+    lanes = 64 // itemsize
+    P, kc = 2 * lanes, k_depth(K)
+    if not packed or not _packs(M, N, K, ldb, itemsize):
+        return kc * P
+    return kc * min(_nc_max(M, K, lanes), (N + P - 1) // P * P) + _a_elems(M, kc, itemsize)
+
+
+def workspace(M: int, N: int, K: int, dtype, packed: bool = True, ldb: int | None = None) -> int:
+    """pack_elems for a dtype (host side); ldb defaults to N."""
+    return int(pack_elems(M, N, K, N if ldb is None else ldb, np.dtype(dtype).itemsize, packed))
+
+
+# -- tiling (host side): how a launch of GEMMs is cut into blocks ------------------------------------
+
+ROWS, COLS = 0, 1  # a GEMM split by rows of C (A's rows: each block reads all of B) or by columns
+
+
+def gemm_blocks(macs: int, cores: int) -> int:
+    """block_dim for GEMM work of `macs` multiply-adds: each block gets at least MIN_BLOCK_MACS."""
+    return block_dim_for(int(macs), cores, MIN_BLOCK_MACS)
+
+
+def split_axis(M: int, N: int, block_dim: int, lanes: int) -> tuple[int, int]:
+    """(ROWS or COLS, block_dim) for a GEMM shared by up to block_dim blocks: preferably the axis whose
+    other operand is the smaller (split by columns, every block reads all of A, [M, K]; by rows, all of
+    B, [K, N]), if it has a tile (8 rows) or a panel (2 vectors of columns) per block; else the other;
+    else fewer blocks, as many as the larger axis has units."""
+    units = {ROWS: -(-M // 8), COLS: -(-N // (2 * lanes))}
+    for axis in ((COLS, ROWS) if N >= M else (ROWS, COLS)):
+        if units[axis] >= block_dim:
+            return axis, block_dim
+    axis = COLS if units[COLS] >= units[ROWS] else ROWS
+    return axis, max(1, min(block_dim, units[axis]))
+
+
+@njit(nogil=True, cache=True)
+def share(M, N, axis, lanes, block_idx, block_dim):
+    """(m0, m1, n0, n1): block block_idx's part of C[M, N] split along `axis`, on tile (8 rows) or panel
+    (2 vectors of columns) boundaries."""
+    if axis == ROWS:
+        m0, m1 = block_range(M, 8, block_idx, block_dim)
+        return m0, m1, 0, N
+    n0, n1 = block_range(N, 2 * lanes, block_idx, block_dim)
+    return 0, M, n0, n1
+
+
+# -- entry points -----------------------------------------------------------------------------------
 
 @njit(nogil=True, cache=True)
 def gemm_nn(a, b, c, M, N, K, sam, sak, accumulate):
@@ -41,38 +170,109 @@ def gemm_nn(a, b, c, M, N, K, sam, sak, accumulate):
 @njit(nogil=True, cache=True)
 def gemm_nn_ld(a, b, c, M, N, K, sam, sak, ldb, ldc, accumulate):
     """C (+)= A @ B with row strides: B[k, j] = b[k*ldb + j], C[m, j] = c[m*ldc + j], j < N."""
-    _gemm(a, b, np.empty(0, np.int64), ldb, c, M, N, K, sam, sak, ldc, accumulate)
+    ws = np.empty(pack_elems(M, N, K, ldb, c.itemsize, True), c.dtype)
+    gemm_block(a, b, np.empty(0, np.int64), ldb, c, ldc, K, sam, sak, accumulate, 0, M, 0, N, ws, True)
 
 
 @njit(nogil=True, cache=True)
 def gemm_nn_rows(a, b, brow, c, M, N, K, sam, sak, ldc, accumulate):
     """C (+)= A @ B, B's row k starting at b[brow[k]] (any offsets: a conv's shifted taps, with no im2col),
     C[m, j] at c[m*ldc + j], j < N."""
-    _gemm(a, b, brow, 0, c, M, N, K, sam, sak, ldc, accumulate)
+    ws = np.empty(pack_elems(M, N, K, 0, c.itemsize, False), c.dtype)
+    gemm_block(a, b, brow, 0, c, ldc, K, sam, sak, accumulate, 0, M, 0, N, ws, False)
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _gemm(a, b, brow, ldb, c, M, N, K, sam, sak, ldc, accumulate):
-    """gemm_nn_ld (brow empty) or gemm_nn_rows: k blocks of KC, panels of 2 vectors, tiles of 8 rows."""
+@by_type
+@njit(nogil=True, cache=True)
+def gemm_block(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws, pack):
+    """C[m0:m1, n0:n1] (+)= A[m0:m1, :] @ B[:, n0:n1]: B's row k at b[brow[k]] (brow non-empty) or at
+    b[k*ldb]; C[m, j] at c[m*ldc + j]; ws: this block's workspace, pack_elems(m1 - m0, n1 - n0, K, ldb,
+    itemsize, pack) elements or more (`pack`: B may be packed, in blocks as wide as ws holds)."""
+    if m1 <= m0 or n1 <= n0:
+        return
+    if K == 0:
+        if not accumulate:
+            for m in range(m0, m1):
+                c[m * ldc + n0:m * ldc + n1] = 0
+        return
+    kc = k_depth(K)
+    if pack and _packs(m1 - m0, n1 - n0, K, ldb, c.itemsize) and \
+            ws.size >= kc * 2 * vlanes(c) + _a_elems(m1 - m0, kc, c.itemsize):
+        _blocked(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws)
+    else:
+        _streamed(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws)
+
+
+# -- the two loop nests -----------------------------------------------------------------------------
+
+@njit(nogil=True, cache=True)
+def _blocked(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws):
+    """Packed B blocks in L2, each panel (in L1) swept by the 8-row tiles of an MC-row A block (in L2)."""
     L = vlanes(c)
-    P = 2 * L  # panel width
-    MR = M - M % 8  # rows in whole tiles
-    packed = M >= PACK_MIN_ROWS and N > L and _conflicting(brow, ldb, K, c.itemsize)
-    bp = np.zeros(KC * P if packed else 0, c.dtype)
-    for k0 in range(0, K, KC):
-        kn = min(KC, K - k0)
-        load = accumulate or k0 > 0  # else a tile starts from zeros
+    P = 2 * L
+    kc = k_depth(K)
+    mc = _mc(kc, c.itemsize)
+    na = _a_elems(m1 - m0, kc, c.itemsize)  # the packed A block, after the B block
+    ncm = min(_nc_max(m1 - m0, K, L), (n1 - n0 + P - 1) // P * P, max(P, (ws.size - na) // kc // P * P))
+    nb = (n1 - n0 + ncm - 1) // ncm  # column blocks, made even: 784 -> 416 + 368, not 672 + 112
+    ncm = ((n1 - n0 + nb - 1) // nb + P - 1) // P * P
+    mr = m1 - (m1 - m0) % 8  # rows in whole tiles end here
+    flat = brow[:0]
+    ap = ws[ws.size - na:]
+    for j0 in range(n0, n1, ncm):
+        nc = min(ncm, n1 - j0)
+        for k0 in range(0, K, kc):
+            kn = min(kc, K - k0)
+            load = accumulate or k0 > 0
+            _pack_block(b, brow, ldb, k0, kn, j0, nc, ws)
+            for i0 in range(m0, m1, mc):
+                i1 = min(i0 + mc, m1)
+                if PACK_A and nc >= PACK_A_MIN_COLS:
+                    _pack_a(a, sam, sak, i0, min(i1, mr), k0, kn, ap)
+                    _panel_a(ap, a, ws, c, i0, min(i1, mr), i1, j0, nc, k0, kn, sam, sak, ldc, load)
+                else:
+                    _panel(a, ws, flat, P, c, i0, min(i1, mr), i1, j0, 0, nc, k0, kn, sam, sak, ldc, load)
+
+
+@by_type
+@njit(nogil=True, cache=True)
+def _pack_a(a, sam, sak, i0, i1, k0, kn, ap):
+    """The whole tiles of A[i0:i1, k0:k0+kn] into ap, tile by tile: row r of the tile at row i, column k,
+    at ap[(i - i0)*kn + k*8 + r] (the micro-kernel's broadcasts then walk one contiguous run)."""
+    for i in range(i0, i1, 8):
+        t = (i - i0) * kn
+        for k in range(kn):
+            q = i * sam + (k0 + k) * sak
+            for r in range(8):
+                ap[t + k * 8 + r] = a[q + r * sam]
+
+
+@njit(nogil=True, cache=True)
+def _streamed(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws):
+    """B read in place, panel by panel (copied first when its rows conflict in L1, or sit at any alignment
+    and many rows reuse them), each panel swept by the row tiles of an MC-row A block."""
+    L = vlanes(c)
+    P = 2 * L
+    kc = k_depth(K)
+    mc = _mc(kc, c.itemsize)
+    mr = m1 - (m1 - m0) % 8
+    packed = n1 - n0 > L and ws.size >= kc * P and (
+        m1 - m0 >= 16 and _conflicting(brow, ldb, K, c.itemsize) or brow.size > 0 and m1 - m0 >= COPY_MIN_ROWS)
+    flat = brow[:0]
+    for k0 in range(0, K, kc):
+        kn = min(kc, K - k0)
+        load = accumulate or k0 > 0
         rows = brow[k0:k0 + kn] if brow.size else brow
-        for j in range(0, N, P):
-            w = min(P, N - j)
-            if packed:  # the panel B[k0:k0+kn, j:j+P] copied contiguous (zero-padded) first
-                _pack(b, rows, ldb, k0, kn, j, w, bp)
-                _panel(a, bp, brow[:0], P, c, M, MR, j, w, k0, kn, sam, sak, 0, ldc, load)
-            else:
-                _panel(a, b, rows, ldb, c, M, MR, j, w, k0, kn, sam, sak, j + k0 * ldb, ldc, load)
-    if K == 0 and not accumulate:
-        for m in range(M):
-            c[m * ldc:m * ldc + N] = 0
+        for i0 in range(m0, m1, mc):
+            i1 = min(i0 + mc, m1)
+            for j in range(n0, n1, P):
+                w = min(P, n1 - j)
+                if packed:  # the panel B[k0:k0+kn, j:j+P] copied contiguous (zero-padded) first
+                    _pack_block(b, brow, ldb, k0, kn, j, w, ws)
+                    _panel(a, ws, flat, P, c, i0, min(i1, mr), i1, j, 0, w, k0, kn, sam, sak, ldc, load)
+                else:
+                    _panel(a, b, rows, ldb, c, i0, min(i1, mr), i1, j, j + k0 * ldb, w, k0, kn, sam, sak, ldc,
+                           load)
 
 
 @njit(nogil=True, cache=True)
@@ -86,147 +286,42 @@ def _conflicting(brow, ldb, K, itemsize):
     return K > 1
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _panel(a, b, brow, ldb, c, M, MR, j, w, k0, kn, sam, sak, bo, ldc, load):
-    """C[:, j:j+w] (+)= A[:, k0:k0+kn] @ the B panel (w <= 2 vectors of columns) whose row k starts at
-    b[brow[k] + bo], or at b[k*ldb + bo] when brow is empty (known per call site, so LLVM drops the test)."""
-    L = vlanes(c)
-    if w > L:
-        for m in range(0, MR, 8):
-            _tile(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, bo, c, m * ldc + j, ldc, kn, load, w - L)
-    else:
-        for m in range(0, MR, 8):
-            _tile_n(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, bo, c, m * ldc + j, ldc, kn, load, w)
-    for m in range(MR, M):
-        ao, co = m * sam + k0 * sak, m * ldc + j
-        _row(a, ao, sak, b, brow, ldb, bo, c, co, kn, load, min(L, w))
-        if w > L:
-            _row(a, ao, sak, b, brow, ldb, bo + L, c, co + L, kn, load, w - L)
-
-
+@by_type
 @njit(nogil=True, cache=True)
-def _pack(b, brow, ldb, k0, kn, j, w, bp):
-    """bp[k, :w] = B[k0 + k, j:j+w] for k < kn (B's rows from brow, else k*ldb), rows of 2 vectors."""
+def _pack_block(b, brow, ldb, k0, kn, j0, nc, bp):
+    """B[k0:k0+kn, j0:j0+nc] into bp as panels of 2 vectors: panel p (columns j0 + p*P...) at bp[p*kn*P:],
+    its row k at + k*P, zero-padded past nc. B is read row by row (sequential: prefetched)."""
     L = vlanes(bp)
     P = 2 * L
+    full = nc - nc % P
     for k in range(kn):
-        s, d = (brow[k] if brow.size else (k0 + k) * ldb) + j, k * P
-        if w == P:
-            vstore(bp, d, vload(b, s))
-            vstore(bp, d + L, vload(b, s + L))
-        else:
-            vstore(bp, d, vload_n(b, s, min(L, w)))
-            vstore(bp, d + L, vload_n(b, s + L, max(w - L, 0)))
+        s, d = (brow[k0 + k] if brow.size else (k0 + k) * ldb) + j0, k * P
+        for j in range(0, full, P):
+            vstore(bp, d + j * kn, vload(b, s + j))
+            vstore(bp, d + j * kn + L, vload(b, s + j + L))
+        if full < nc:
+            w = nc - full
+            vstore(bp, d + full * kn, vload_n(b, s + full, min(L, w)))
+            vstore(bp, d + full * kn + L, vload_n(b, s + full + L, max(w - L, 0)))
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2):
-    """C[8 rows, 2 vectors] at c[co:] (+)= A[8 rows, kn] at a[ao:] @ B[kn, 2 vectors] at b[bo:], with n2 <= L
-    columns in the second vector (masked): the 16 C vectors stay in registers over the kn steps."""
-    L = vlanes(c)
-    r0, r1, r2, r3 = co, co + ldc, co + 2 * ldc, co + 3 * ldc
-    r4, r5, r6, r7 = co + 4 * ldc, co + 5 * ldc, co + 6 * ldc, co + 7 * ldc
-    q0, q1, q2, q3 = ao, ao + sam, ao + 2 * sam, ao + 3 * sam
-    q4, q5, q6, q7 = ao + 4 * sam, ao + 5 * sam, ao + 6 * sam, ao + 7 * sam
-    if load:
-        c00, c01 = vload(c, r0), vload_n(c, r0 + L, n2)
-        c10, c11 = vload(c, r1), vload_n(c, r1 + L, n2)
-        c20, c21 = vload(c, r2), vload_n(c, r2 + L, n2)
-        c30, c31 = vload(c, r3), vload_n(c, r3 + L, n2)
-        c40, c41 = vload(c, r4), vload_n(c, r4 + L, n2)
-        c50, c51 = vload(c, r5), vload_n(c, r5 + L, n2)
-        c60, c61 = vload(c, r6), vload_n(c, r6 + L, n2)
-        c70, c71 = vload(c, r7), vload_n(c, r7 + L, n2)
-    else:
-        z = vzero(c)
-        c00, c01, c10, c11, c20, c21, c30, c31 = z, z, z, z, z, z, z, z
-        c40, c41, c50, c51, c60, c61, c70, c71 = z, z, z, z, z, z, z, z
-    for k in range(kn):
-        p, t = (brow[k] if brow.size else k * ldb) + bo, k * sak
-        b0, b1 = vload(b, p), vload_n(b, p + L, n2)
-        x = vbcast(a, q0 + t)
-        c00, c01 = vfma(x, b0, c00), vfma(x, b1, c01)
-        x = vbcast(a, q1 + t)
-        c10, c11 = vfma(x, b0, c10), vfma(x, b1, c11)
-        x = vbcast(a, q2 + t)
-        c20, c21 = vfma(x, b0, c20), vfma(x, b1, c21)
-        x = vbcast(a, q3 + t)
-        c30, c31 = vfma(x, b0, c30), vfma(x, b1, c31)
-        x = vbcast(a, q4 + t)
-        c40, c41 = vfma(x, b0, c40), vfma(x, b1, c41)
-        x = vbcast(a, q5 + t)
-        c50, c51 = vfma(x, b0, c50), vfma(x, b1, c51)
-        x = vbcast(a, q6 + t)
-        c60, c61 = vfma(x, b0, c60), vfma(x, b1, c61)
-        x = vbcast(a, q7 + t)
-        c70, c71 = vfma(x, b0, c70), vfma(x, b1, c71)
-    vstore(c, r0, c00)
-    vstore_n(c, r0 + L, c01, n2)
-    vstore(c, r1, c10)
-    vstore_n(c, r1 + L, c11, n2)
-    vstore(c, r2, c20)
-    vstore_n(c, r2 + L, c21, n2)
-    vstore(c, r3, c30)
-    vstore_n(c, r3 + L, c31, n2)
-    vstore(c, r4, c40)
-    vstore_n(c, r4 + L, c41, n2)
-    vstore(c, r5, c50)
-    vstore_n(c, r5 + L, c51, n2)
-    vstore(c, r6, c60)
-    vstore_n(c, r6 + L, c61, n2)
-    vstore(c, r7, c70)
-    vstore_n(c, r7 + L, c71, n2)
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _tile_n(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n):
-    """The same for 8 rows and one vector of n <= L columns (masked)."""
-    r0, r1, r2, r3 = co, co + ldc, co + 2 * ldc, co + 3 * ldc
-    r4, r5, r6, r7 = co + 4 * ldc, co + 5 * ldc, co + 6 * ldc, co + 7 * ldc
-    q0, q1, q2, q3 = ao, ao + sam, ao + 2 * sam, ao + 3 * sam
-    q4, q5, q6, q7 = ao + 4 * sam, ao + 5 * sam, ao + 6 * sam, ao + 7 * sam
-    if load:
-        c0, c1, c2, c3 = vload_n(c, r0, n), vload_n(c, r1, n), vload_n(c, r2, n), vload_n(c, r3, n)
-        c4, c5, c6, c7 = vload_n(c, r4, n), vload_n(c, r5, n), vload_n(c, r6, n), vload_n(c, r7, n)
-    else:
-        z = vzero(c)
-        c0, c1, c2, c3, c4, c5, c6, c7 = z, z, z, z, z, z, z, z
-    for k in range(kn):
-        b0, t = vload_n(b, (brow[k] if brow.size else k * ldb) + bo, n), k * sak
-        c0 = vfma(vbcast(a, q0 + t), b0, c0)
-        c1 = vfma(vbcast(a, q1 + t), b0, c1)
-        c2 = vfma(vbcast(a, q2 + t), b0, c2)
-        c3 = vfma(vbcast(a, q3 + t), b0, c3)
-        c4 = vfma(vbcast(a, q4 + t), b0, c4)
-        c5 = vfma(vbcast(a, q5 + t), b0, c5)
-        c6 = vfma(vbcast(a, q6 + t), b0, c6)
-        c7 = vfma(vbcast(a, q7 + t), b0, c7)
-    vstore_n(c, r0, c0, n)
-    vstore_n(c, r1, c1, n)
-    vstore_n(c, r2, c2, n)
-    vstore_n(c, r3, c3, n)
-    vstore_n(c, r4, c4, n)
-    vstore_n(c, r5, c5, n)
-    vstore_n(c, r6, c6, n)
-    vstore_n(c, r7, c7, n)
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _row(a, ao, sak, b, brow, ldb, bo, c, co, kn, load, n):
-    """One row, one (masked) vector of n <= L columns: the rows left over from the tiles of 8."""
-    c0 = vload_n(c, co, n) if load else vzero(c)
-    for k in range(kn):
-        c0 = vfma(vbcast(a, ao + k * sak), vload_n(b, (brow[k] if brow.size else k * ldb) + bo, n), c0)
-    vstore_n(c, co, c0, n)
-
+# -- micro-kernels ----------------------------------------------------------------------------------
 
 @njit(nogil=True, cache=True, fastmath={"contract", "reassoc"})
 def gemm_nt(a, b, c, M, N, K, sam, sak, accumulate):
     """c[:M*N] (+)= A @ b[:N*K]^T, A[m, k] = a[m*sam + k*sak]: each element one dot product."""
-    M, N, K, sam, sak = uint64(M), uint64(N), uint64(K), uint64(sam), uint64(sak)
-    for m in range(uint64(0), M):
+    gemm_nt_block(a, b, c, N, K, sam, sak, accumulate, 0, M, 0, N)
+
+
+@by_type
+@njit(nogil=True, cache=True, fastmath={"contract", "reassoc"})
+def gemm_nt_block(a, b, c, N, K, sam, sak, accumulate, m0, m1, n0, n1):
+    """C[m0:m1, n0:n1] of gemm_nt (C[m, n] at c[m*N + n]): each element the same dot product whatever
+    the block."""
+    N, K, sam, sak = uint64(N), uint64(K), uint64(sam), uint64(sak)
+    for m in range(uint64(m0), uint64(m1)):
         q = m * sam
-        for n in range(uint64(0), N):
+        for n in range(uint64(n0), uint64(n1)):
             p = n * K
             s = a[0] * 0
             for k in range(uint64(0), K):

@@ -9,6 +9,16 @@ MatMul: numpy semantics. A 1-D operand is promoted to a matrix and its dim dropp
 dims broadcast. `prepare` lists the start offset of each batch's A and B matrices (broadcast batches
 repeat an offset), so the kernel is a flat loop of GEMMs. When B is one shared matrix and A's batches
 are contiguous, the batches fold into the rows of a single GEMM ([batch*M, K] @ [K, N]).
+
+Tiling (AI-core blocks, tiling.py): a launch of at least 2 x gemm.MIN_BLOCK_MACS multiply-adds is cut into
+up to `cores` blocks. MatMul with enough batches gives each block whole batches (BATCHES: at least two
+per block, or a multiple of the block count, so the shares stay even); otherwise every GEMM is split
+along gemm.split_axis: by panels of columns when N >= M (each block packs only its columns of B, and
+reads all of A, the smaller), else by 8-row tiles; with too few of either, fewer blocks (or whole batches
+when there are more of those). Gemm's dot-product form splits the same way. K is never split (every
+element is one FMA chain, gemm.py), so the result is bitwise the same for any block count; the epilogue
+runs on each block's own rows and columns. Each block has its own slice of the workspace (gemm.py's
+packed blocks). BERT-base's FFN (128 x 768 @ 768 x 3072) on 2 cores: ~2.1x (bench/gemm_cores.py).
 """
 from __future__ import annotations
 
@@ -16,30 +26,64 @@ import numpy as np
 from numba import njit
 
 from .epilogue import NONE, activation_args, epilogue
-from .gemm import gemm_nn, gemm_nt
+from .gemm import COLS, ROWS, gemm_block, gemm_blocks, gemm_nt_block, share, split_axis, workspace
 from .registry import KernelContext, Launch, TensorSpec, broadcast_shapes, register
+from .tiling import block_range
 
 C_NONE, C_SCALAR, C_COLUMN, C_ROW, C_FULL = range(5)
+BATCHES = 2  # MatMul's third split: whole batches per block (ROWS, COLS: gemm.py's)
 _FLOATS = (np.float32, np.float64)
 
 
-@njit(nogil=True, cache=True)
-def gemm(a, b, c, y, M, N, K, trans_a, trans_b, alpha, beta, c_mode, act, p0, p1):
-    """y[M,N] = act(alpha * op(a) @ op(b) + beta * c), c broadcast as c_mode says."""
-    sam, sak = (1, M) if trans_a else (K, 1)
-    if trans_b or N == 1:  # b is [N, K] (a [K, 1] column is the same memory)
-        gemm_nt(a, b, y, M, N, K, sam, sak, False)
+def _lanes(dtype) -> int:
+    return 64 // np.dtype(dtype).itemsize
+
+
+def _gemm_tiling(ctx: KernelContext, M: int, N: int, K: int, batches: int = 1, nt: bool = False):
+    """(block_dim, axis, workspace elements per block) for `batches` GEMMs [M, K] @ [K, N]."""
+    dtype = ctx.inputs[0].dtype
+    bd = gemm_blocks(batches * M * N * K, ctx.cores)
+    if bd > 1 and batches > 1 and (batches % bd == 0 or batches >= 2 * bd):
+        axis = BATCHES
     else:
-        gemm_nn(a, b, y, M, N, K, sam, sak, False)
-    for i in range(M):
+        axis, inner = split_axis(M, N, bd, _lanes(dtype))
+        axis, bd = (BATCHES, min(bd, batches)) if inner < bd and batches > inner else (axis, inner)
+    if nt:
+        return bd, axis, 1
+    m, n, P = M, N, 2 * _lanes(dtype)
+    if axis == ROWS:  # the largest share block_range gives
+        m = min(M, -(-(-(-M // 8)) // bd) * 8)
+    elif axis == COLS:
+        n = min(N, -(-(-(-N // P)) // bd) * P)
+    return bd, axis, max(1, workspace(m, n, K, dtype, True, N))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _block_ws(ws, block_idx, block_dim):
+    per = ws.size // block_dim
+    return ws[block_idx * per:(block_idx + 1) * per]
+
+
+@njit(nogil=True, cache=True)
+def gemm(a, b, c, y, ws, M, N, K, trans_a, trans_b, alpha, beta, c_mode, act, p0, p1, axis, block_idx,
+         block_dim):
+    """y[M,N] = act(alpha * op(a) @ op(b) + beta * c), c broadcast as c_mode says: block block_idx's share."""
+    sam, sak = (1, M) if trans_a else (K, 1)
+    m0, m1, n0, n1 = share(M, N, axis, 64 // y.itemsize, block_idx, block_dim)
+    if trans_b or N == 1:  # b is [N, K] (a [K, 1] column is the same memory)
+        gemm_nt_block(a, b, y, N, K, sam, sak, False, m0, m1, n0, n1)
+    else:
+        gemm_block(a, b, np.empty(0, np.int64), N, y, N, K, sam, sak, False, m0, m1, n0, n1,
+                   _block_ws(ws, block_idx, block_dim), True)
+    has_v = 1 if c_mode == C_ROW or c_mode == C_FULL else 0
+    for i in range(m0, m1):
         s = 0.0
         if c_mode == C_SCALAR:
             s = beta * c[0]
         elif c_mode == C_COLUMN:
             s = beta * c[i]
-        has_v = 1 if c_mode == C_ROW or c_mode == C_FULL else 0
-        voff = i * N if c_mode == C_FULL else 0
-        epilogue(y, i * N, N, alpha, s, c, voff, beta, has_v, act, p0, p1)
+        voff = (i * N if c_mode == C_FULL else 0) + n0
+        epilogue(y, i * N + n0, n1 - n0, alpha, s, c, voff, beta, has_v, act, p0, p1)
 
 
 def _gemm_dims(ctx: KernelContext):
@@ -83,10 +127,13 @@ def _prepare_gemm(ctx: KernelContext) -> Launch:
     M, N, K = _gemm_dims(ctx)
     mode = _c_mode(ctx, M, N)
     act, p0, p1 = activation_args(ctx)
+    nt = bool(ctx.attr("transB", 0)) or N == 1
+    bd, axis, per = _gemm_tiling(ctx, M, N, K, nt=nt)
     args = (M, N, K, int(ctx.attr("transA", 0)), int(ctx.attr("transB", 0)), float(ctx.attr("alpha", 1.0)),
-            float(ctx.attr("beta", 1.0)), mode, act, p0, p1)
+            float(ctx.attr("beta", 1.0)), mode, act, p0, p1, axis)
     # an absent C is stood in for by A (never read), so one specialization serves both
-    return Launch(gemm, args, inputs=(0, 1, 2 if mode != C_NONE else 0))
+    return Launch(gemm, args, (TensorSpec((bd * per,), ctx.inputs[0].dtype),),
+                  inputs=(0, 1, 2 if mode != C_NONE else 0), tiled=True, block_dim=bd)
 
 
 register("Gemm", infer=_infer_gemm)(_prepare_gemm)
@@ -94,17 +141,26 @@ register("FusedGemm", domain="ge", infer=_infer_gemm)(_prepare_gemm)
 
 
 @njit(nogil=True, cache=True)
-def matmul(a, b, y, M, N, K, a_off, b_off, act, p0, p1):
-    """y[i] = act(a[a_off[i]:] @ b[b_off[i]:]) for each batch i, all matrices [M,K] @ [K,N]."""
-    for i in range(a_off.size):
+def matmul(a, b, y, ws, M, N, K, a_off, b_off, act, p0, p1, axis, block_idx, block_dim):
+    """y[i] = act(a[a_off[i]:] @ b[b_off[i]:]) for each batch i, all matrices [M,K] @ [K,N]: block
+    block_idx's batches (axis BATCHES) or its share of every batch."""
+    i0, i1 = 0, a_off.size
+    m0, m1, n0, n1 = 0, M, 0, N
+    if axis == BATCHES:
+        i0, i1 = block_range(a_off.size, 1, block_idx, block_dim)
+    else:
+        m0, m1, n0, n1 = share(M, N, axis, 64 // y.itemsize, block_idx, block_dim)
+    w = _block_ws(ws, block_idx, block_dim)
+    for i in range(i0, i1):
         yo = i * M * N
         ai, bi, yi = a[a_off[i]:a_off[i] + M * K], b[b_off[i]:b_off[i] + K * N], y[yo:yo + M * N]
         if N == 1:
-            gemm_nt(ai, bi, yi, M, N, K, K, 1, False)
+            gemm_nt_block(ai, bi, yi, N, K, K, 1, False, m0, m1, n0, n1)
         else:
-            gemm_nn(ai, bi, yi, M, N, K, K, 1, False)
+            gemm_block(ai, bi, np.empty(0, np.int64), N, yi, N, K, K, 1, False, m0, m1, n0, n1, w, True)
         if act != NONE:
-            epilogue(y, yo, M * N, 1.0, 0.0, y, 0, 1.0, 0, act, p0, p1)
+            for m in range(m0, m1):
+                epilogue(y, yo + m * N + n0, n1 - n0, 1.0, 0.0, y, 0, 1.0, 0, act, p0, p1)
 
 
 def _matmul_dims(ctx: KernelContext):
@@ -140,7 +196,9 @@ def _prepare_matmul(ctx: KernelContext) -> Launch:
     if a_off.size > 1 and not b_off.any() and (a_off == np.arange(a_off.size) * M * K).all():
         M, a_off, b_off = M * a_off.size, a_off[:1], b_off[:1]  # one shared B: fold batches into rows
     act, p0, p1 = activation_args(ctx)
-    return Launch(matmul, (M, N, K, a_off, b_off, act, p0, p1))
+    bd, axis, per = _gemm_tiling(ctx, M, N, K, batches=a_off.size, nt=N == 1)
+    return Launch(matmul, (M, N, K, a_off, b_off, act, p0, p1, axis),
+                  (TensorSpec((bd * per,), ctx.inputs[0].dtype),), tiled=True, block_dim=bd)
 
 
 register("MatMul", infer=_infer_matmul)(_prepare_matmul)

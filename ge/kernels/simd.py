@@ -157,3 +157,18 @@ def vfma(typingctx, a, b, c):
                                             f"llvm.fma.v{a.lanes}f{a.dtype.bitwidth}")
         return builder.call(fn, args)
     return a(a, b, c), codegen
+
+
+@intrinsic
+def vprefetch(typingctx, arr, idx):
+    """Hint: bring the cache line holding arr[idx] into L1 (for writing: C tiles). Never faults."""
+    _check_float_array(arr)
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(arr)(context, builder, args[0]).data
+        ptr = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [
+            ptr.type, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
+        builder.call(fn, [ptr, ir.Constant(_I32, 1), ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+        return context.get_dummy_value()
+    return types.none(arr, idx), codegen
