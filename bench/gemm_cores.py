@@ -25,11 +25,8 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
-from collections import Counter  # noqa: E402
 
 import numpy as np  # noqa: E402
-import onnx  # noqa: E402
-from onnx import helper  # noqa: E402
 
 from numba import njit, types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
@@ -37,7 +34,8 @@ from numba.extending import intrinsic  # noqa: E402
 from ge.kernels import KernelContext, TensorSpec, lookup  # noqa: E402
 from ge.kernels.simd import vfma, vload, vstore  # noqa: E402
 
-LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from conv_vs_ort import resnet50_convs  # noqa: E402
 
 
 @intrinsic
@@ -218,21 +216,6 @@ def launch_callables(op, arrays, attrs, team, domain=""):
     return calls[0], calls[2], calls[3]
 
 
-def resnet50_convs():
-    """[(count, x shape, w shape, attrs)] of every distinct Conv in ONNX's light ResNet-50."""
-    model = onnx.shape_inference.infer_shapes(onnx.load(os.path.join(LIGHT, "light_resnet50.onnx")))
-    shapes = {v.name: tuple(d.dim_value for d in v.type.tensor_type.shape.dim)
-              for v in list(model.graph.value_info) + list(model.graph.input)}
-    counts = Counter()
-    for n in model.graph.node:
-        if n.op_type == "Conv":
-            a = {x.name: helper.get_attribute_value(x) for x in n.attribute}
-            key = (shapes[n.input[0]], shapes[n.input[1]], tuple(a.get("strides", [1, 1])),
-                   tuple(a.get("pads", [0] * 4)))
-            counts[key] += 1
-    return [(c, x, w, {"strides": list(s), "pads": list(p)}) for (x, w, s, p), c in counts.items()]
-
-
 def conv_gemm(xs, ws, attrs):
     """(M, N, K) of a conv's GEMM."""
     (_, C, H, W), (M, _, KH, KW) = xs, ws
@@ -244,7 +227,7 @@ def conv_gemm(xs, ws, attrs):
 def cases(quick: bool):
     """[(name, count, op, shapes, attrs, (M, N, K))]"""
     out = [("GEMM 256x3136x576", 0, "MatMul", [(256, 576), (576, 3136)], {}, (256, 3136, 576))]
-    convs = resnet50_convs()
+    convs = [(c, x, w, {"strides": list(st), "pads": list(p)}) for c, x, w, st, p, g in resnet50_convs() if g == 1]
     if quick:
         convs = [c for c in convs if c[1][1:] in ((64, 56, 56), (256, 14, 14), (512, 7, 7), (1024, 14, 14))]
     for count, xs, ws, attrs in convs:

@@ -102,6 +102,19 @@ def compile_kernels(sess, progress: Progress) -> None:
         warm(sess.plan)
 
 
+def warm_session(path: str, args) -> tuple:
+    """(session, feeds) after --warmup untimed runs (at least one: kernels compiled or loaded, an instance
+    created), with progress; for the commands that then time or trace runs."""
+    with Progress() as progress:
+        sess = open_session(path, args, progress)
+        compile_kernels(sess, progress)
+        inputs = feeds(sess, args)
+        with progress.phase("first run"):
+            for _ in range(max(args.warmup, 1)):
+                sess.run(None, inputs)
+    return sess, inputs
+
+
 # -- inputs and outputs ------------------------------------------------------------------------------------
 
 def feeds(sess, args, quiet: bool = False) -> dict:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-from ..progress import Progress
 from . import common
 
 
@@ -15,13 +14,7 @@ def cmd_profile(args) -> int:
     from ..kernels.bind import retile
     from ..npu import ASCEND_910, Tracer, compare
     path = common.model_path(args.model)
-    with Progress() as progress:
-        sess = common.open_session(path, args, progress)
-        common.compile_kernels(sess, progress)
-        feeds = common.feeds(sess, args)
-        with progress.phase("first run"):
-            for _ in range(max(args.warmup, 1)):   # kernels compiled or loaded, instance created
-                sess.run(None, feeds)
+    sess, feeds = common.warm_session(path, args)
     tracer = Tracer(common.label(path))
     t0 = time.perf_counter()
     for _ in range(args.repeat):

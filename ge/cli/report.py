@@ -6,20 +6,13 @@ import time
 import numpy as np
 
 from ..npu import Tracer
-from ..progress import Progress
 from ..report import render
 from . import common
 
 
 def cmd_report(args) -> int:
     path = common.model_path(args.model)
-    with Progress() as progress:
-        sess = common.open_session(path, args, progress)
-        common.compile_kernels(sess, progress)
-        feeds = common.feeds(sess, args)
-        with progress.phase("first run"):
-            for _ in range(max(args.warmup, 1)):
-                sess.run(None, feeds)
+    sess, feeds = common.warm_session(path, args)
     tracer = Tracer(common.label(path))
     times = []
     for _ in range(max(args.repeat, 1)):

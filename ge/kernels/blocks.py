@@ -70,6 +70,16 @@ def row_range(total, n, grain, block_idx, block_dim):
     return u_lo // cpr * n + u_lo % cpr * grain, u_hi // cpr * n + u_hi % cpr * grain
 
 
+@njit(nogil=True, cache=True, inline="always")
+def row_index(shape, r, row):
+    """The multi-index (length r, last entry 0) of row `row` of a walk over rows of shape[r - 1] elements."""
+    idx = np.zeros(r, np.int64)
+    for d in range(r - 2, -1, -1):
+        idx[d] = row % shape[d]
+        row //= shape[d]
+    return idx
+
+
 def byte_scale(ctx: KernelContext) -> float:
     """Memory-bound costs measured in float32 -> float32, scaled to input 0's and output 0's widths."""
     return (ctx.inputs[0].dtype.itemsize + ctx.outputs[0].dtype.itemsize) / 8

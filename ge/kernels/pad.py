@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .blocks import G, blocks, row_range, tiled
+from .blocks import G, blocks, row_index, row_range, tiled
 from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register
 from .strided import (DTYPES, contiguous_strides, copy_run, fill_scalar, gather_args, gather_launch, int_values,
                       walk_ns)
@@ -31,11 +31,7 @@ def pad_constant(x, out, value, shape, begin, keep, ss, s_off, block_idx, block_
     lo, hi = row_range(out.size, n, G, block_idx, block_dim)
     if lo >= hi:
         return
-    idx = np.zeros(r, np.int64)
-    t = lo // n
-    for d in range(r - 2, -1, -1):
-        idx[d] = t % shape[d]
-        t //= shape[d]
+    idx = row_index(shape, r, lo // n)
     b, e = begin[r - 1], begin[r - 1] + keep[r - 1]  # the kept columns of a row inside the box
     po, j0 = lo // n * n, lo % n
     while po < hi:

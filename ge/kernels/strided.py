@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .blocks import G, blocks, row_range, tiled
+from .blocks import G, blocks, row_index, row_range, tiled
 
 # element types the kernels compile for (Numba has no float16 or bfloat16 arrays)
 DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
@@ -129,11 +129,7 @@ def gather_axes(x, out, shape, tables, starts, run_lo, run_hi, block_idx, block_
     lo, hi = row_range(total, n, G, block_idx, block_dim)
     if lo >= hi:
         return
-    idx = np.zeros(r, np.int64)
-    t = lo // n
-    for d in range(r - 2, -1, -1):
-        idx[d] = t % shape[d]
-        t //= shape[d]
+    idx = row_index(shape, r, lo // n)
     base, prev = 0, -1
     for d in range(r - 1):
         base += tables[starts[d] + idx[d]]
