@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 import ge
-from ge.bench import alternate
+from ge.bench import alternate, onnxruntime_session
 from ge.models import bert_like
 from ge.npu.aicore import CPUS
 from ge.zoo import LIGHT_MODELS, with_random_weights
@@ -54,15 +54,6 @@ def feeds_for(sess) -> dict:
     return out
 
 
-def ort_session(model, threads: int | None):
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    if threads:
-        so.intra_op_num_threads = threads
-    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-
-
 def med(times) -> float:
     return float(np.median(times)) * 1e3
 
@@ -75,7 +66,7 @@ def speedup(rounds: int) -> None:
         s2 = ge.Session(model, options=ge.Options(thread_budget=2))
         feeds = feeds_for(s1)
         np.testing.assert_array_equal(s1.run(None, feeds)[0], s2.run(None, feeds)[0])
-        o1, o2 = ort_session(model, 1), ort_session(model, 2)
+        o1, o2 = onnxruntime_session(model, 1), onnxruntime_session(model, 2)
         t = alternate({"ge1": lambda: s1.run(None, feeds), "ge2": lambda: s2.run(None, feeds),
                        "o1": lambda: o1.run(None, feeds), "o2": lambda: o2.run(None, feeds)}, rounds=rounds)
         g1, g2, r1, r2 = (med(t[k]) for k in ("ge1", "ge2", "o1", "o2"))
@@ -87,7 +78,7 @@ def versus_ort(rounds: int) -> None:
     ratios = []
     for name, model in models().items():
         s = ge.Session(model)
-        o = ort_session(model, None)
+        o = onnxruntime_session(model)
         feeds = feeds_for(s)
         t = alternate({"ge": lambda: s.run(None, feeds), "ort": lambda: o.run(None, feeds)}, rounds=rounds)
         r = med(t["ge"]) / med(t["ort"])

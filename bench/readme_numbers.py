@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import ge
-from ge.bench import alternate
+from ge.bench import alternate, onnxruntime_session
 from ge.extras import have
 from ge.zoo import LIGHT_MODELS, light_model_path, reference_feeds, with_random_weights
 
@@ -61,10 +61,7 @@ def latency(models, rounds: int) -> str:
         runs = {"v1": lambda: v1.run(None, feeds), "v2": lambda: v2.run(None, feeds),
                 "one": lambda: one.run(None, feeds)}
         if ort:
-            import onnxruntime
-            so = onnxruntime.SessionOptions()
-            so.log_severity_level = 3
-            o = onnxruntime.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            o = onnxruntime_session(model)
             runs["ort"] = lambda: o.run(None, feeds)
         t = alternate(runs, rounds=rounds)
         row = f"| {name} | {_ms(t['v1'])} | {_ms(t['v2'])} | {_ms(t['one'])} | {v1.plan.num_streams} |"

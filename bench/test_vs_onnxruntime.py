@@ -9,6 +9,7 @@ import pytest
 from compare import alternate, record
 
 import ge
+from ge.bench import onnxruntime_session
 from ge.zoo import LIGHT_MODELS, with_random_weights
 
 ort = pytest.importorskip("onnxruntime")
@@ -21,10 +22,7 @@ def test_light_model_ge_vs_onnxruntime(benchmark, name):
     v1, v2 = (ge.Session(model, runtime=rt, options=one_thread) for rt in ("v1", "v2"))
     (inp,) = v1.get_inputs()
     feeds = {inp.name: np.random.default_rng(0).standard_normal(inp.shape).astype(np.float32)}
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3
-    o = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    o = onnxruntime_session(model, 1)
     times = alternate({"ge_v1": lambda: v1.run(None, feeds), "ge_v2": lambda: v2.run(None, feeds),
                        "onnxruntime": lambda: o.run(None, feeds)}, rounds=10)
     info = record(benchmark, times, base="onnxruntime")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from ..bench import alternate, format_table, summarize
+from ..bench import alternate, format_table, onnxruntime_session, summarize
 from ..errors import GEError
 from ..extras import require
 from ..npu.aicore import CPUS
@@ -55,11 +55,7 @@ def cmd_bench(args) -> int:
 
 def _onnxruntime_runner(path: str, threads: int, feeds: dict):
     require("bench", "ge bench --vs onnxruntime")
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads   # 0: onnxruntime's default (all cores)
-    so.log_severity_level = 3
-    o = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    o = onnxruntime_session(path, threads)   # 0: onnxruntime's default (all cores)
     return lambda: o.run(None, feeds)
 
 
