@@ -120,8 +120,10 @@ class Instance:
         return serial_blocks(task.node.launch), args + list(task.node.launch.args), tuple(patches)
 
     def close(self) -> None:
+        """Stop the stream threads, give the launch slots and the arena back (once: also the finalizer's)."""
         if self.streams is not None:
             self.streams.close()
+            self.streams = None
         if self.cores is not None:
             self.cores.release_slots(self.slots)
             self.cores = None
@@ -267,14 +269,10 @@ def _slice(tracer, stream: int, kind: str, name: str, t0: float, flow=None) -> N
 
 
 def _collected(instances: list) -> None:
-    """The executor was collected without close(): its stream workers must not park forever, and its launch
-    slots go back to the AI cores (else, after MAX_SLOTS dropped sessions, every launch ran on one core)."""
+    """The executor was collected without close(): its instances close as on close() (stream workers must not
+    park forever; launch slots go back, else after MAX_SLOTS dropped sessions every launch ran on one core)."""
     for inst in list(instances):
-        if inst.streams is not None:
-            inst.streams.close()
-        if inst.cores is not None:
-            inst.cores.release_slots(inst.slots)
-            inst.cores = None
+        inst.close()
 
 
 class Executor:

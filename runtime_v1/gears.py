@@ -1,7 +1,7 @@
 """runtime_v1 batch gears (GE's dynamic batch, ge.dynamicBatchSize): one static plan per gear; each run
 goes to the smallest gear that holds its batch.
 
-Load (`GearedExecutor(gear_plans, device)`, gear_plans from ge.compiler.compile_gears):
+Load (`GearedExecutor(gear_plans, device)`, gear_plans a ge.plan.GearPlans, the contract):
   1. Weights: one copy per distinct weight image. The gears' plans come from one graph, so their weight
      segments normally match byte for byte (same constants, same sorted order); a gear whose constants do
      not sit at the same offsets with the same bytes in an existing copy (e.g. a folded Shape that depends

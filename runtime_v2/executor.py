@@ -115,8 +115,10 @@ class Instance:
         return out
 
     def release(self, device: DeviceMemory, shared: bool) -> None:
+        """Stop the stream threads, give the launch slots and the arena back (once: also the finalizer's)."""
         if self.runner is not None:
             self.runner.close()
+            self.runner = None
         if self.cores is not None:
             self.cores.release_slots(self.slots)
             self.cores = None
@@ -152,7 +154,7 @@ class Executor:
         me, device, shared = weakref.ref(self), self.device, self._shared is not None  # no pool <-> self cycle
         self._instances = InstancePool(lambda: me()._new_instance(), self.max_instances,
                                        lambda inst: inst.release(device, shared))
-        weakref.finalize(self, _collected, self._instances.all)
+        weakref.finalize(self, _collected, self._instances.all, device, shared)
 
     def _stream_threads(self) -> int:
         """Threads for the plan's streams (1: the plan runs in plan order on the calling thread)."""
@@ -341,15 +343,11 @@ class Executor:
                     "shared_allocator": self._shared is not None, "dynamic": dyn}
 
 
-def _collected(instances) -> None:
-    """When an executor is collected without close(): stop the stream threads of its instances and give
-    their launch slots back to the AI cores."""
+def _collected(instances, device, shared: bool) -> None:
+    """When an executor is collected without close(): its instances are released as on close() (stream
+    threads stopped, launch slots and arenas given back)."""
     for inst in list(instances):
-        if inst.runner is not None:
-            inst.runner.close()
-        if inst.cores is not None:
-            inst.cores.release_slots(inst.slots)
-            inst.cores = None
+        inst.release(device, shared)
 
 
 def _weak(method):

@@ -5,7 +5,6 @@ import json
 
 from ..bench import alternate, format_table, onnxruntime_session, summarize
 from ..errors import GEError
-from ..extras import require
 from ..npu.aicore import CPUS
 from ..progress import Progress
 from . import common
@@ -54,13 +53,11 @@ def cmd_bench(args) -> int:
 
 
 def _onnxruntime_runner(path: str, threads: int, feeds: dict):
-    require("bench", "ge bench --vs onnxruntime")
     o = onnxruntime_session(path, threads)   # 0: onnxruntime's default (all cores)
     return lambda: o.run(None, feeds)
 
 
 def plot_bench(rows, path: str, title: str) -> None:
-    require("plot", "ge bench --plot")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -57,7 +57,7 @@ from .conv_lowering import _channel_stride, _col2im, _depthwise, _direct, _im2co
 from .epilogue import activation_args, epilogue
 from .gemm import MIN_BLOCK_MACS, gemm_block, workspace
 from .registry import KernelContext, Launch, TensorSpec, register
-from .tiling import block_dim_for, block_range
+from .tiling import block_dim_for, block_range, largest_share
 
 POINTWISE, IM2COL, DIRECT, SHIFTED, DEPTHWISE = range(5)
 PAIRS, SPATIAL, CHANNELS = range(3)
@@ -227,11 +227,6 @@ def _round16(n: int) -> int:
     return -(-n // 16) * 16
 
 
-def _share_max(total: int, grain: int, blocks: int) -> int:
-    """The largest share block_range gives."""
-    return min(total, -(-(-(-total // grain)) // blocks) * grain)
-
-
 def _mode(geom, Cg: int, Mg: int, KT: int) -> int:
     D, KD, OD = (int(v) for v in geom[[2, 9, 6]])
     undilated_2d = D == KD == OD == 1 and (geom[18:21] == 1).all()
@@ -291,9 +286,9 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     mode = _mode(geom, Cg, Mg, KT)
     S, rows = OD * OH * OW, OD * OH
     bd, split = _conv_tiling(ctx.cores, mode, N * G, Mg, Cg * KT, rows, S, P)
-    mb = _share_max(Mg, 8, bd) if split == CHANNELS else Mg
+    mb = largest_share(Mg, 8, bd) if split == CHANNELS else Mg
     if split == SPATIAL:
-        rows = _share_max(S, P, bd) if mode == POINTWISE else _share_max(rows, 1, bd)
+        rows = largest_share(S, P, bd) if mode == POINTWISE else largest_share(rows, 1, bd)
     elif mode == POINTWISE:
         rows = S
     tile, lw, cols = _plan(mode, geom, Cg, mb, rows)
@@ -355,7 +350,7 @@ def _prepare_conv_transpose(ctx: KernelContext) -> Launch:
     split = PAIRS if N * G % bd == 0 or N * G >= 4 * bd else CHANNELS
     if split == CHANNELS:
         bd = min(bd, Mg)
-    mb = Mg if split == PAIRS else _share_max(Mg, 8 if Mg >= 8 * bd else 1, bd)  # as the kernel cuts
+    mb = Mg if split == PAIRS else largest_share(Mg, 8 if Mg >= 8 * bd else 1, bd)  # as the kernel cuts
     lw = mb * KT * S_in  # col: the block's channels' rows of S_in
     per = lw + workspace(mb * KT, S_in, Cg, ctx.inputs[0].dtype, True, S_in)
     has_b = ctx.has(2)

@@ -28,7 +28,7 @@ from numba import njit
 from .epilogue import NONE, activation_args, epilogue
 from .gemm import COLS, ROWS, gemm_block, gemm_blocks, gemm_nt_block, share, split_axis, workspace
 from .registry import KernelContext, Launch, TensorSpec, broadcast_shapes, register
-from .tiling import block_range
+from .tiling import block_range, largest_share
 
 C_NONE, C_SCALAR, C_COLUMN, C_ROW, C_FULL = range(5)
 BATCHES = 2  # MatMul's third split: whole batches per block (ROWS, COLS: gemm.py's)
@@ -51,10 +51,10 @@ def _gemm_tiling(ctx: KernelContext, M: int, N: int, K: int, batches: int = 1, n
     if nt:
         return bd, axis, 1
     m, n, P = M, N, 2 * _lanes(dtype)
-    if axis == ROWS:  # the largest share block_range gives
-        m = min(M, -(-(-(-M // 8)) // bd) * 8)
+    if axis == ROWS:
+        m = largest_share(M, 8, bd)
     elif axis == COLS:
-        n = min(N, -(-(-(-N // P)) // bd) * P)
+        n = largest_share(N, P, bd)
     return bd, axis, max(1, workspace(m, n, K, dtype, True, N))
 
 

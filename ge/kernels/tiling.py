@@ -27,6 +27,12 @@ def block_dim_for(units: int, cores: int, min_units: int) -> int:
     return max(1, min(cores, units // max(1, min_units)))
 
 
+def largest_share(total: int, grain: int, block_dim: int) -> int:
+    """The largest part `block_range` gives a block (host side: to size a per-block workspace)."""
+    units = -(-total // grain)
+    return min(total, -(-units // block_dim) * grain)
+
+
 @njit(nogil=True, cache=True, inline="always")
 def block_range(total, grain, block_idx, block_dim):
     """[lo, hi) of block `block_idx` when [0, total) is cut into `block_dim` contiguous parts whose ends
