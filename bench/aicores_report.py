@@ -1,6 +1,7 @@
 """How ge scales over the AI cores: `python bench/aicores_report.py [--rounds N] [--only speedup,ort,...]`.
 
 Prints, with the date and the machine, contenders alternating round by round in one process (medians):
+  spin      ResNet-50: ge right after a spinning vs a non-spinning onnxruntime, and alone;
   speedup   ge (runtime_v1) at thread budget 1 vs 2 per light model and a BERT-like encoder (seq 128), with
             onnxruntime 1 vs 2 intra-op threads beside it;
   ort       ge at its defaults vs onnxruntime at its defaults (the whole machine), geomean;
@@ -133,7 +134,26 @@ def project(rounds: int) -> None:
         print(f"{name:36s} {cell(one):>20s} {cell(single):>20s} {cell(multi):>20s}  {plan.num_streams} streams")
 
 
-PARTS = {"speedup": speedup, "ort": versus_ort, "streams": streams, "dispatch": dispatch, "project": project}
+def spin(rounds: int) -> None:
+    """Why onnxruntime_session turns spinning off: ge run right after a spinning onnxruntime."""
+    import onnxruntime as ort
+    model = with_random_weights("resnet50")
+    s = ge.Session(model)
+    feeds = feeds_for(s)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    spinning = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    quiet = onnxruntime_session(model)
+    run = lambda: s.run(None, feeds)  # noqa: E731
+    a = alternate({"ge": run, "ort": lambda: spinning.run(None, feeds)}, rounds=rounds)
+    b = alternate({"ge": run, "ort": lambda: quiet.run(None, feeds)}, rounds=rounds)
+    alone = alternate({"ge": run}, rounds=rounds)
+    print("\n== resnet50, ge at its defaults beside onnxruntime at its defaults, ms")
+    print(f"ge after a spinning onnxruntime {med(a['ge']):.1f} (onnxruntime {med(a['ort']):.1f}); after a "
+          f"non-spinning one {med(b['ge']):.1f} (onnxruntime {med(b['ort']):.1f}); ge alone {med(alone['ge']):.1f}")
+
+
+PARTS = {"spin": spin, "speedup": speedup, "ort": versus_ort, "streams": streams, "dispatch": dispatch, "project": project}
 
 
 def main(argv=None) -> None:

@@ -25,8 +25,9 @@ def alternate(contenders: dict, rounds: int = 15, warmup: int = 2) -> dict[str, 
 def onnxruntime_session(model, threads: int = 0):
     """An onnxruntime session (CPU) to time beside ge: `model` a path, bytes or ModelProto; `threads` its
     intra-op threads (0: its default, every core). Its pool threads do not spin after a run: spinning, they
-    hold the cores for a while, and whatever runs next loses them (ge's ResNet-50 right after a spinning
-    onnxruntime: 97 ms, after a non-spinning one 73, alone 70; onnxruntime itself 47 vs 46 ms)."""
+    hold the cores for a while, and whatever runs next loses them (bench/aicores_report.py --only spin: ge's
+    ResNet-50 after a spinning onnxruntime 77-97 ms, after a non-spinning one 70-73, alone 69-70; onnxruntime
+    itself gains 0-15% from spinning)."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
