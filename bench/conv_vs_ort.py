@@ -65,7 +65,8 @@ def ge_callable(op, arrays, attrs, domain=""):
     outs = [np.empty(s.size, s.dtype) for s in ctx.outputs]
     ws = [np.empty(w.size, w.dtype) for w in launch.workspaces]
     ins = [arrays[i].reshape(-1) for i in (launch.inputs or range(len(arrays)))]
-    return lambda: launch.fn(*ins, *outs, *ws, *launch.args), outs[0]
+    blocks = (0, 1) if launch.tiled else ()   # one block: the one-thread kernel
+    return lambda: launch.fn(*ins, *outs, *ws, *launch.args, *blocks), outs[0]
 
 
 def ort_callable(op, arrays, attrs):

@@ -22,17 +22,20 @@ def alternate(contenders: dict, rounds: int = 15, warmup: int = 2) -> dict[str, 
     return {name: np.array(t) for name, t in times.items()}
 
 
-def onnxruntime_session(model, threads: int = 0):
+def onnxruntime_session(model, threads: int = 0, profile_prefix: str | None = None):
     """An onnxruntime session (CPU) to time beside ge: `model` a path, bytes or ModelProto; `threads` its
     intra-op threads (0: its default, every core). Its pool threads do not spin after a run: spinning, they
     hold the cores for a while, and whatever runs next loses them (bench/aicores_report.py --only spin: ge's
     ResNet-50 after a spinning onnxruntime 77-97 ms, after a non-spinning one 70-73, alone 69-70; onnxruntime
-    itself gains 0-15% from spinning)."""
+    itself gains 0-15% from spinning). `profile_prefix`: record onnxruntime's node profile there (ge.byop)."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.log_severity_level = 3
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if profile_prefix:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
     data = model if isinstance(model, (str, bytes)) else model.SerializeToString()
     return ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
 

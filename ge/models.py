@@ -4,6 +4,11 @@
   position embeddings (Gather; positions from Shape -> Gather -> Range, so shape values flow at run time),
   LayerNormalization, multi-head attention from MatMul / Reshape / Transpose / Softmax, a Gelu written
   with Erf, and residual Adds. Random weights from a seed.
+- the blocks modern networks are made of, at their real shapes, batch 1, random weights (BatchNorm folded
+  into the convs, as exporters leave it after constant folding), for the per-core kernel work (issue #17):
+  `mobilenet_v2_block`, `mbconv_block` (EfficientNet: SiLU, squeeze-excitation), `mobilenet_v3_block`
+  (HardSwish, HardSigmoid SE), `vit_block` (ViT-B: 197 tokens x 768), `convnext_block` (7x7 depthwise,
+  LayerNorm over channels, GELU, 1x1 as MatMul), `fire_block` (SqueezeNet). `BLOCKS` names them.
 - `with_symbolic_dims(model, {input: {axis: name}})`: a copy of a model whose input dims are dim_params
   (e.g. a light model with a symbolic batch).
 """
@@ -44,6 +49,31 @@ class _Builder:
         b = self.weight(f"{base}_b", (d_out,), 0.02)
         return self.op("Add", [self.op("MatMul", [x, w], base), b], f"{base}_bias")
 
+    def gelu(self, h: str, base: str) -> str:
+        """GELU written with Erf, as torch exports it: h * 0.5 * (1 + erf(h / sqrt 2))."""
+        half, one = self.const("half", np.array(0.5, np.float32)), self.const("onef", np.array(1.0, np.float32))
+        sqrt2 = self.const("sqrt2", np.array(math.sqrt(2.0), np.float32))
+        erf = self.op("Erf", [self.op("Div", [h, sqrt2], f"{base}_div")], f"{base}_erf")
+        return self.op("Mul", [self.op("Mul", [h, half], f"{base}_half"), self.op("Add", [erf, one], f"{base}_1p")],
+                       base)
+
+    def conv(self, x: str, c_in: int, c_out: int, k: int, base: str, stride: int = 1, group: int = 1) -> str:
+        """A Conv with bias (BatchNorm folded in), 'same' padding."""
+        w = self.weight(f"{base}_w", (c_out, c_in // group, k, k), math.sqrt(2.0 / (c_in // group * k * k)))
+        b = self.weight(f"{base}_b", (c_out,), 0.1)
+        return self.op("Conv", [x, w, b], base, kernel_shape=[k, k], pads=[k // 2] * 4, strides=[stride] * 2,
+                       group=group)
+
+    def silu(self, x: str, base: str) -> str:
+        return self.op("Mul", [x, self.op("Sigmoid", [x], f"{base}_sigmoid")], base)
+
+    def model(self, name: str, inputs: list, outputs: list, opset: int = 17) -> onnx.ModelProto:
+        graph = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="ge.models")
+        model.ir_version = min(model.ir_version, 8)  # loadable by the onnxruntime of this environment
+        onnx.checker.check_model(model)
+        return model
+
     def layer_norm(self, x: str, hidden: int, base: str) -> str:
         g = self.const(f"{base}_gamma", (1 + 0.1 * self.rng.standard_normal(hidden)).astype(np.float32))
         b = self.weight(f"{base}_beta", (hidden,), 0.1)
@@ -72,8 +102,6 @@ def bert_like(layers: int = 2, hidden: int = 64, heads: int = 4, vocab: int = 10
     split_heads = b.const("split_heads", np.array([0, 0, heads, dh], np.int64))
     merge_heads = b.const("merge_heads", np.array([0, 0, hidden], np.int64))
     scale = b.const("scale", np.array(1 / math.sqrt(dh), np.float32))
-    half, one = b.const("half", np.array(0.5, np.float32)), b.const("onef", np.array(1.0, np.float32))
-    sqrt2 = b.const("sqrt2", np.array(math.sqrt(2.0), np.float32))
     for i in range(layers):
         p = f"l{i}"
         q, k, v = (b.op("Reshape", [b.linear(x, hidden, hidden, f"{p}_{n}"), split_heads], f"{p}_{n}_heads")
@@ -87,22 +115,110 @@ def bert_like(layers: int = 2, hidden: int = 64, heads: int = 4, vocab: int = 10
         ctx = b.op("Reshape", [ctx, merge_heads], f"{p}_ctx_merged")
         x = b.layer_norm(b.op("Add", [x, b.linear(ctx, hidden, hidden, f"{p}_out")], f"{p}_res1"), hidden,
                          f"{p}_ln1")
-        h = b.linear(x, hidden, ffn, f"{p}_ffn1")
-        gelu = b.op("Mul", [b.op("Mul", [h, half], f"{p}_gelu_half"),
-                            b.op("Add", [b.op("Erf", [b.op("Div", [h, sqrt2], f"{p}_gelu_div")], f"{p}_erf"), one],
-                                 f"{p}_gelu_1p")], f"{p}_gelu")
+        gelu = b.gelu(b.linear(x, hidden, ffn, f"{p}_ffn1"), f"{p}_gelu")
         x = b.layer_norm(b.op("Add", [x, b.linear(gelu, ffn, hidden, f"{p}_ffn2")], f"{p}_res2"), hidden,
                          f"{p}_ln2")
     b.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="output"))
-    graph = helper.make_graph(
-        b.nodes, "bert_like", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, seq])],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [batch, seq, hidden])],
-        b.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="ge.models")
-    model.ir_version = min(model.ir_version, 8)  # loadable by the onnxruntime of this environment
-    onnx.checker.check_model(model)
-    return model
+    return b.model("bert_like", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, seq])],
+                   [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [batch, seq, hidden])],
+                   opset)
+
+
+def _image_block(name: str, b: _Builder, y: str, c_in: int, hw: int, c_out: int, hw_out: int | None = None):
+    b.nodes.append(helper.make_node("Identity", [y], ["y"], name="output"))
+    return b.model(name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c_in, hw, hw])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c_out, hw_out or hw, hw_out or hw])])
+
+
+def mobilenet_v2_block(channels: int = 24, hw: int = 56, expand: int = 6, seed: int = 0) -> onnx.ModelProto:
+    """MobileNetV2's inverted residual: 1x1 expand, ReLU6, 3x3 depthwise, ReLU6, 1x1 project, residual."""
+    b, c = _Builder(seed), channels * expand
+    relu6 = {"min": b.const("zero", np.array(0, np.float32)), "max": b.const("six", np.array(6, np.float32))}
+    h = b.op("Clip", [b.conv("x", channels, c, 1, "expand"), relu6["min"], relu6["max"]], "expand_relu6")
+    h = b.op("Clip", [b.conv(h, c, c, 3, "dw", group=c), relu6["min"], relu6["max"]], "dw_relu6")
+    y = b.op("Add", [b.conv(h, c, channels, 1, "project"), "x"], "residual")
+    return _image_block("mobilenet_v2_block", b, y, channels, hw, channels)
+
+
+def _squeeze_excite(b: _Builder, h: str, c: int, squeeze: int, act, gate: str) -> str:
+    """Squeeze-excitation: GlobalAveragePool -> 1x1 conv -> act -> 1x1 conv -> gate -> scale the map."""
+    s = act(b.conv(b.op("GlobalAveragePool", [h], "se_pool"), c, squeeze, 1, "se_reduce"), "se_act")
+    s = b.op(gate, [b.conv(s, squeeze, c, 1, "se_expand")], "se_gate")
+    return b.op("Mul", [h, s], "se_scale")
+
+
+def mbconv_block(channels: int = 40, hw: int = 28, expand: int = 6, k: int = 5, seed: int = 0) -> onnx.ModelProto:
+    """EfficientNet's MBConv: 1x1 expand, SiLU, kxk depthwise, SiLU, squeeze-excitation (a quarter of the
+    input channels, Sigmoid gate), 1x1 project, residual."""
+    b, c = _Builder(seed), channels * expand
+    h = b.silu(b.conv("x", channels, c, 1, "expand"), "expand_silu")
+    h = b.silu(b.conv(h, c, c, k, "dw", group=c), "dw_silu")
+    h = _squeeze_excite(b, h, c, max(1, channels // 4), b.silu, "Sigmoid")
+    y = b.op("Add", [b.conv(h, c, channels, 1, "project"), "x"], "residual")
+    return _image_block("mbconv_block", b, y, channels, hw, channels)
+
+
+def mobilenet_v3_block(channels: int = 40, hw: int = 28, expand: int = 3, k: int = 5,
+                       seed: int = 0) -> onnx.ModelProto:
+    """MobileNetV3's bneck: 1x1 expand, HardSwish, kxk depthwise, HardSwish, SE with ReLU and a HardSigmoid
+    gate (a quarter of the expanded channels), 1x1 project, residual."""
+    b, c = _Builder(seed), channels * expand
+    h = b.op("HardSwish", [b.conv("x", channels, c, 1, "expand")], "expand_hswish")
+    h = b.op("HardSwish", [b.conv(h, c, c, k, "dw", group=c)], "dw_hswish")
+    h = _squeeze_excite(b, h, c, c // 4, lambda x, n: b.op("Relu", [x], n), "HardSigmoid")
+    y = b.op("Add", [b.conv(h, c, channels, 1, "project"), "x"], "residual")
+    return _image_block("mobilenet_v3_block", b, y, channels, hw, channels)
+
+
+def fire_block(c_in: int = 128, hw: int = 55, squeeze: int = 16, expand: int = 64, seed: int = 0) -> onnx.ModelProto:
+    """SqueezeNet's fire module: 1x1 squeeze, ReLU, then 1x1 and 3x3 expands, ReLU each, concatenated."""
+    b = _Builder(seed)
+    s = b.op("Relu", [b.conv("x", c_in, squeeze, 1, "squeeze")], "squeeze_relu")
+    e1 = b.op("Relu", [b.conv(s, squeeze, expand, 1, "expand1x1")], "expand1x1_relu")
+    e3 = b.op("Relu", [b.conv(s, squeeze, expand, 3, "expand3x3")], "expand3x3_relu")
+    return _image_block("fire_block", b, b.op("Concat", [e1, e3], "concat", axis=1), c_in, hw, 2 * expand)
+
+
+def vit_block(tokens: int = 197, hidden: int = 768, heads: int = 12, mlp: int = 3072,
+              seed: int = 0) -> onnx.ModelProto:
+    """A ViT-B encoder block as torch exports it: LayerNorm, one QKV MatMul, heads split by Reshape /
+    Transpose, batched Q K^T and softmax(.) V, the output projection, residual; LayerNorm, MLP with GELU
+    (Erf), residual. x [1, tokens, hidden] -> y [1, tokens, hidden]."""
+    b, dh = _Builder(seed), hidden // heads
+    h = b.layer_norm("x", hidden, "ln1")
+    qkv = b.op("Reshape", [b.linear(h, hidden, 3 * hidden, "qkv"),
+                           b.const("qkv_shape", np.array([1, tokens, 3, heads, dh], np.int64))], "qkv_heads")
+    qkv = b.op("Transpose", [qkv], "qkv_t", perm=[2, 0, 3, 1, 4])   # [3, 1, heads, tokens, dh]
+    q, k, v = (b.op("Gather", [qkv, b.const(f"i{i}", np.array(i, np.int64))], n, axis=0)
+               for i, n in enumerate("qkv"))
+    kt = b.op("Transpose", [k], "k_t", perm=[0, 1, 3, 2])
+    scores = b.op("Mul", [b.op("MatMul", [q, kt], "qk"), b.const("scale", np.array(dh ** -0.5, np.float32))],
+                  "scores")
+    ctx = b.op("MatMul", [b.op("Softmax", [scores], "probs", axis=-1), v], "ctx")
+    ctx = b.op("Reshape", [b.op("Transpose", [ctx], "ctx_t", perm=[0, 2, 1, 3]),
+                           b.const("merge", np.array([1, tokens, hidden], np.int64))], "ctx_merged")
+    x = b.op("Add", ["x", b.linear(ctx, hidden, hidden, "proj")], "res1")
+    h = b.gelu(b.linear(b.layer_norm(x, hidden, "ln2"), hidden, mlp, "fc1"), "gelu")
+    y = b.op("Add", [x, b.linear(h, mlp, hidden, "fc2")], "res2")
+    b.nodes.append(helper.make_node("Identity", [y], ["y"], name="output"))
+    spec = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, tokens, hidden]) for n in "xy"]
+    return b.model("vit_block", spec[:1], spec[1:])
+
+
+def convnext_block(channels: int = 96, hw: int = 56, seed: int = 0) -> onnx.ModelProto:
+    """ConvNeXt's block as torch exports it: 7x7 depthwise, to NHWC, LayerNorm over channels, 1x1 up (4x)
+    as MatMul, GELU (Erf), 1x1 down as MatMul, layer scale, to NCHW, residual."""
+    b = _Builder(seed)
+    h = b.op("Transpose", [b.conv("x", channels, channels, 7, "dw", group=channels)], "nhwc", perm=[0, 2, 3, 1])
+    h = b.gelu(b.linear(b.layer_norm(h, channels, "ln"), channels, 4 * channels, "pw1"), "gelu")
+    h = b.op("Mul", [b.linear(h, 4 * channels, channels, "pw2"), b.weight("gamma", (channels,), 0.1)], "scale")
+    y = b.op("Add", ["x", b.op("Transpose", [h], "nchw", perm=[0, 3, 1, 2])], "residual")
+    return _image_block("convnext_block", b, y, channels, hw, channels)
+
+
+BLOCKS = {"mobilenet_v2_block": mobilenet_v2_block, "mbconv_block": mbconv_block,
+          "mobilenet_v3_block": mobilenet_v3_block, "fire_block": fire_block, "vit_block": vit_block,
+          "convnext_block": convnext_block}
 
 
 def with_symbolic_dims(model: onnx.ModelProto | str, dims: dict[str, dict[int, str]]) -> onnx.ModelProto:

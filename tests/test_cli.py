@@ -66,6 +66,37 @@ def test_ge_bench_streams(tmp_path, capsys):
     assert "ge v2 1 stream " in out and "ge v2 2 streams" in out
 
 
+def test_ge_bench_by_op_puts_families_side_by_side(tmp_path, capsys):
+    """Issue #17's tool: per op family, ge's traced kernel time beside onnxruntime's node profile."""
+    rng = np.random.default_rng(0)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])
+    inits = [helper.make_tensor("dw", TensorProto.FLOAT, [8, 1, 3, 3], rng.standard_normal(72).tolist()),
+             helper.make_tensor("pw", TensorProto.FLOAT, [16, 8, 1, 1], rng.standard_normal(128).tolist())]
+    nodes = [helper.make_node("Conv", ["x", "dw"], ["a"], group=8, pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["b"]), helper.make_node("Conv", ["b", "pw"], ["y"])]
+    m = helper.make_model(helper.make_graph(nodes, "t", [x], [y], inits), opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "dw.onnx"
+    path.write_bytes(m.SerializeToString())
+    assert main(["bench", str(path), "--by-op", "--threads", "1", "--rounds", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("  ")[0].strip(): line.split() for line in out.splitlines()}
+    for fam in ("Conv depthwise 3x3", "Conv 1x1"):
+        ge_ms, ge_nodes, ort_ms, ort_nodes = rows[fam][-6:-2]
+        assert float(ge_ms) > 0 and int(ge_nodes) == 1 and float(ort_ms) > 0 and int(ort_nodes) == 1, out
+    assert "kernels" in rows
+
+
+def test_op_families():
+    from ge.byop import family
+    assert family("FusedConv", [(1, 32, 56, 56), (32, 1, 3, 3)]) == "Conv depthwise 3x3"
+    assert family("Conv", [(1, 32, 56, 56), (64, 8, 1, 1)]) == "Conv grouped 1x1"
+    assert family("Conv", [(1, 32, 56, 56), (64, 32, 7, 7), None]) == "Conv 7x7"
+    assert family("MatMul", [(1, 12, 197, 64), (1, 12, 64, 197)]) == "MatMul batched"
+    assert family("FusedMatMul", [(197, 768), (768, 3072)]) == "MatMul"
+    assert family("ReorderInput", [(1, 32, 56, 56)]) == "Reorder (NCHWc)"
+
+
 # -- the flags atc / trtexec / tvmc users reach for (issue #16) --------------------------------------------
 
 def _symbolic(tmp_path):
@@ -157,7 +188,8 @@ def test_missing_extras_are_named_before_any_work(monkeypatch, capsys, tmp_path)
     compiled = []
     monkeypatch.setattr("ge.compiler.compile", lambda *a, **k: compiled.append(1))
     for argv, extra in ((["plan", "--plot", str(tmp_path / "m.png")], "plot"),
-                        (["bench", "--vs", "onnxruntime"], "bench"), (["bench", "--plot", "b.png"], "plot")):
+                        (["bench", "--vs", "onnxruntime"], "bench"), (["bench", "--by-op"], "bench"),
+                        (["bench", "--plot", "b.png"], "plot")):
         assert main(argv) == 2
         assert f'pip install "ge-runtime[{extra}]"' in capsys.readouterr().err
     assert not compiled

@@ -103,6 +103,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--streams", help="comma-separated max_streams values to compare, e.g. 1,2,4")
     b.add_argument("--vs", choices=["onnxruntime"], help='also time onnxruntime (pip install "ge-runtime[bench]")')
     b.add_argument("--rounds", type=int, default=20, help="alternating rounds (default 20)")
+    b.add_argument("--by-op", action="store_true", help="time per op family on ge (traced runs) and on "
+                   "onnxruntime (its node profile), side by side: where the time goes")
     b.add_argument("--json", help="write the table as JSON to this file")
     b.add_argument("--plot", metavar="F.png", help='draw the comparison (pip install "ge-runtime[plot]")')
     b.set_defaults(fn="bench:cmd_bench")

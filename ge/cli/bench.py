@@ -23,6 +23,8 @@ def _ints(text: str, flag: str) -> list[int]:
 def cmd_bench(args) -> int:
     """Alternate the contenders on one model and print median, p90 and the ratio to the first."""
     path = common.model_path(args.model)
+    if args.by_op:
+        return _by_op(path, args)
     runtimes = [common.check_runtime(rt.strip()) for rt in args.runtime.split(",") if rt.strip()]
     streams = _ints(args.streams, "--streams") if args.streams else [None]
     contenders, feeds, sess = {}, None, None
@@ -49,6 +51,27 @@ def cmd_bench(args) -> int:
     if args.plot:
         plot_bench(rows, args.plot, title=common.label(path))
         print(f"wrote {args.plot}")
+    return 0
+
+
+def _by_op(path: str, args) -> int:
+    """Per op family, ge's kernel time (first runtime given) beside onnxruntime's, same thread budget."""
+    from ..byop import compare, format_families, ge_profile, ort_profile
+    if common.is_offline_model(path):
+        raise GEError("--by-op compares against onnxruntime on the same file: give an .onnx model, not a .gem")
+    runtime = common.check_runtime(args.runtime.split(",")[0].strip())
+    with Progress() as progress:
+        sess = common.open_session(path, args, progress, runtime=runtime)
+        common.compile_kernels(sess, progress)
+        feeds = common.feeds(sess, args)
+        with progress.phase("ge traced runs"):
+            ge_side = ge_profile(sess, feeds, runs=args.rounds, warmup=max(args.warmup, 1))
+        with progress.phase("onnxruntime profile"):
+            ort_side = ort_profile(path, feeds, threads=args.threads, runs=args.rounds, warmup=max(args.warmup, 1))
+    print(f"model {path}   threads {args.threads or CPUS} for ge and for onnxruntime   runs {args.rounds}   "
+          f"ms per run, median per node, summed per family")
+    print(f"ge        runtime_{sess.runtime}, {common.cores(sess)}")
+    print(format_families(compare(ge_side, ort_side)))
     return 0
 
 

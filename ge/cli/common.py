@@ -78,6 +78,8 @@ def check_extras(args) -> None:
         require("plot", f"ge {args.cmd} --plot")
     if getattr(args, "vs", None) == "onnxruntime":
         require("bench", "ge bench --vs onnxruntime")
+    if getattr(args, "by_op", False):
+        require("bench", "ge bench --by-op")
 
 
 def open_session(path: str, args, progress: Progress, runtime: str | None = None, **options) -> Session:

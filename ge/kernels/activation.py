@@ -99,6 +99,11 @@ def _gelu(v, p, q):
 
 
 @njit
+def _silu(v, p, q):
+    return v * _sigmoid(v, p, q)
+
+
+@njit
 def _gelu_tanh(v, p, q):
     # 0.5 v (1 + tanh z) = v * sigmoid(2z), which does not cancel for negative z
     z = type(v)(0.7978845608028654) * (v + type(v)(0.044715) * v * v * v)
@@ -106,7 +111,7 @@ def _gelu_tanh(v, p, q):
 
 
 (SIGMOID, TANH, LEAKY_RELU, ELU, CELU, SELU, THRESHOLDED_RELU, HARD_SIGMOID, HARD_SWISH, SOFTPLUS,
- SOFTSIGN, MISH, GELU, GELU_TANH) = range(14)
+ SOFTSIGN, MISH, GELU, GELU_TANH, SILU) = range(15)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -139,6 +144,8 @@ def activation(x, out, op, alpha, beta, block_idx, block_dim):
         _map(_mish, x, out, p, q)
     elif op == GELU:
         _map(_gelu, x, out, p, q)
+    elif op == SILU:
+        _map(_silu, x, out, p, q)
     else:
         _map(_gelu_tanh, x, out, p, q)
 
@@ -146,7 +153,8 @@ def activation(x, out, op, alpha, beta, block_idx, block_dim):
 # ns per element, one thread, float32, 1x16x112x112, best of 40 (what a block of blocks.MIN_BLOCK_NS must
 # hold; float64 runs libm, several times slower, so its launches tile later than they could)
 _NS = {SIGMOID: 0.9, TANH: 1.1, LEAKY_RELU: 0.15, ELU: 0.8, CELU: 0.8, SELU: 0.8, THRESHOLDED_RELU: 0.15,
-       HARD_SIGMOID: 0.15, HARD_SWISH: 0.2, SOFTPLUS: 3.2, SOFTSIGN: 0.2, MISH: 0.85, GELU: 2.2, GELU_TANH: 1.1}
+       HARD_SIGMOID: 0.15, HARD_SWISH: 0.2, SOFTPLUS: 3.2, SOFTSIGN: 0.2, MISH: 0.85, GELU: 2.2, GELU_TANH: 1.1,
+       SILU: 1.0}
 
 _ACTIVATIONS = {  # op: (code, alpha, beta): attribute names with their defaults, or fixed values
     "Sigmoid": (SIGMOID, 0.0, 0.0), "Tanh": (TANH, 0.0, 0.0), "LeakyRelu": (LEAKY_RELU, ("alpha", 0.01), 0.0),
@@ -171,6 +179,13 @@ for _op, (_code, _alpha, _beta) in _ACTIVATIONS.items():
     register(_op, infer=float_infer, inplace=((0, 0),))(_prepare_activation(_code, _alpha, _beta))
 
 
+@register("Silu", domain="ge", infer=float_infer, inplace=((0, 0),))
+def _prepare_silu(ctx):
+    """x * sigmoid(x), made by recognize_activations from an exported Mul(x, Sigmoid(x))."""
+    return flat_launch(ctx, activation, (SILU, 0.0, 0.0), _NS[SILU])
+
+
+@register("Gelu", domain="ge", infer=float_infer, inplace=((0, 0),))
 @register("Gelu", infer=float_infer, inplace=((0, 0),), since=20)
 def _prepare_gelu(ctx):
     approximate = ctx.attr("approximate", "none")

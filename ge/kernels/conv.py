@@ -15,8 +15,8 @@ serves all ranks. Per image and group, `prepare` picks one of five ways (conv_lo
              a tile of output rows at a time (a few MiB at most), then one GEMM W[Mg, Cg*k] @ col into
              those rows of y. Each col row is filled as runs of output rows: the valid middle of a run is a
              straight (or strided) copy, the padded ends are zeroed, so no per-element bounds test.
-  DEPTHWISE  one input channel per group, 2-D, undilated: SHIFTED's padded plane, with one long axpy per
-             tap over a tile of output rows instead of a GEMM (K = kH*kW is all overhead for a GEMM).
+  DEPTHWISE  one input channel per group, 2-D, undilated: SHIFTED's padded plane, then each output row
+             accumulated over all taps in registers (K = kH*kW is all overhead for a GEMM).
   DIRECT     other depthwise convs: each output plane accumulates w[k] * shifted input plane, tap by tap,
              in vectorizable row loops.
 Every output element of a conv is one FMA chain (gemm.py) over k = (channel, tap) in the same order,
@@ -53,7 +53,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .conv_lowering import _channel_stride, _col2im, _depthwise, _direct, _im2col_gemm, _shifted, _valid
+from .conv_depthwise import depthwise
+from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shifted, _valid
 from .epilogue import activation_args, epilogue
 from .gemm import MIN_BLOCK_MACS, gemm_block, workspace
 from .registry import KernelContext, Launch, TensorSpec, register
@@ -64,7 +65,7 @@ PAIRS, SPATIAL, CHANNELS = range(3)
 _FLOATS = (np.float32, np.float64)
 USE_SHIFTED = True  # False: IM2COL wherever SHIFTED would run (the same bits, more memory: for bisecting)
 USE_DEPTHWISE = True  # False: DIRECT wherever DEPTHWISE would run (for bisecting)
-DEPTHWISE_GRID = 2048  # DEPTHWISE: output rows per tile so that the grid stays in L1
+DEPTHWISE_GRID = 2048  # DEPTHWISE: output rows per tile so that the padded rows stay in L1
 GEMM_MIN_COLUMNS = 1024  # SHIFTED: a tile of output rows is at least this many grid columns wide ...
 GRID_ELEMS = 1 << 18      # ... and more while padded input + grid stay under this many elements
 COL_ELEMS = 1 << 19       # IM2COL: output rows per tile so that col stays under this (at least one row)
@@ -107,6 +108,10 @@ def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, 
     lohi = np.empty(2 * KW, np.int64)  # valid output columns of each kw tap, for DIRECT
     for kw in range(KW):
         lohi[kw], lohi[KW + kw] = _valid(kw * dw - pw, sw, W, OW)
+    if mode == DEPTHWISE:  # one call for all the block's planes (see conv_depthwise's doc)
+        depthwise(x, w, b, z, y, wsb, np.empty(KH * KW, np.int64), q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, sw,
+                  ph, pw, tile, has_b, has_z, act, p0, p1)
+        return
     phased = mode == IM2COL and sw > 1 and KW > 1
     for q in range(q0, q1):
         n, g = q // G, q % G
@@ -121,8 +126,6 @@ def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, 
         elif mode == SHIFTED:
             _shifted(x, xo, wg, y, yo, wsb, pk, Cg, H, W, Mg, OH, OW, KH, KW, sh, sw, ph, pw, tile,
                      c0, c1, s0, s1)
-        elif mode == DEPTHWISE:
-            _depthwise(x, xo, w, g * Mg * K, y, yo, wsb, Mg, H, W, OH, OW, KH, KW, sh, sw, ph, pw, tile)
         else:
             for m in range(Mg):
                 _direct(x, xo, w, (g * Mg + m) * K, y, yo + m * S, lohi, D, H, W, OD, OH, OW, KD, KH, KW,
@@ -258,10 +261,9 @@ def _plan(mode: int, geom, Cg: int, mb: int, rows: int):
     D, H, W, OD, OH, OW = (int(v) for v in geom[[2, 3, 4, 6, 7, 8]])
     KD, KH, KW, sh, sw = (int(v) for v in geom[[9, 10, 11, 13, 14]])
     Wq, A, B = OW + (KW - 1) // sw, min(sh, KH), min(sw, KW)
-    if mode == DEPTHWISE:  # long axpys over a padded plane, a tile of rows at a time
+    if mode == DEPTHWISE:  # a padded plane, a tile of rows at a time, and a vector of slack for row tails
         tile = min(OH, max(1, DEPTHWISE_GRID // Wq))
-        return tile, _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + \
-            _round16(tile * Wq), 0
+        return tile, _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + 16, 0
     if mode == SHIFTED:  # GEMMs on a shifted padded input
         tile = min(rows, max(-(-GEMM_MIN_COLUMNS // Wq), GRID_ELEMS // ((mb + A * B * Cg) * Wq)))
         cs = int(_channel_stride(tile + (KH - 1) // sh, Wq))

@@ -1,6 +1,6 @@
 """The per-(image, group) pieces of conv.py's lowerings (conv.py's module doc says which runs when):
-row primitives, im2col, the padded phase-split copy, DIRECT, DEPTHWISE, SHIFTED and ConvTranspose's
-col2im. A tiled conv block calls them on its share: output channels [c0, c1) of a group, or output
+row primitives, im2col, the padded phase-split copy, DIRECT, SHIFTED and ConvTranspose's col2im
+(DEPTHWISE is conv_depthwise.py). A tiled conv block calls them on its share: output channels [c0, c1) of a group, or output
 rows [t0, t1) of an image (tiles of rows inside it), with its own slice of the workspace.
 """
 from __future__ import annotations
@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit
 
 from .gemm import gemm_block
+from .simd import vlanes, vload, vload_n, vstore, vstore_n
 from .specialize import by_type
 
 @njit(nogil=True, cache=True)
@@ -138,17 +139,33 @@ def _channel_stride(R, Wp):
 def _pad_copy(x, xo, p, C, H, W, ph, pw, sh, sw, A, B, i0, R, Wq, cs, tail):
     """The stride phases of the zero-padded input, R phase rows from row i0 on: phase (a, b) < (A, B) of
     channel c at p[((a*B + b)*C + c)*cs:], its row i, column j = padded input (i0 + i)*sh + a, j*sw + b
-    (input row - ph, column - pw; zero outside), and `tail` zeros past the end. Stride 1: one phase."""
+    (input row - ph, column - pw; zero outside), and `tail` zeros past the end. Stride 1: one phase.
+    Rows are copied in vectors inline: a call per row passing arrays costs Numba's atomic reference counts
+    (two per array), which took as long as depthwise's multiply-adds on EfficientNet's 672 x 14 x 14."""
     _zero(p, 0, A * B * C * cs + tail)
+    L = vlanes(p)
     for a in range(A):
         for b in range(B):
             lo, hi = _valid(b - pw, sw, W, Wq)  # the phase columns inside the input
+            n = hi - lo
             for c in range(C):
                 o = ((a * B + b) * C + c) * cs
                 for i in range(R):
                     ih = (i0 + i) * sh + a - ph
-                    if 0 <= ih < H:
-                        _gather(p, o + i * Wq + lo, x, xo + (c * H + ih) * W + lo * sw + b - pw, hi - lo, sw)
+                    if ih < 0 or ih >= H:
+                        continue
+                    d, s = o + i * Wq + lo, xo + (c * H + ih) * W + lo * sw + b - pw
+                    if sw == 1:
+                        j = 0
+                        while j + L <= n:
+                            vstore(p, d + j, vload(x, s + j))
+                            j += L
+                        if j < n:
+                            vstore_n(p, d + j, vload_n(x, s + j, n - j), n - j)
+                    else:
+                        ud, us, ustep = np.uint64(d), np.uint64(s), np.uint64(sw)
+                        for j in range(np.uint64(n)):
+                            p[ud + j] = x[us + j * ustep]
 
 
 @njit(nogil=True, cache=True)
@@ -187,35 +204,6 @@ def _direct(x, xo, w, wo, y, yo, lohi, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, 
                             _axpy(y, yr + lo, w[wr + kw], x, xr + kw * dw + lo * sw, h - lo, sw)
                         if l < hi:
                             _axpy(y, yr + l, w[wr + kw], x, xr + kw * dw + l * sw, hi - l, sw)
-
-
-@njit(nogil=True, cache=True)
-def _depthwise(x, xo, w, wo, y, yo, ws, Mg, H, W, OH, OW, KH, KW, sh, sw, ph, pw, tile):
-    """DEPTHWISE for one input channel and its Mg output channels: SHIFTED's layout with one channel and
-    axpys for the GEMM. Per tile of output rows: the padded input rows in their stride phases (_pad_copy),
-    then per output channel a grid of rows*Wq (padded width) accumulating w[tap] * the shifted phase, each
-    tap ONE contiguous axpy over the whole tile (three at once for a stride-1 row of taps), then the valid
-    columns to y. Small planes cost a few long loops instead of several short ones per output row."""
-    KT, A, B = KH * KW, min(sh, KH), min(sw, KW)
-    Wq, tail = OW + (KW - 1) // sw, (KW - 1) // sw
-    cs = _channel_stride(tile + (KH - 1) // sh, Wq)
-    P = (A * B * cs + tail + 15) // 16 * 16  # where the grid starts
-    for oh0 in range(0, OH, tile):
-        rows = min(tile, OH - oh0)
-        _pad_copy(x, xo, ws, 1, H, W, ph, pw, sh, sw, A, B, oh0, rows + (KH - 1) // sh, Wq, cs, tail)
-        nq = rows * Wq
-        for m in range(Mg):
-            wm = wo + m * KT
-            _zero(ws, P, nq)
-            for kh in range(KH):
-                row = ((kh % sh) * B) * cs + (kh // sh) * Wq
-                if sw == 1 and KW == 3:
-                    _axpy3(ws, P, w[wm + kh * 3], w[wm + kh * 3 + 1], w[wm + kh * 3 + 2], ws, row, nq, 1)
-                    continue
-                for kw in range(KW):
-                    src = row + (kw % sw) * cs + kw // sw
-                    _axpy(ws, P, w[wm + kh * KW + kw], ws, src, nq, 1)
-            _from_grid(y, yo + m * OH * OW + oh0 * OW, ws, P, rows, OW, Wq)
 
 
 @njit(nogil=True, cache=True)

@@ -20,13 +20,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .fastmath import exp, expm1
+from .fastmath import erfc, exp, expm1
 from .registry import KernelContext
 from .specialize import by_type
 
-NONE, RELU, LEAKY_RELU, CLIP, SIGMOID, HARD_SIGMOID, TANH, HARD_SWISH = range(8)
+NONE, RELU, LEAKY_RELU, CLIP, SIGMOID, HARD_SIGMOID, TANH, HARD_SWISH, SILU, GELU = range(10)
 ACTIVATIONS = {"": NONE, "Relu": RELU, "LeakyRelu": LEAKY_RELU, "Clip": CLIP, "Sigmoid": SIGMOID,
-               "HardSigmoid": HARD_SIGMOID, "Tanh": TANH, "HardSwish": HARD_SWISH}
+               "HardSigmoid": HARD_SIGMOID, "Tanh": TANH, "HardSwish": HARD_SWISH, "Silu": SILU, "Gelu": GELU}
 # ONNX defaults of each activation's attributes, in activation_params order
 _DEFAULT_PARAMS = {"LeakyRelu": [0.01], "Clip": [-np.inf, np.inf], "HardSigmoid": [0.2, 0.5]}
 
@@ -87,6 +87,16 @@ def _hard_swish(v, a, b, lo, hi):
     return v * min(max(a * v + b, lo), hi)
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def _silu(v, a, b, lo, hi):
+    return v / (hi + exp(-v))   # exp(-v) = inf far below 0: v / inf = -0, as v * sigmoid(v)
+
+
+@njit(nogil=True, cache=True, inline="always")   # erfc is too big for LLVM to inline: a call per element
+def _gelu(v, a, b, lo, hi):
+    return a * v * erfc(v * b)   # a = 0.5, b = -1/sqrt 2
+
+
 @by_type
 @njit(nogil=True, cache=True)
 def epilogue(y, off, n, alpha, s, v, voff, beta, has_v, act, p0, p1):
@@ -100,6 +110,8 @@ def epilogue(y, off, n, alpha, s, v, voff, beta, has_v, act, p0, p1):
         a, b = dt.type(1 / 6), dt.type(0.5)
     elif act == TANH:
         a, b = dt.type(9), dt.type(2)
+    elif act == GELU:
+        a, b = dt.type(0.5), dt.type(-0.7071067811865476)
     if act == NONE and alpha == hi and s == lo and not has_v:
         return
     o, vo, un = np.uint64(off), np.uint64(voff), np.uint64(n)
@@ -153,6 +165,20 @@ def epilogue(y, off, n, alpha, s, v, voff, beta, has_v, act, p0, p1):
         else:
             for i in range(un):
                 y[o + i] = _tanh(alpha * y[o + i] + s, a, b, lo, hi)
+    elif act == SILU:
+        if has_v:
+            for i in range(un):
+                y[o + i] = _silu(alpha * y[o + i] + s + beta * v[vo + i], a, b, lo, hi)
+        else:
+            for i in range(un):
+                y[o + i] = _silu(alpha * y[o + i] + s, a, b, lo, hi)
+    elif act == GELU:
+        if has_v:
+            for i in range(un):
+                y[o + i] = _gelu(alpha * y[o + i] + s + beta * v[vo + i], a, b, lo, hi)
+        else:
+            for i in range(un):
+                y[o + i] = _gelu(alpha * y[o + i] + s, a, b, lo, hi)
     else:  # HARD_SWISH
         if has_v:
             for i in range(un):

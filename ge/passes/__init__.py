@@ -7,18 +7,21 @@ from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .infer_shapes import infer_shapes
+from .recognize_activations import recognize_activations
 from .manager import PassManager
 from .remove_identity import remove_identity
 
 # (name, pass); shapes are inferred again after passes that create nodes or constants.
 # fold_batchnorm runs after fold_constants (its per-channel operands are folded Unsqueezes) and before
-# fuse_activation (Conv -> BN -> Relu fuses only once the BN is gone).
+# fuse_activation (Conv -> BN -> Relu fuses only once the BN is gone); recognize_activations before
+# fuse_activation too (its Gelu / Silu then fold into the producer's epilogue).
 PIPELINE = [
     ("infer_shapes", infer_shapes),
     ("fold_constants", fold_constants),
     ("remove_identity", remove_identity),
     ("cancel_transposes", cancel_transposes),
     ("fold_batchnorm", fold_batchnorm),
+    ("recognize_activations", recognize_activations),
     ("fuse_activation", fuse_activation),
     ("eliminate_dead_code", eliminate_dead_code),
     ("infer_shapes", infer_shapes),

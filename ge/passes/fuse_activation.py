@@ -7,7 +7,7 @@ become one "ge" op whose kernel applies them in the GEMM epilogue, while the out
     Conv(x, W, B) -> Add(., z) [-> act] -> ge::FusedConv[...](x, W, B, z)    y = act(conv(x) + B + z)
 
 Activations: Relu, LeakyRelu (params [alpha]), Clip with constant bounds ([min, max]), Sigmoid,
-HardSigmoid ([alpha, beta]), Tanh, HardSwish. `activation` is the ONNX op name. A two-input Sum (ResNet's
+HardSigmoid ([alpha, beta]), Tanh, HardSwish, and recognize_activations' ge::Silu and ge::Gelu. `activation` is the ONNX op name. A two-input Sum (ResNet's
 residual) counts as Add. The fused op keeps the original op's attributes.
 
 Algorithm, one sweep in order, matching each activation / Add against its producer:
@@ -34,6 +34,7 @@ FUSED = {"Conv": "FusedConv", "Gemm": "FusedGemm", "MatMul": "FusedMatMul"}
 # activation -> its attributes, in activation_params order, with ONNX defaults
 ACTIVATIONS = {"Relu": {}, "LeakyRelu": {"alpha": 0.01}, "Clip": {}, "Sigmoid": {},
                "HardSigmoid": {"alpha": 0.2, "beta": 0.5}, "Tanh": {}, "HardSwish": {}}
+GE_ACTIVATIONS = {"Silu": {}, "Gelu": {}}   # recognize_activations' ops (ge domain)
 
 
 def _activation_params(graph, act) -> list[float] | None:
@@ -41,7 +42,7 @@ def _activation_params(graph, act) -> list[float] | None:
     if act.op_type != "Clip":
         if len(act.inputs) != 1:
             return None
-        return [float(act.attrs.get(k, d)) for k, d in ACTIVATIONS[act.op_type].items()]
+        return [float(act.attrs.get(k, d)) for k, d in {**ACTIVATIONS, **GE_ACTIVATIONS}[act.op_type].items()]
     finfo = np.finfo(act.inputs[0].dtype)
     if graph.opset < 11:
         return [float(act.attrs.get("min", finfo.min)), float(act.attrs.get("max", finfo.max))]
@@ -103,10 +104,10 @@ def _fuse_residual(graph, add) -> bool:
 def fuse_activation(graph) -> bool:
     changed = False
     for node in list(graph.nodes):
-        if node.domain != "" or not node.inputs:
+        if not node.inputs or node.domain not in ("", "ge"):
             continue
-        if node.op_type in ACTIVATIONS:
+        if node.op_type in (ACTIVATIONS if node.domain == "" else GE_ACTIVATIONS):
             changed |= _fuse_activation(graph, node)
-        elif node.op_type in ("Add", "Sum") and len(node.inputs) == 2 and None not in node.inputs:
+        elif node.domain == "" and node.op_type in ("Add", "Sum") and len(node.inputs) == 2 and None not in node.inputs:
             changed |= _fuse_residual(graph, node)
     return changed
