@@ -62,12 +62,19 @@ def _per_family(durations: dict[str, list[float]], families: dict[str, str]) -> 
     return out
 
 
+def _shapes(plan, node) -> list:
+    """A plan node's input shapes as the model gives them (a packed conv weight: its weight_shape)."""
+    shapes = [tuple(plan.tensors[t].shape) if t >= 0 else None for t in node.inputs]
+    if "weight_shape" in node.attrs:
+        shapes[1] = tuple(node.attrs["weight_shape"])
+    return shapes
+
+
 def ge_profile(sess, feeds: dict, runs: int = 10, warmup: int = 2) -> dict[str, tuple[float, int]]:
     """ge's kernel time per family: {family: (ms per run, nodes)} from traced runs."""
     from .npu import Tracer
     plan = sess.plan
-    families = {n.name: family(n.op_type, [tuple(plan.tensors[t].shape) if t >= 0 else None for t in n.inputs])
-                for n in plan.nodes}
+    families = {n.name: family(n.op_type, _shapes(plan, n)) for n in plan.nodes}
     for _ in range(warmup):
         sess.run(None, feeds)
     tracer = Tracer("by-op")

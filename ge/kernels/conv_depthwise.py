@@ -37,7 +37,7 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
         xo, yo = q * H * W, q * Mg * S
         for oh0 in range(0, OH, tile):
             rows = min(tile, OH - oh0)
-            _pad_copy(x, xo, ws, 1, H, W, ph, pw, sh, sw, A, B, oh0, rows + (KH - 1) // sh, Wq, cs, tail)
+            _pad_copy(x, xo, ws, 0.0, 1, H, W, ph, pw, sh, sw, A, B, oh0, rows + (KH - 1) // sh, Wq, cs, tail)
             for m in range(Mg):
                 o = yo + m * S + oh0 * OW
                 _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows)

@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from .gemm import gemm_block
-from .simd import vlanes, vload, vload_n, vstore, vstore_n
+from .simd import veven, vlanes, vload, vload_n, vodd, vstore, vstore_n
 from .specialize import by_type
 
 @njit(nogil=True, cache=True)
@@ -136,25 +136,49 @@ def _channel_stride(R, Wp):
 
 @by_type
 @njit(nogil=True, cache=True)
-def _pad_copy(x, xo, p, C, H, W, ph, pw, sh, sw, A, B, i0, R, Wq, cs, tail):
-    """The stride phases of the zero-padded input, R phase rows from row i0 on: phase (a, b) < (A, B) of
+def _pad_copy(x, xo, p, fill, C, H, W, ph, pw, sh, sw, A, B, i0, R, Wq, cs, tail):
+    """The stride phases of the padded input, R phase rows from row i0 on: phase (a, b) < (A, B) of
     channel c at p[((a*B + b)*C + c)*cs:], its row i, column j = padded input (i0 + i)*sh + a, j*sw + b
-    (input row - ph, column - pw; zero outside), and `tail` zeros past the end. Stride 1: one phase.
+    (input row - ph, column - pw; `fill` outside: 0 for convs, the identity for pools), and `tail` more
+    past the end. Stride 1: one phase.
     Rows are copied in vectors inline: a call per row passing arrays costs Numba's atomic reference counts
     (two per array), which took as long as depthwise's multiply-adds on EfficientNet's 672 x 14 x 14."""
-    _zero(p, 0, A * B * C * cs + tail)
+    fv = p.dtype.type(fill)
+    for j in range(np.uint64(A * B * C * cs + tail)):
+        p[j] = fv
     L = vlanes(p)
+    pair = sw == 2 and B == 2  # both column phases in one loop: an interleave group LLVM vectorizes
+    lo0, hi0 = _valid(-pw, sw, W, Wq)
+    lo1, hi1 = _valid(1 - pw, sw, W, Wq)
+    m0, m1 = max(lo0, lo1), max(min(hi0, hi1), max(lo0, lo1))  # columns inside the input in both phases
     for a in range(A):
-        for b in range(B):
-            lo, hi = _valid(b - pw, sw, W, Wq)  # the phase columns inside the input
-            n = hi - lo
-            for c in range(C):
-                o = ((a * B + b) * C + c) * cs
-                for i in range(R):
-                    ih = (i0 + i) * sh + a - ph
-                    if ih < 0 or ih >= H:
-                        continue
-                    d, s = o + i * Wq + lo, xo + (c * H + ih) * W + lo * sw + b - pw
+        for c in range(C):
+            for i in range(R):
+                ih = (i0 + i) * sh + a - ph
+                if ih < 0 or ih >= H:
+                    continue
+                row = xo + (c * H + ih) * W
+                if pair:
+                    d0, d1 = ((a * 2) * C + c) * cs + i * Wq, ((a * 2 + 1) * C + c) * cs + i * Wq
+                    s, n = row + 2 * m0 - pw, m1 - m0
+                    for j in range(0, n, L):  # two vectors of the row -> a vector of each phase
+                        k = min(2 * L, 2 * (n - j))
+                        v0, v1 = vload_n(x, s + 2 * j, min(L, k)), vload_n(x, s + 2 * j + L, max(0, k - L))
+                        vstore_n(p, d0 + m0 + j, veven(v0, v1), min(L, n - j))
+                        vstore_n(p, d1 + m0 + j, vodd(v0, v1), min(L, n - j))
+                    for j in range(lo0, min(m0, hi0)):  # the ends only one phase has
+                        p[d0 + j] = x[row + 2 * j - pw]
+                    for j in range(max(m1, lo0), hi0):
+                        p[d0 + j] = x[row + 2 * j - pw]
+                    for j in range(lo1, min(m0, hi1)):
+                        p[d1 + j] = x[row + 2 * j + 1 - pw]
+                    for j in range(max(m1, lo1), hi1):
+                        p[d1 + j] = x[row + 2 * j + 1 - pw]
+                    continue
+                for b in range(B):
+                    lo, hi = _valid(b - pw, sw, W, Wq)  # the phase columns inside the input
+                    n = hi - lo
+                    d, s = ((a * B + b) * C + c) * cs + i * Wq + lo, row + lo * sw + b - pw
                     if sw == 1:
                         j = 0
                         while j + L <= n:
@@ -227,7 +251,7 @@ def _shifted(x, xo, wg, y, yo, ws, pk, Cg, H, W, Mg, OH, OW, KH, KW, sh, sw, ph,
             brow[c * KT + t] = (((kh % sh) * B + kw % sw) * Cg + c) * cs + (kh // sh) * Wq + kw // sw
     for oh0 in range(t0, t1, tile):
         rows = min(tile, t1 - oh0)
-        _pad_copy(x, xo, ws, Cg, H, W, ph, pw, sh, sw, A, B, oh0, R, Wq, cs, tail)
+        _pad_copy(x, xo, ws, 0.0, Cg, H, W, ph, pw, sh, sw, A, B, oh0, R, Wq, cs, tail)
         nq = rows * Wq
         if Wq == OW:  # no padding columns (1x1 strided): the grid is y's rows themselves
             gemm_block(wg, ws, brow, 0, y[yo + oh0 * OW:], OH * OW, K, K, 1, False, c0, c1, 0, nq, pk, False)

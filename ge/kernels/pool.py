@@ -42,7 +42,8 @@ from .reduce import MEAN as R_MEAN
 from .reduce import NONE as R_NONE
 from .reduce import SUM as R_SUM
 from .reduce import identity, reduce_launch
-from .blocks import LINE, blocks, tiled
+from . import pool_plane
+from .blocks import LINE, blocks, per_block, tiled
 from .registry import KernelContext, Launch, TensorSpec, register
 from .tiling import block_range
 
@@ -50,6 +51,7 @@ MAXP, MAXIDX, AVG, LP1, LP2, LPP = range(6)
 # ns, one thread, float32 (blocks.MIN_BLOCK_NS): per output and window tap (MaxPool/AveragePool; with
 # Indices; LpPool with pow per tap), and per input element loaded into the phase row
 _NS_TAP, _NS_TAP_IDX, _NS_TAP_LP, _NS_LOAD = 0.15, 0.8, 20.0, 0.2
+_NS_PLANE_TAP = 0.05  # pool_plane: per output and tap
 U = np.uint64
 # layout of the geometry array: g[0] = N*C, then 3 entries (d, h, w) per field
 IN, OUT, K, S, DIL, PAD, CLO, CHI = range(8)
@@ -279,6 +281,11 @@ def _pool_launch(ctx: KernelContext, mode: int, p: float = 0.0, kernel=None) -> 
         g += (lead0 if f in (PAD, CLO) else lead) + list(v)
     rows = g[0] * int(np.prod(out[:-1]))  # NC * OD * OH
     taps = int(np.prod(k))
+    if mode in (MAXP, AVG) and x.dtype in _FLOATS:
+        if out == [1] * len(sp) and list(k) == sp and not any(pb + pe) and set(d) == {1}:  # one window
+            return reduce_launch(ctx, x.shape, range(2, len(x.shape)), x.dtype, *_GLOBAL[mode])
+        if len(sp) <= 2:
+            return _plane_launch(ctx, mode, g, rows, taps)
     nb = blocks(ctx, rows, out[-1] * taps * (_NS_TAP_LP if mode == LPP else _NS_TAP_IDX if mode == MAXIDX else _NS_TAP)
                 + (taps // k[-1]) * sp[-1] * _NS_LOAD)
     ws = () if mode == MAXIDX else (TensorSpec((1,), np.int64),)  # idx slot when Indices is absent
@@ -288,6 +295,25 @@ def _pool_launch(ctx: KernelContext, mode: int, p: float = 0.0, kernel=None) -> 
     ident = identity(R_MAX, x.dtype) if mode in (MAXP, MAXIDX) else identity(R_SUM, x.dtype)
     return tiled(pool, (mode, float(p), ident, int(ctx.attr("storage_order", 0) != 0),
                         np.array(g, np.int64)), nb, ws)
+
+
+_GLOBAL = {MAXP: (R_MAX, R_NONE), AVG: (R_SUM, R_MEAN)}  # a window covering the input: a reduction
+
+
+def _plane_launch(ctx: KernelContext, mode: int, g: list, rows: int, taps: int) -> Launch:
+    """pool_plane.pool2d's launch; g is pool2d's geometry array in this module's layout."""
+    x = ctx.inputs[0]
+    (IH, IW), (OH, OW), (KH, KW), (SH, SW), (DH, DW), (PH, PW), (CLH, CLW), (CHH, CHW) = \
+        (g[2 + 3 * f:4 + 3 * f] for f in range(8))
+    geom = np.array([g[0], IH, IW, OH, OW, KH, KW, SH, SW, DH, DW, PH, PW, CLH, CHH], np.int64)
+    rc = np.zeros(OW)  # per output column: 1 / counted kw taps (for averages)
+    for ow in range(OW):
+        rc[ow] = 1 / max(1, sum(CLW <= ow * SW + kw * DW - PW < CHW for kw in range(KW)))
+    tile, planes, per = pool_plane.plan(OW, OH, KH, KW, SH, SW, DH, DW)
+    nb = blocks(ctx, rows, OW * taps * _NS_PLANE_TAP + IW * KH / SH * _NS_LOAD)
+    ws = per_block(per, x.dtype, nb)
+    ident = identity(R_MAX if mode == MAXP else R_SUM, x.dtype)
+    return tiled(pool_plane.pool2d, (rc, mode, ident, geom, tile, planes), nb, (ws,), inputs=(0,))
 
 
 def _infer_window(ctx: KernelContext, kernel=None) -> list[TensorSpec]:

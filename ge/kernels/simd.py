@@ -14,7 +14,14 @@ AVX-512).
     vstore_n(arr, i, v, n)   arr[i:i+n] = v[:n]                  (masked)
     vbcast(arr, i)           arr[i] in every lane
     vzero(arr)               zeros
+    vsplat(arr, x)           x (a scalar, converted to arr's dtype) in every lane
     vfma(a, b, c)            a*b + c per lane, one rounding (llvm.fma)
+    vadd(a, b), vmul(a, b)   a + b, a * b per lane
+    vmax(m, v)               v where v > m, else m, per lane (a NaN in v never replaces m, as `v if v > m else m`)
+    veven(a, b), vodd(a, b)  the even (odd) lanes of a then b: a stride-2 row split into its two phases
+    vtrans8(r0, ..., r7)     8 vectors (rows r, lanes m) -> 8 vectors t: t[j] lane d = r[d % 8] lane
+                             j*(lanes//8) + d//8 (float64: the transpose; float32: channels 2j, 2j+1 in halves)
+    vstore_hi(arr, i, v, n)  arr[i:i+n] = v[lanes/2 : lanes/2+n]   (masked)
 """
 from __future__ import annotations
 
@@ -147,6 +154,20 @@ def vzero(typingctx, arr):
 
 
 @intrinsic
+def vsplat(typingctx, arr, x):
+    _check_float_array(arr)
+    vec = Vec(arr.dtype)
+
+    def codegen(context, builder, sig, args):
+        vt = context.get_value_type(vec)
+        v = context.cast(builder, args[1], sig.args[1], arr.dtype)
+        v = builder.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(_I32, 0))
+        return builder.shuffle_vector(v, ir.Constant(vt, ir.Undefined),
+                                      ir.Constant(ir.VectorType(_I32, vec.lanes), [0] * vec.lanes))
+    return vec(arr, x), codegen
+
+
+@intrinsic
 def vfma(typingctx, a, b, c):
     if not (isinstance(a, Vec) and a == b == c):
         raise TypeError(f"vfma: expected three equal Vec types, got {a}, {b}, {c}")
@@ -157,6 +178,101 @@ def vfma(typingctx, a, b, c):
                                             f"llvm.fma.v{a.lanes}f{a.dtype.bitwidth}")
         return builder.call(fn, args)
     return a(a, b, c), codegen
+
+
+def _binary(name: str, emit):
+    def typer(typingctx, a, b):
+        if not (isinstance(a, Vec) and a == b):
+            raise TypeError(f"{name}: expected two equal Vec types, got {a}, {b}")
+        return a(a, b), lambda context, builder, sig, args: emit(builder, *args)
+    typer.__name__ = name
+    return intrinsic(typer)
+
+
+vadd = _binary("vadd", lambda builder, a, b: builder.fadd(a, b))
+vmul = _binary("vmul", lambda builder, a, b: builder.fmul(a, b))
+vmax = _binary("vmax", lambda builder, m, v: builder.select(builder.fcmp_ordered(">", v, m), v, m))
+
+
+def _lanes_of_pair(name: str, first: int):
+    def typer(typingctx, a, b):
+        if not (isinstance(a, Vec) and a == b):
+            raise TypeError(f"{name}: expected two equal Vec types, got {a}, {b}")
+
+        def codegen(context, builder, sig, args):
+            picks = ir.Constant(ir.VectorType(_I32, a.lanes), list(range(first, 2 * a.lanes, 2)))
+            return builder.shuffle_vector(args[0], args[1], picks)
+        return a(a, b), codegen
+    typer.__name__ = name
+    return intrinsic(typer)
+
+
+veven = _lanes_of_pair("veven", 0)
+vodd = _lanes_of_pair("vodd", 1)
+
+
+def _transpose_masks(lanes: int):
+    """The 2-input shuffles of vtrans8: three stages, each swapping one bit of the vector index with
+    one of the top lane-index bits between pairs of vectors; the last stage also puts each vector's
+    lanes in the order vtrans8 promises. [(i, j, mask_i, mask_j)] per stage: new i, j from old i, j."""
+    bits = lanes.bit_length() - 1
+    vec = [[(r, m) for m in range(lanes)] for r in range(8)]  # (row, lane) held by each lane
+    stages = []
+    for s, lbit in enumerate(range(bits - 3, bits)):
+        vb, lm = 1 << s, 1 << lbit
+        stage, new = [], [None] * 8
+        for i in (v for v in range(8) if not v & vb):
+            j = i | vb
+            mi = [lane if not lane & lm else lanes + (lane ^ lm) for lane in range(lanes)]
+            mj = [lane | lm if not lane & lm else lanes + lane for lane in range(lanes)]
+            both = vec[i] + vec[j]
+            new[i], new[j] = [both[k] for k in mi], [both[k] for k in mj]
+            stage.append([i, j, mi, mj])
+        vec = new
+        stages.append(stage)
+    want = [(d % 8, d // 8) for d in range(lanes)]  # vector 0's lanes; the others follow by symmetry
+    perm = [vec[0].index(w) for w in want]
+    for entry in stages[-1]:
+        entry[2], entry[3] = [entry[2][c] for c in perm], [entry[3][c] for c in perm]
+    return stages
+
+
+@intrinsic
+def vtrans8(typingctx, r0, r1, r2, r3, r4, r5, r6, r7):
+    rows = (r0, r1, r2, r3, r4, r5, r6, r7)
+    if not (isinstance(r0, Vec) and all(r == r0 for r in rows)):
+        raise TypeError(f"vtrans8: expected eight equal Vec types, got {rows}")
+    out = types.UniTuple(r0, 8)
+
+    def codegen(context, builder, sig, args):
+        vec = list(args)
+        for stage in _transpose_masks(r0.lanes):
+            new = list(vec)
+            for i, j, mi, mj in stage:
+                new[i] = builder.shuffle_vector(vec[i], vec[j], ir.Constant(ir.VectorType(_I32, r0.lanes), mi))
+                new[j] = builder.shuffle_vector(vec[i], vec[j], ir.Constant(ir.VectorType(_I32, r0.lanes), mj))
+            vec = new
+        return context.make_tuple(builder, out, vec)
+    return out(*rows), codegen
+
+
+@intrinsic
+def vstore_hi(typingctx, arr, idx, v, n):
+    _check_float_array(arr)
+
+    def codegen(context, builder, sig, args):
+        vt = context.get_value_type(v)
+        half = v.lanes // 2
+        fn = _masked(builder, "store", v, ir.VoidType(),
+                     [vt, vt.as_pointer(), _I32, ir.VectorType(ir.IntType(1), v.lanes)])
+        i = builder.sub(args[1], ir.Constant(args[1].type, half))
+        nv = builder.add(args[3], ir.Constant(args[3].type, half))
+        lo = builder.icmp_signed(">=", ir.Constant(ir.VectorType(_I64, v.lanes), list(range(v.lanes))),
+                                 ir.Constant(ir.VectorType(_I64, v.lanes), [half] * v.lanes))
+        mask = builder.and_(lo, _mask(builder, v.lanes, nv))
+        builder.call(fn, [args[2], _vec_ptr(context, builder, arr, args[0], i, vt), ir.Constant(_I32, 4), mask])
+        return context.get_dummy_value()
+    return types.none(arr, idx, v, n), codegen
 
 
 @intrinsic

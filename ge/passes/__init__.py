@@ -7,6 +7,7 @@ from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .infer_shapes import infer_shapes
+from .pack_conv_weights import pack_conv_weights
 from .recognize_activations import recognize_activations
 from .manager import PassManager
 from .remove_identity import remove_identity
@@ -26,6 +27,11 @@ PIPELINE = [
     ("eliminate_dead_code", eliminate_dead_code),
     ("infer_shapes", infer_shapes),
 ]
+# once the pipeline has reached its fixed point: layouts for the kernels (the folds above match plain Convs)
+LOWERING = [
+    ("pack_conv_weights", pack_conv_weights),
+    ("eliminate_dead_code", eliminate_dead_code),
+]
 MAX_FOLD_ROUNDS = 8
 
 
@@ -37,4 +43,5 @@ def run_pipeline(graph, options) -> PassManager:
         pm.run(graph)
         if len(graph.nodes) == n_nodes:
             break
+    pm.run(graph, LOWERING)
     return pm

@@ -40,8 +40,9 @@ class PassManager:
         self.verify_each = verify_each or os.environ.get("GE_VERIFY_PASSES") == "1"
         self.timings: dict[str, float] = {}
 
-    def run(self, graph) -> None:
-        for name, fn in self.passes:
+    def run(self, graph, passes: list[tuple[str, Pass]] | None = None) -> None:
+        """Run `passes` (default: this manager's pipeline) once, in order."""
+        for name, fn in self.passes if passes is None else passes:
             if name in self.disabled:
                 log.debug("pass %s: disabled", name)
                 continue

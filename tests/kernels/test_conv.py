@@ -77,6 +77,48 @@ def test_conv_tiled(xs, ws, attrs, monkeypatch):
     check_op("Conv", [rand(*xs), rand(*ws), rand(ws[0])], attrs, rtol=1e-4, atol=1e-4)
 
 
+# IMPLICIT (conv_implicit.py: output channels across the lanes, positions in tiles of 8, 4 and 1): 32 or more
+# channels a group; in place without padding, a padded copy with it; panels of 2 vectors and of 1 (48, 80
+# and 150 channels), channels past a group's end (150), 1 to 7 positions past the tiles of 8; the sessions
+# run the weights packed (pack_conv_weights), the kernel packs them itself: the same bits.
+IMPLICIT_CASES = [
+    ((1, 16, 5, 6), (32, 16, 1, 1), {}),                                              # in place, 30 positions
+    ((2, 8, 7, 7), (48, 8, 3, 3), {"pads": [1, 1, 1, 1]}),                            # 49: 6 tiles + 1
+    ((1, 8, 9, 9), (80, 8, 3, 3), {"strides": [2, 2], "pads": [0, 0, 1, 1]}),         # end pads only
+    ((1, 8, 11, 10), (150, 8, 2, 3), {"strides": [2, 1], "dilations": [2, 2], "pads": [1, 2, 0, 1]}),
+    ((1, 64, 6, 6), (64, 16, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}),              # groups, 36
+    ((1, 8, 13), (32, 8, 3), {"pads": [1, 1], "strides": [2]}),                       # 1-D, 7 positions
+    ((1, 8, 14, 14), (32, 8, 1, 1), {"strides": [2, 2]}),                             # in place, strided
+]
+
+
+@pytest.mark.parametrize("xs,ws,attrs", IMPLICIT_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv_implicit(xs, ws, attrs, dtype):
+    check_op("Conv", [rand(*xs, dtype=dtype), rand(*ws, dtype=dtype), rand(ws[0], dtype=dtype)], attrs,
+             const_inputs=(1, 2), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("xs,ws,attrs", IMPLICIT_CASES[1:5])
+def test_conv_implicit_row_tiles_and_the_other_lowerings_give_the_same_bits(xs, ws, attrs, monkeypatch):
+    """Tiles of one output row (a tiny A_BYTES), and SHIFTED / IM2COL / POINTWISE: the same FMA chains."""
+    from ge.kernels import conv
+    inputs = [rand(*xs), rand(*ws), rand(ws[0])]
+    (implicit,) = run_ge(*make_model("Conv", inputs, attrs))
+    monkeypatch.setattr(conv, "A_BYTES", 1)
+    assert np.array_equal(run_ge(*make_model("Conv", inputs, attrs))[0], implicit)
+    monkeypatch.setattr(conv, "USE_IMPLICIT", False)
+    assert np.array_equal(run_ge(*make_model("Conv", inputs, attrs))[0], implicit)
+
+
+def test_packed_weights_of_the_wrong_size_are_a_shape_error():
+    from ge.errors import ShapeError
+    x, w = rand(1, 8, 5, 5), rand(70, 8, 3, 3)
+    model, feeds = make_model("FusedConv", [x, w.reshape(-1)], {"weight_shape": [64, 8, 3, 3]}, domain="ge")
+    with pytest.raises(ShapeError, match="packed weights"):
+        run_ge(model, feeds)
+
+
 @pytest.mark.parametrize("xs,ws,attrs", MODE_CASES)
 def test_equal_weights_give_bitwise_equal_channels(xs, ws, attrs):
     """Channel uniformity (gemm.py) holds in every lowering."""

@@ -142,7 +142,7 @@ def test_packed_gemm_keeps_equal_rows_equal(M, N, K):
 # (x shape, w shape, attrs, lowering): every lowering, odd sizes, groups, strides, dilations, 1-D, 3-D, batch 2
 CONV_CASES = [
     ((1, 16, 10, 13), (24, 16, 1, 1), {}, "POINTWISE"),                                 # split positions
-    ((1, 16, 5, 5), (44, 16, 1, 1), {}, "POINTWISE"),                                   # split channels
+    ((1, 16, 5, 5), (28, 16, 1, 1), {}, "POINTWISE"),                                   # split channels
     ((2, 8, 9, 9), (12, 8, 1, 1), {}, "POINTWISE"),                                     # batch 2
     ((1, 8, 3, 5, 7), (10, 8, 1, 1, 1), {}, "POINTWISE"),                               # 3-D
     ((1, 16, 20, 19), (7, 16, 3, 3), {"pads": [1, 0, 2, 1]}, "SHIFTED"),                # M < 8
@@ -159,6 +159,10 @@ CONV_CASES = [
     ((1, 12, 15, 16), (12, 1, 3, 3), {"group": 12, "pads": [1, 1, 1, 1]}, "DEPTHWISE"),
     ((2, 6, 13, 12), (12, 1, 5, 5), {"group": 6, "strides": [2, 2], "pads": [2, 2, 2, 2]}, "DEPTHWISE"),
     ((1, 6, 12, 11), (6, 1, 3, 3), {"group": 6, "dilations": [2, 2], "pads": [2, 2, 2, 2]}, "DIRECT"),
+    ((1, 16, 5, 5), (80, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "IMPLICIT"),               # split panels
+    ((1, 16, 20, 19), (32, 16, 3, 3), {"pads": [1, 0, 2, 1]}, "IMPLICIT"),              # split rows
+    ((2, 8, 9, 9), (48, 8, 1, 1), {}, "IMPLICIT"),                                      # batch 2, in place
+    ((1, 16, 9, 9), (64, 16, 3, 3), {"strides": [2, 2], "dilations": [2, 1], "pads": [2, 1, 2, 1]}, "IMPLICIT"),
 ]
 
 

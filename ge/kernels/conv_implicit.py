@@ -1,0 +1,218 @@
+"""IMPLICIT: a conv as the GEMM y^T[positions, channels] = im2col(x)^T @ W^T, output channels across the
+vector lanes (conv.py's module doc says when it runs).
+
+The register tile is 8 output positions x 2 vectors of output channels (16 zmm, gemm's micro-kernel turned
+around): per k = (input channel, kh, kw), two vector loads of the packed weights and eight broadcasts of
+input values. A position's input value for tap k sits at its base + koff[k], so the 8 positions of a
+tile may lie anywhere (across output rows, at any stride or dilation): no im2col, no grid of padded
+columns, no lanes lost to a 7- or 14-wide plane. The tile is transposed in registers (vtrans8) and stored
+as 8 positions of each channel. Measured on one core against the positions-across-lanes lowerings
+(SHIFTED, POINTWISE; see conv.py's doc for the figures).
+
+- Weights: packed (conv_pack.pack) as [group][panel][k][panel width]: panels of 2 vectors of channels, the
+  last one vector wide when the group's channels (rounded up to a vector) end there. A FusedConv with a
+  `weight_shape` attribute holds them packed (passes/pack_conv_weights); otherwise each block packs its
+  group into its workspace first.
+- Input: read in place when the conv has no padding; else a tile of output rows copies the input rows it
+  reads, zero-padded (all its channels: conv_lowering._pad_copy without stride phases), sized to stay in
+  L2 while every panel of weights sweeps it.
+- Loops per tile of output rows: panels (each K x 2 vectors, from L2) outside, tiles of 8 positions inside;
+  then bias, residual and activation per channel over the rows just written.
+Every output element is one FMA chain over k in increasing order from 0, as in gemm.py: the bits equal
+SHIFTED's and IM2COL's and do not depend on tiles, blocks or the core count.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .conv_lowering import _channel_stride, _pad_copy
+from .epilogue import epilogue
+from .simd import vbcast, vfma, vlanes, vload, vstore_hi, vstore_n, vtrans8, vzero
+
+A_BYTES = 1 << 18  # a tile of output rows reads at most this much input (padded copy or in place): L2
+
+
+def padded_channels(Mg: int, lanes: int) -> int:
+    """A group's output channels rounded up to whole vectors (the packed panels' width)."""
+    return -(-Mg // lanes) * lanes
+
+
+def pack(w: np.ndarray, group: int) -> np.ndarray:
+    """W [M, Cg, k...] in IMPLICIT's packed layout (pack_group's, group after group), 1-D."""
+    M, K = w.shape[0], int(np.prod(w.shape[1:]))
+    Mg, lanes = M // group, 64 // w.dtype.itemsize
+    flat = np.ascontiguousarray(w.reshape(-1))
+    out = np.empty(group * K * padded_channels(Mg, lanes), w.dtype)
+    for g in range(group):
+        pack_group(flat, g, Mg, K, out, g * K * padded_channels(Mg, lanes))
+    return out
+
+
+@njit(nogil=True, cache=True)
+def pack_group(w, g, Mg, K, wp, wo):
+    """Group g of w [G*Mg, K] into wp[wo:] as panels: panel j (channels 2L*j...) at wo + 2L*j*K, its row k
+    at + k*width; channels past Mg are zeros."""
+    L = vlanes(wp)
+    Mp = (Mg + L - 1) // L * L
+    for j0 in range(0, Mp, 2 * L):
+        width = min(2 * L, Mp - j0)
+        o = wo + j0 * K
+        for k in range(K):
+            for c in range(width):
+                m = j0 + c
+                wp[o + k * width + c] = w[(g * Mg + m) * K + k] if m < Mg else 0.0
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _store(y, yo, S, T, ch, n, nch):
+    """A transposed tile's vectors T (vtrans8 of one vector of channels) into channels ch.. of y (rows
+    S apart), n positions each; channels from nch on are not stored."""
+    per = vlanes(y) // 8
+    for j in range(8):
+        m = ch + j * per
+        if m < nch:
+            vstore_n(y, yo + m * S, T[j], n)
+        if per == 2 and m + 1 < nch:
+            vstore_hi(y, yo + (m + 1) * S, T[j], n)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _bases(ao, pb, t0, npos, r):
+    return ao + pb[min(t0 + r, npos - 1)]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R):
+    """R (8, 4 or 1, a literal) positions from t0 (the last one repeated past npos; position i reads
+    a[ao + pb[i] + koff[k]]) x channels [0, 2L) of a panel at w[bo:]: y[yo + m*S + i] for
+    i < min(R, npos - t0), m < nch. Fewer rows cost fewer FMAs: 4 rows still keep 8 FMA chains."""
+    L = vlanes(y)
+    P = 2 * L
+    q0 = _bases(ao, pb, t0, npos, 0)
+    q1, q2, q3 = _bases(ao, pb, t0, npos, 1), _bases(ao, pb, t0, npos, 2), _bases(ao, pb, t0, npos, 3)
+    q4, q5 = _bases(ao, pb, t0, npos, 4), _bases(ao, pb, t0, npos, 5)
+    q6, q7 = _bases(ao, pb, t0, npos, 6), _bases(ao, pb, t0, npos, 7)
+    z = vzero(y)
+    c00, c01, c10, c11, c20, c21, c30, c31 = z, z, z, z, z, z, z, z
+    c40, c41, c50, c51, c60, c61, c70, c71 = z, z, z, z, z, z, z, z
+    for k in range(K):
+        t, o = koff[k], bo + k * P
+        b0, b1 = vload(w, o), vload(w, o + L)
+        x = vbcast(a, q0 + t)
+        c00, c01 = vfma(x, b0, c00), vfma(x, b1, c01)
+        if R > 1:
+            x = vbcast(a, q1 + t)
+            c10, c11 = vfma(x, b0, c10), vfma(x, b1, c11)
+            x = vbcast(a, q2 + t)
+            c20, c21 = vfma(x, b0, c20), vfma(x, b1, c21)
+            x = vbcast(a, q3 + t)
+            c30, c31 = vfma(x, b0, c30), vfma(x, b1, c31)
+        if R > 4:
+            x = vbcast(a, q4 + t)
+            c40, c41 = vfma(x, b0, c40), vfma(x, b1, c41)
+            x = vbcast(a, q5 + t)
+            c50, c51 = vfma(x, b0, c50), vfma(x, b1, c51)
+            x = vbcast(a, q6 + t)
+            c60, c61 = vfma(x, b0, c60), vfma(x, b1, c61)
+            x = vbcast(a, q7 + t)
+            c70, c71 = vfma(x, b0, c70), vfma(x, b1, c71)
+    n = min(R, npos - t0)
+    _store(y, yo, S, vtrans8(c00, c10, c20, c30, c40, c50, c60, c70), 0, n, nch)
+    _store(y, yo, S, vtrans8(c01, c11, c21, c31, c41, c51, c61, c71), L, n, nch)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R):
+    """_tile2 for a panel one vector wide."""
+    q0 = _bases(ao, pb, t0, npos, 0)
+    q1, q2, q3 = _bases(ao, pb, t0, npos, 1), _bases(ao, pb, t0, npos, 2), _bases(ao, pb, t0, npos, 3)
+    q4, q5 = _bases(ao, pb, t0, npos, 4), _bases(ao, pb, t0, npos, 5)
+    q6, q7 = _bases(ao, pb, t0, npos, 6), _bases(ao, pb, t0, npos, 7)
+    L = vlanes(y)
+    z = vzero(y)
+    c0, c1, c2, c3, c4, c5, c6, c7 = z, z, z, z, z, z, z, z
+    for k in range(K):
+        t = koff[k]
+        b0 = vload(w, bo + k * L)
+        c0 = vfma(vbcast(a, q0 + t), b0, c0)
+        if R > 1:
+            c1 = vfma(vbcast(a, q1 + t), b0, c1)
+            c2 = vfma(vbcast(a, q2 + t), b0, c2)
+            c3 = vfma(vbcast(a, q3 + t), b0, c3)
+        if R > 4:
+            c4 = vfma(vbcast(a, q4 + t), b0, c4)
+            c5 = vfma(vbcast(a, q5 + t), b0, c5)
+            c6 = vfma(vbcast(a, q6 + t), b0, c6)
+            c7 = vfma(vbcast(a, q7 + t), b0, c7)
+    _store(y, yo, S, vtrans8(c0, c1, c2, c3, c4, c5, c6, c7), 0, min(R, npos - t0), nch)
+
+
+@njit(nogil=True, cache=True)
+def _panels(a, ao, pb, npos, koff, K, w, wo, y, yo, S, Mp, Mg, c0, c1):
+    """Channels [c0, c1) of npos positions (a tile of output rows, y[yo:] its first position of channel
+    0): each panel of packed weights (from w[wo:]) swept by the tiles of 8 positions."""
+    L = vlanes(y)
+    for j0 in range(c0, c1, 2 * L):
+        bo, yj, nch = wo + j0 * K, yo + j0 * S, min(Mg, c1) - j0
+        full = npos - npos % 8 if npos % 8 < 5 else npos  # the rest: a tile of 4, or 1 row at 1/4 of the cost
+        two = min(2 * L, Mp - j0) == 2 * L
+        for t0 in range(0, full, 8):
+            if two:
+                _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yj + t0, S, nch, 8)
+            else:
+                _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yj + t0, S, nch, 8)
+        if npos - full > 1:
+            if two:
+                _tile2(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 4)
+            else:
+                _tile1(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 4)
+        elif npos - full == 1:
+            if two:
+                _tile2(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 1)
+            else:
+                _tile1(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 1)
+
+
+@njit(nogil=True, cache=True)
+def implicit(x, w, b, z, y, ws, packed, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H, W, OH, OW, KH, KW,
+             sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1):
+    """y = act(conv(x, w) + b + z) for pairs (image, group) [q0, q1), output channels [c0, c1) (on panel
+    boundaries) and output rows [s0, s1), tiles of `tile` rows. ws: this block's workspace, the padded
+    input rows first (lw elements; none when the conv has no padding), then the group's packed weights
+    when w is not `packed`."""
+    L = vlanes(y)
+    K, S, Mp = Cg * KH * KW, OH * OW, (Mg + L - 1) // L * L
+    direct = lw == 0  # no padding: the input is read in place (conv._plan)
+    Wp = W if direct else (OW - 1) * sw + (KW - 1) * dw + 1
+    R = (tile - 1) * sh + (KH - 1) * dh + 1  # input rows a tile reads
+    cs = H * W if direct else _channel_stride(R, Wp)
+    koff = np.empty(K, np.int64)  # where tap k = (c, kh, kw) reads, from a position's base
+    for c in range(Cg):
+        for kh in range(KH):
+            for kw in range(KW):
+                koff[(c * KH + kh) * KW + kw] = c * cs + kh * dh * Wp + kw * dw
+    pb = np.empty(tile * OW, np.int64)  # a position's base in the tile's input rows
+    for i in range(tile * OW):
+        pb[i] = (i // OW) * sh * Wp + (i % OW) * sw
+    a = ws[:lw]
+    for q in range(q0, q1):
+        g = q % G
+        xo, yo = q * Cg * H * W, q * Mg * S  # image n, group g: q = n*G + g
+        wo = g * K * Mp
+        if not packed:
+            pack_group(w, g, Mg, K, ws, lw)
+            wo = lw
+        wg = w if packed else ws
+        for oh0 in range(s0, s1, tile):
+            rows = min(tile, s1 - oh0)
+            npos = rows * OW
+            if direct:
+                _panels(x, xo + oh0 * sh * W, pb, npos, koff, K, wg, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1)
+            else:
+                _pad_copy(x, xo, a, 0.0, Cg, H, W, ph, pw, 1, 1, 1, 1, oh0 * sh, (rows - 1) * sh + (KH - 1) * dh + 1,
+                          Wp, cs, 0)
+                _panels(a, 0, pb, npos, koff, K, wg, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1)
+            for m in range(c0, min(c1, Mg)):
+                o = yo + m * S + oh0 * OW
+                epilogue(y, o, npos, 1.0, b[g * Mg + m] if has_b else 0.0, z, o, 1.0, has_z, act, p0, p1)
