@@ -60,7 +60,7 @@ import numpy as np
 from numba import njit
 
 from .conv_depthwise import depthwise
-from .conv_implicit import A_BYTES, implicit, padded_channels
+from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, implicit, input_layout, padded_channels
 from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shifted, _valid
 from .epilogue import activation_args, epilogue
 from .gemm import MIN_BLOCK_MACS, gemm_block, workspace
@@ -300,12 +300,12 @@ def _plan(mode: int, geom, Cg: int, mb: int, rows: int, itemsize: int):
     D, H, W, OD, OH, OW = (int(v) for v in geom[[2, 3, 4, 6, 7, 8]])
     KD, KH, KW, sh, sw = (int(v) for v in geom[[9, 10, 11, 13, 14]])
     Wq, A, B = OW + (KW - 1) // sw, min(sh, KH), min(sw, KW)
-    if mode >= IMPLICIT:  # output rows whose input stays in L2: a padded copy, or read in place
-        dh, dw = int(geom[19]), int(geom[20])
-        direct = not geom[16:18].any() and (OH - 1) * sh + (KH - 1) * dh + 1 <= H and (OW - 1) * sw + (KW - 1) * dw + 1 <= W
-        ext, Wp = (KH - 1) * dh + 1, W if direct else (OW - 1) * sw + (KW - 1) * dw + 1
-        tile = min(rows, max(1, (A_BYTES // (Cg * Wp * itemsize) - ext) // sh + 1))
-        return tile, 0 if direct else Cg * int(_channel_stride((tile - 1) * sh + ext, Wp)), 0
+    if mode >= IMPLICIT:  # output rows whose input stays in L2: read in place or copied (input_layout)
+        ph, pw, dh, dw = (int(v) for v in geom[[16, 17, 19, 20]])
+        how, Wp, ush, _, ext = input_layout(H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw)
+        tile = min(rows, max(1, (A_BYTES // (Cg * Wp * itemsize) - ext) // ush + 1))
+        lw = Cg * int(_channel_stride(tile if how == COMPACT else (tile - 1) * sh + ext, Wp))
+        return tile, 0 if how == IN_PLACE else lw, 0
     if mode == DEPTHWISE:  # a padded plane, a tile of rows at a time, and a vector of slack for row tails
         tile = min(OH, max(1, DEPTHWISE_GRID // Wq))
         return tile, _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + 16, 0

@@ -28,7 +28,7 @@ from numba import njit
 
 from .conv_lowering import _channel_stride, _pad_copy
 from .epilogue import epilogue
-from .simd import vbcast, vfma, vlanes, vload, vstore_hi, vstore_n, vtrans8, vzero
+from .simd import vbcast, vfma, vlanes, vload, vprefetch_l2, vstore_hi, vstore_n, vtrans8, vzero
 
 A_BYTES = 1 << 18  # a tile of output rows reads at most this much input (padded copy or in place): L2
 
@@ -47,6 +47,22 @@ def pack(w: np.ndarray, group: int) -> np.ndarray:
     for g in range(group):
         pack_group(flat, g, Mg, K, out, g * K * padded_channels(Mg, lanes))
     return out
+
+
+IN_PLACE, PADDED, COMPACT = range(3)  # how a tile reads its input
+
+
+@njit(nogil=True, cache=True)
+def input_layout(H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw):
+    """(how, Wp, sh, sw, ext): the input read in place (no padding), a zero-padded copy of the rows a tile
+    reads, or for a strided 1x1 conv a compact copy of just the positions it reads (ResNet-50's 1024 x
+    14 x 14 -> 2048 /2: the strided rows in place spanned 4x the input, and tiles of them streamed its 8 MB
+    of weights 4 times); then the row width, strides and input rows per output row of that layout."""
+    if ph == 0 and pw == 0 and (OH - 1) * sh + (KH - 1) * dh < H and (OW - 1) * sw + (KW - 1) * dw < W:
+        if KH * KW == 1 and (sh > 1 or sw > 1):
+            return COMPACT, OW, 1, 1, 1
+        return IN_PLACE, W, sh, sw, (KH - 1) * dh + 1
+    return PADDED, (OW - 1) * sw + (KW - 1) * dw + 1, sh, sw, (KH - 1) * dh + 1
 
 
 @njit(nogil=True, cache=True)
@@ -83,10 +99,12 @@ def _bases(ao, pb, t0, npos, r):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R):
+def _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R, pf):
     """R (8, 4 or 1, a literal) positions from t0 (the last one repeated past npos; position i reads
     a[ao + pb[i] + koff[k]]) x channels [0, 2L) of a panel at w[bo:]: y[yo + m*S + i] for
-    i < min(R, npos - t0), m < nch. Fewer rows cost fewer FMAs: 4 rows still keep 8 FMA chains."""
+    i < min(R, npos - t0), m < nch. Fewer rows cost fewer FMAs: 4 rows still keep 8 FMA chains. Each row
+    of weights read also prefetches the one pf elements on into L2 (the next panel's, in a panel's last
+    tile: its first sweep then reads L2, not memory; 0 elsewhere)."""
     L = vlanes(y)
     P = 2 * L
     q0 = _bases(ao, pb, t0, npos, 0)
@@ -99,6 +117,7 @@ def _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R):
     for k in range(K):
         t, o = koff[k], bo + k * P
         b0, b1 = vload(w, o), vload(w, o + L)
+        vprefetch_l2(w, o + pf)
         x = vbcast(a, q0 + t)
         c00, c01 = vfma(x, b0, c00), vfma(x, b1, c01)
         if R > 1:
@@ -123,7 +142,7 @@ def _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R):
+def _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R, pf):
     """_tile2 for a panel one vector wide."""
     q0 = _bases(ao, pb, t0, npos, 0)
     q1, q2, q3 = _bases(ao, pb, t0, npos, 1), _bases(ao, pb, t0, npos, 2), _bases(ao, pb, t0, npos, 3)
@@ -135,6 +154,7 @@ def _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R):
     for k in range(K):
         t = koff[k]
         b0 = vload(w, bo + k * L)
+        vprefetch_l2(w, bo + k * L + pf)
         c0 = vfma(vbcast(a, q0 + t), b0, c0)
         if R > 1:
             c1 = vfma(vbcast(a, q1 + t), b0, c1)
@@ -157,36 +177,36 @@ def _panels(a, ao, pb, npos, koff, K, w, wo, y, yo, S, Mp, Mg, c0, c1):
         bo, yj, nch = wo + j0 * K, yo + j0 * S, min(Mg, c1) - j0
         full = npos - npos % 8 if npos % 8 < 5 else npos  # the rest: a tile of 4, or 1 row at 1/4 of the cost
         two = min(2 * L, Mp - j0) == 2 * L
+        nxt = K * min(2 * L, Mp - j0)  # the next panel's row k, from this one's
         for t0 in range(0, full, 8):
+            pf = nxt if t0 + 8 >= npos else 0
             if two:
-                _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yj + t0, S, nch, 8)
+                _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yj + t0, S, nch, 8, pf)
             else:
-                _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yj + t0, S, nch, 8)
+                _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yj + t0, S, nch, 8, pf)
         if npos - full > 1:
             if two:
-                _tile2(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 4)
+                _tile2(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 4, nxt)
             else:
-                _tile1(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 4)
+                _tile1(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 4, nxt)
         elif npos - full == 1:
             if two:
-                _tile2(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 1)
+                _tile2(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 1, nxt)
             else:
-                _tile1(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 1)
+                _tile1(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 1, nxt)
 
 
 @njit(nogil=True, cache=True)
 def implicit(x, w, b, z, y, ws, packed, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H, W, OH, OW, KH, KW,
              sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1):
     """y = act(conv(x, w) + b + z) for pairs (image, group) [q0, q1), output channels [c0, c1) (on panel
-    boundaries) and output rows [s0, s1), tiles of `tile` rows. ws: this block's workspace, the padded
-    input rows first (lw elements; none when the conv has no padding), then the group's packed weights
-    when w is not `packed`."""
+    boundaries) and output rows [s0, s1), tiles of `tile` rows. ws: this block's workspace, the tile's
+    copy of its input first (lw elements; none when it is read in place: input_layout), then the group's
+    packed weights when w is not `packed`."""
     L = vlanes(y)
     K, S, Mp = Cg * KH * KW, OH * OW, (Mg + L - 1) // L * L
-    direct = lw == 0  # no padding: the input is read in place (conv._plan)
-    Wp = W if direct else (OW - 1) * sw + (KW - 1) * dw + 1
-    R = (tile - 1) * sh + (KH - 1) * dh + 1  # input rows a tile reads
-    cs = H * W if direct else _channel_stride(R, Wp)
+    how, Wp, ush, usw, ext = input_layout(H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw)
+    cs = H * W if how == IN_PLACE else _channel_stride(tile if how == COMPACT else (tile - 1) * sh + ext, Wp)
     koff = np.empty(K, np.int64)  # where tap k = (c, kh, kw) reads, from a position's base
     for c in range(Cg):
         for kh in range(KH):
@@ -194,7 +214,7 @@ def implicit(x, w, b, z, y, ws, packed, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H
                 koff[(c * KH + kh) * KW + kw] = c * cs + kh * dh * Wp + kw * dw
     pb = np.empty(tile * OW, np.int64)  # a position's base in the tile's input rows
     for i in range(tile * OW):
-        pb[i] = (i // OW) * sh * Wp + (i % OW) * sw
+        pb[i] = (i // OW) * ush * Wp + (i % OW) * usw
     a = ws[:lw]
     for q in range(q0, q1):
         g = q % G
@@ -207,11 +227,13 @@ def implicit(x, w, b, z, y, ws, packed, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H
         for oh0 in range(s0, s1, tile):
             rows = min(tile, s1 - oh0)
             npos = rows * OW
-            if direct:
+            if how == IN_PLACE:
                 _panels(x, xo + oh0 * sh * W, pb, npos, koff, K, wg, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1)
             else:
-                _pad_copy(x, xo, a, 0.0, Cg, H, W, ph, pw, 1, 1, 1, 1, oh0 * sh, (rows - 1) * sh + (KH - 1) * dh + 1,
-                          Wp, cs, 0)
+                if how == COMPACT:  # stride phase (0, 0) of the input rows: the positions a strided 1x1 reads
+                    _pad_copy(x, xo, a, 0.0, Cg, H, W, 0, 0, sh, sw, 1, 1, oh0, rows, OW, cs, 0)
+                else:
+                    _pad_copy(x, xo, a, 0.0, Cg, H, W, ph, pw, 1, 1, 1, 1, oh0 * sh, (rows - 1) * sh + ext, Wp, cs, 0)
                 _panels(a, 0, pb, npos, koff, K, wg, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1)
             for m in range(c0, min(c1, Mg)):
                 o = yo + m * S + oh0 * OW

@@ -1,7 +1,11 @@
 """Pooling: MaxPool (with Indices), AveragePool, LpPool and the Global* pools.
 
-One window walker serves every windowed pool of 1, 2 or 3 spatial dims (fewer dims are padded in front
-with size-1 dims, so there is one compiled kernel per dtype). It builds an output row at a time:
+MaxPool and AveragePool over 1-D and 2-D float windows with strides 1 or 2, undilated, run pool_plane.py's
+kernel (straight from the input, taps reduced in registers); a window covering the whole input runs as a
+reduction (reduce.py), like the Global* pools.
+
+One window walker serves every other windowed pool of 1, 2 or 3 spatial dims (fewer dims are padded in
+front with size-1 dims, so there is one compiled kernel per dtype). It builds an output row at a time:
 1. The output row starts at the pool's identity (-inf or the dtype's min for max, 0 for sums).
 2. For each (kd, kh) tap whose input row is inside the image, that row is copied into a workspace row
    padded with the identity on both sides and split into its stride phases: padded column P lands at
@@ -21,8 +25,11 @@ the end padding is dropped), or auto_pad SAME_UPPER/SAME_LOWER (out = ceil(in / 
 GlobalAveragePool and GlobalMaxPool are reductions over the spatial dims (reduce.py, whose contiguous
 row sums vectorize); GlobalLpPool is the walker with one window covering the image.
 
-Timings, 1x64x112x112 float32, one core (onnxruntime 1 thread): MaxPool 3x3/2 pad 1 0.22 ms (0.12),
-AveragePool same 0.26 ms (0.11), GlobalAveragePool 0.03 ms (0.09).
+Timings, float32, one core, best of 30 (onnxruntime, one thread, in brackets), walker -> pool_plane:
+MaxPool 3x3/2 on 64 x 112 x 112 0.42 -> 0.28 ms (0.16), on 256 x 27 x 27 0.35 -> 0.09 (0.05);
+MaxPool 2x2/2 on 512 x 14 x 14 0.23 -> 0.07 (0.03); MaxPool 3x3/1 on 1024 x 7 x 7 0.52 -> 0.13 (0.03: one
+vector of 16 lanes per 7-wide row, every load masked); AveragePool 3x3/1 on 576 x 14 x 14 0.75 -> 0.17
+(0.06); AveragePool 7x7 on 1024 x 7 x 7 (a reduction) 0.17 -> 0.006 (0.014).
 
 Blocks (AI cores): the walker splits the NC*OD*OH output rows (a window never spans two rows' outputs),
 each block with its own phase row in the workspace, a cache line apart (blocks.per_block: sharing the
@@ -43,7 +50,7 @@ from .reduce import NONE as R_NONE
 from .reduce import SUM as R_SUM
 from .reduce import identity, reduce_launch
 from . import pool_plane
-from .blocks import LINE, blocks, per_block, tiled
+from .blocks import LINE, blocks, tiled
 from .registry import KernelContext, Launch, TensorSpec, register
 from .tiling import block_range
 
@@ -51,7 +58,7 @@ MAXP, MAXIDX, AVG, LP1, LP2, LPP = range(6)
 # ns, one thread, float32 (blocks.MIN_BLOCK_NS): per output and window tap (MaxPool/AveragePool; with
 # Indices; LpPool with pow per tap), and per input element loaded into the phase row
 _NS_TAP, _NS_TAP_IDX, _NS_TAP_LP, _NS_LOAD = 0.15, 0.8, 20.0, 0.2
-_NS_PLANE_TAP = 0.05  # pool_plane: per output and tap
+_NS_PLANE_TAP = 0.1  # pool_plane: per output and tap (0.03-0.25 measured above)
 U = np.uint64
 # layout of the geometry array: g[0] = N*C, then 3 entries (d, h, w) per field
 IN, OUT, K, S, DIL, PAD, CLO, CHI = range(8)
@@ -284,7 +291,7 @@ def _pool_launch(ctx: KernelContext, mode: int, p: float = 0.0, kernel=None) -> 
     if mode in (MAXP, AVG) and x.dtype in _FLOATS:
         if out == [1] * len(sp) and list(k) == sp and not any(pb + pe) and set(d) == {1}:  # one window
             return reduce_launch(ctx, x.shape, range(2, len(x.shape)), x.dtype, *_GLOBAL[mode])
-        if len(sp) <= 2:
+        if len(sp) <= 2 and pool_plane.fits(s, d):
             return _plane_launch(ctx, mode, g, rows, taps)
     nb = blocks(ctx, rows, out[-1] * taps * (_NS_TAP_LP if mode == LPP else _NS_TAP_IDX if mode == MAXIDX else _NS_TAP)
                 + (taps // k[-1]) * sp[-1] * _NS_LOAD)
@@ -301,19 +308,17 @@ _GLOBAL = {MAXP: (R_MAX, R_NONE), AVG: (R_SUM, R_MEAN)}  # a window covering the
 
 
 def _plane_launch(ctx: KernelContext, mode: int, g: list, rows: int, taps: int) -> Launch:
-    """pool_plane.pool2d's launch; g is pool2d's geometry array in this module's layout."""
+    """pool_plane.pool2d's launch; g is the walker's geometry array (this module's layout)."""
     x = ctx.inputs[0]
-    (IH, IW), (OH, OW), (KH, KW), (SH, SW), (DH, DW), (PH, PW), (CLH, CLW), (CHH, CHW) = \
+    (IH, IW), (OH, OW), (KH, KW), (SH, SW), _, (PH, PW), (CLH, CLW), (CHH, CHW) = \
         (g[2 + 3 * f:4 + 3 * f] for f in range(8))
-    geom = np.array([g[0], IH, IW, OH, OW, KH, KW, SH, SW, DH, DW, PH, PW, CLH, CHH], np.int64)
-    rc = np.zeros(OW)  # per output column: 1 / counted kw taps (for averages)
+    geom = np.array([g[0], IH, IW, OH, OW, KH, KW, SH, SW, PH, PW, CLH, CHH], np.int64)
+    rc = np.zeros(OW + 64 // x.dtype.itemsize, x.dtype)  # per output column: 1 / counted kw taps (averages)
     for ow in range(OW):
-        rc[ow] = 1 / max(1, sum(CLW <= ow * SW + kw * DW - PW < CHW for kw in range(KW)))
-    tile, planes, per = pool_plane.plan(OW, OH, KH, KW, SH, SW, DH, DW)
-    nb = blocks(ctx, rows, OW * taps * _NS_PLANE_TAP + IW * KH / SH * _NS_LOAD)
-    ws = per_block(per, x.dtype, nb)
+        rc[ow] = 1 / max(1, sum(CLW <= ow * SW + kw - PW < CHW for kw in range(KW)))
+    nb = blocks(ctx, rows, OW * taps * _NS_PLANE_TAP)
     ident = identity(R_MAX if mode == MAXP else R_SUM, x.dtype)
-    return tiled(pool_plane.pool2d, (rc, mode, ident, geom, tile, planes), nb, (ws,), inputs=(0,))
+    return tiled(pool_plane.pool2d, (rc, mode, ident, geom), nb, inputs=(0,))
 
 
 def _infer_window(ctx: KernelContext, kernel=None) -> list[TensorSpec]:

@@ -10,6 +10,8 @@ AVX-512).
     vlanes(arr)              lanes of arr's dtype, a compile-time constant
     vload(arr, i)            arr[i:i+lanes]                      (unaligned; no bounds check)
     vload_n(arr, i, n)       arr[i:i+n] in the first n lanes, zeros after (masked: nothing past n is read)
+    vload_in(arr, i, lo, hi, fill)  lanes [lo, hi) from arr[i+lo:i+hi], `fill` in the others (masked: only
+                             those lanes are read, so i may lie before the array's start)
     vstore(arr, i, v)        arr[i:i+lanes] = v
     vstore_n(arr, i, v, n)   arr[i:i+n] = v[:n]                  (masked)
     vbcast(arr, i)           arr[i] in every lane
@@ -104,6 +106,27 @@ def vload_n(typingctx, arr, idx, n):
         return builder.call(fn, [_vec_ptr(context, builder, arr, args[0], args[1], vt), ir.Constant(_I32, 4),
                                  _mask(builder, vec.lanes, args[2]), ir.Constant(vt, None)])
     return vec(arr, idx, n), codegen
+
+
+@intrinsic
+def vload_in(typingctx, arr, idx, lo, hi, fill):
+    _check_float_array(arr)
+    vec = Vec(arr.dtype)
+
+    def codegen(context, builder, sig, args):
+        vt = context.get_value_type(vec)
+        mask_t = ir.VectorType(ir.IntType(1), vec.lanes)
+        lo_v = _mask(builder, vec.lanes, args[2])   # lane < lo
+        hi_v = _mask(builder, vec.lanes, args[3])   # lane < hi
+        mask = builder.and_(hi_v, builder.not_(lo_v))
+        v = context.cast(builder, args[4], sig.args[4], arr.dtype)
+        splat = builder.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(_I32, 0))
+        splat = builder.shuffle_vector(splat, ir.Constant(vt, ir.Undefined),
+                                       ir.Constant(ir.VectorType(_I32, vec.lanes), [0] * vec.lanes))
+        fn = _masked(builder, "load", vec, vt, [vt.as_pointer(), _I32, mask_t, vt])
+        return builder.call(fn, [_vec_ptr(context, builder, arr, args[0], args[1], vt), ir.Constant(_I32, 4), mask,
+                                 splat])
+    return vec(arr, idx, lo, hi, fill), codegen
 
 
 @intrinsic
@@ -275,16 +298,23 @@ def vstore_hi(typingctx, arr, idx, v, n):
     return types.none(arr, idx, v, n), codegen
 
 
-@intrinsic
-def vprefetch(typingctx, arr, idx):
-    """Hint: bring the cache line holding arr[idx] into L1 (for writing: C tiles). Never faults."""
-    _check_float_array(arr)
+def _prefetch(name: str, write: int, locality: int):
+    def typer(typingctx, arr, idx):
+        _check_float_array(arr)
 
-    def codegen(context, builder, sig, args):
-        data = context.make_array(arr)(context, builder, args[0]).data
-        ptr = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [
-            ptr.type, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
-        builder.call(fn, [ptr, ir.Constant(_I32, 1), ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
-        return context.get_dummy_value()
-    return types.none(arr, idx), codegen
+        def codegen(context, builder, sig, args):
+            data = context.make_array(arr)(context, builder, args[0]).data
+            ptr = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [
+                ptr.type, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
+            builder.call(fn, [ptr, ir.Constant(_I32, write), ir.Constant(_I32, locality), ir.Constant(_I32, 1)])
+            return context.get_dummy_value()
+        return types.none(arr, idx), codegen
+    typer.__name__ = name
+    return intrinsic(typer)
+
+
+# Hints that never fault: the cache line holding arr[idx] into L1 for writing (C tiles), or into L2 for
+# reading (data a later loop reads: IMPLICIT's next panel of weights)
+vprefetch = _prefetch("vprefetch", 1, 3)
+vprefetch_l2 = _prefetch("vprefetch_l2", 0, 2)
