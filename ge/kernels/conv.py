@@ -306,9 +306,9 @@ def _plan(mode: int, geom, Cg: int, mb: int, rows: int, itemsize: int):
         tile = min(rows, max(1, (A_BYTES // (Cg * Wp * itemsize) - ext) // ush + 1))
         lw = Cg * int(_channel_stride(tile if how == COMPACT else (tile - 1) * sh + ext, Wp))
         return tile, 0 if how == IN_PLACE else lw, 0
-    if mode == DEPTHWISE:  # a padded plane, a tile of rows at a time, and a vector of slack for row tails
+    if mode == DEPTHWISE:  # a padded plane, a tile of rows at a time, and two vectors of slack for row tails
         tile = min(OH, max(1, DEPTHWISE_GRID // Wq))
-        return tile, _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + 16, 0
+        return tile, _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + 32, 0
     if mode == SHIFTED:  # GEMMs on a shifted padded input
         tile = min(rows, max(-(-GEMM_MIN_COLUMNS // Wq), GRID_ELEMS // ((mb + A * B * Cg) * Wq)))
         cs = int(_channel_stride(tile + (KH - 1) // sh, Wq))

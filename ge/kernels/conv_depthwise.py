@@ -17,8 +17,8 @@ from __future__ import annotations
 from numba import njit
 
 from .conv_lowering import _channel_stride, _pad_copy
-from .epilogue import epilogue
-from .simd import vbcast, vfma, vlanes, vload, vstore, vstore_n, vzero
+from .epilogue import CLIP, HARD_SIGMOID, HARD_SWISH, NONE, RELU, epilogue
+from .simd import vadd, vbcast, vfma, vlanes, vload, vmax, vmin, vmul, vsplat, vstore_n, vzero
 
 
 @njit(nogil=True, cache=True)
@@ -27,6 +27,7 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
     """y = act(depthwise(x, w) + b + z) for pairs (image, group) [q0, q1): each input channel and its Mg
     output channels. taps: KH*KW int64 scratch; ws: this block's workspace (conv._plan's DEPTHWISE size)."""
     KT, A, B, S = KH * KW, min(sh, KH), min(sw, KW), OH * OW
+    fused = not has_z and (act == NONE or act == RELU or act == CLIP or act == HARD_SIGMOID or act == HARD_SWISH)
     Wq, tail = OW + (KW - 1) // sw, (KW - 1) // sw
     cs = _channel_stride(tile + (KH - 1) // sh, Wq)
     for kh in range(KH):  # where tap (kh, kw) of output row 0, column 0 reads in the phases
@@ -40,76 +41,100 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
             _pad_copy(x, xo, ws, 0.0, 1, H, W, ph, pw, sh, sw, A, B, oh0, rows + (KH - 1) // sh, Wq, cs, tail)
             for m in range(Mg):
                 o = yo + m * S + oh0 * OW
-                _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows)
                 bias = b[g * Mg + m] if has_b else 0.0
-                epilogue(y, o, rows * OW, 1.0, bias, z, o, 1.0, has_z, act, p0, p1)
+                if fused:
+                    _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows, bias, act, p0, p1)
+                else:
+                    _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows, 0.0, NONE, 0.0, 0.0)
+                    epilogue(y, o, rows * OW, 1.0, bias, z, o, 1.0, has_z, act, p0, p1)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _finish(v, bias, act, c0, c1, lo, hi):
+    """bias + an activation on a vector, with the epilogue's formulas (epilogue.py): the same bits."""
+    v = vadd(v, bias)
+    if act == RELU:
+        v = vmax(v, lo)
+    elif act == CLIP:
+        v = vmin(vmax(v, c0), c1)
+    elif act == HARD_SIGMOID:
+        v = vmin(vmax(vadd(vmul(c0, v), c1), lo), hi)
+    elif act == HARD_SWISH:
+        v = vmul(v, vmin(vmax(vadd(vmul(c0, v), c1), lo), hi))
+    return v
 
 
 @njit(nogil=True, cache=True)
-def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows):
-    """y[yo + r*OW + j] = sum over taps t of w[wo+t] * p[r*Wq + taps[t] + j], r < rows, j < OW. Four rows
-    at a time, two vectors each (the weight broadcast once for eight FMAs: one row's taps form one FMA chain,
-    whose 4-cycle latency bounded a row at a time on planes under four vectors wide), then single rows.
-    A tail's loads may run up to a vector past the row (into the workspace's slack: read, never stored)."""
+def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
+    """y[yo + r*OW + j] = act(sum over taps t of w[wo+t] * p[r*Wq + taps[t] + j] + bias), r < rows, j < OW,
+    act one of IN_REGISTERS (NONE otherwise). Eight FMA chains at a time: four rows x two vectors (the
+    second masked at the row's end), or eight rows x one vector on planes a vector wide; then single rows.
+    A row's last loads may run up to two vectors past it (into the workspace's slack: read, never stored)."""
     L = vlanes(y)
     KT = taps.size
+    bv, lo, hi = vsplat(y, bias), vsplat(y, 0.0), vsplat(y, 1.0)
+    c0, c1 = vsplat(y, p0), vsplat(y, p1)
+    if act == HARD_SWISH:
+        c0, c1 = vsplat(y, 1 / 6), vsplat(y, 0.5)
     r = 0
-    while r + 4 <= rows:
-        po, yr = r * Wq, yo + r * OW
-        j = 0
-        while j + 2 * L <= OW:
+    if OW > L:
+        while r + 4 <= rows:
+            po, yr = r * Wq, yo + r * OW
+            for j in range(0, OW, 2 * L):
+                a0, a1, a2, a3 = vzero(y), vzero(y), vzero(y), vzero(y)
+                b0, b1, b2, b3 = vzero(y), vzero(y), vzero(y), vzero(y)
+                for t in range(KT):
+                    s, wv = po + taps[t] + j, vbcast(w, wo + t)
+                    a0 = vfma(wv, vload(p, s), a0)
+                    b0 = vfma(wv, vload(p, s + L), b0)
+                    a1 = vfma(wv, vload(p, s + Wq), a1)
+                    b1 = vfma(wv, vload(p, s + Wq + L), b1)
+                    a2 = vfma(wv, vload(p, s + 2 * Wq), a2)
+                    b2 = vfma(wv, vload(p, s + 2 * Wq + L), b2)
+                    a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
+                    b3 = vfma(wv, vload(p, s + 3 * Wq + L), b3)
+                n0, n1 = min(L, OW - j), max(0, min(L, OW - j - L))
+                vstore_n(y, yr + j, _finish(a0, bv, act, c0, c1, lo, hi), n0)
+                vstore_n(y, yr + j + L, _finish(b0, bv, act, c0, c1, lo, hi), n1)
+                vstore_n(y, yr + OW + j, _finish(a1, bv, act, c0, c1, lo, hi), n0)
+                vstore_n(y, yr + OW + j + L, _finish(b1, bv, act, c0, c1, lo, hi), n1)
+                vstore_n(y, yr + 2 * OW + j, _finish(a2, bv, act, c0, c1, lo, hi), n0)
+                vstore_n(y, yr + 2 * OW + j + L, _finish(b2, bv, act, c0, c1, lo, hi), n1)
+                vstore_n(y, yr + 3 * OW + j, _finish(a3, bv, act, c0, c1, lo, hi), n0)
+                vstore_n(y, yr + 3 * OW + j + L, _finish(b3, bv, act, c0, c1, lo, hi), n1)
+            r += 4
+    else:
+        while r + 8 <= rows:
+            po, yr = r * Wq, yo + r * OW
             a0, a1, a2, a3 = vzero(y), vzero(y), vzero(y), vzero(y)
-            b0, b1, b2, b3 = vzero(y), vzero(y), vzero(y), vzero(y)
+            a4, a5, a6, a7 = vzero(y), vzero(y), vzero(y), vzero(y)
             for t in range(KT):
-                s, wv = po + taps[t] + j, vbcast(w, wo + t)
-                a0 = vfma(wv, vload(p, s), a0)
-                b0 = vfma(wv, vload(p, s + L), b0)
-                a1 = vfma(wv, vload(p, s + Wq), a1)
-                b1 = vfma(wv, vload(p, s + Wq + L), b1)
-                a2 = vfma(wv, vload(p, s + 2 * Wq), a2)
-                b2 = vfma(wv, vload(p, s + 2 * Wq + L), b2)
-                a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
-                b3 = vfma(wv, vload(p, s + 3 * Wq + L), b3)
-            vstore(y, yr + j, a0)
-            vstore(y, yr + j + L, b0)
-            vstore(y, yr + OW + j, a1)
-            vstore(y, yr + OW + j + L, b1)
-            vstore(y, yr + 2 * OW + j, a2)
-            vstore(y, yr + 2 * OW + j + L, b2)
-            vstore(y, yr + 3 * OW + j, a3)
-            vstore(y, yr + 3 * OW + j + L, b3)
-            j += 2 * L
-        while j < OW:
-            a0, a1, a2, a3 = vzero(y), vzero(y), vzero(y), vzero(y)
-            for t in range(KT):
-                s, wv = po + taps[t] + j, vbcast(w, wo + t)
+                s, wv = po + taps[t], vbcast(w, wo + t)
                 a0 = vfma(wv, vload(p, s), a0)
                 a1 = vfma(wv, vload(p, s + Wq), a1)
                 a2 = vfma(wv, vload(p, s + 2 * Wq), a2)
                 a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
-            n = min(L, OW - j)
-            vstore_n(y, yr + j, a0, n)
-            vstore_n(y, yr + OW + j, a1, n)
-            vstore_n(y, yr + 2 * OW + j, a2, n)
-            vstore_n(y, yr + 3 * OW + j, a3, n)
-            j += L
-        r += 4
+                a4 = vfma(wv, vload(p, s + 4 * Wq), a4)
+                a5 = vfma(wv, vload(p, s + 5 * Wq), a5)
+                a6 = vfma(wv, vload(p, s + 6 * Wq), a6)
+                a7 = vfma(wv, vload(p, s + 7 * Wq), a7)
+            vstore_n(y, yr, _finish(a0, bv, act, c0, c1, lo, hi), OW)
+            vstore_n(y, yr + OW, _finish(a1, bv, act, c0, c1, lo, hi), OW)
+            vstore_n(y, yr + 2 * OW, _finish(a2, bv, act, c0, c1, lo, hi), OW)
+            vstore_n(y, yr + 3 * OW, _finish(a3, bv, act, c0, c1, lo, hi), OW)
+            vstore_n(y, yr + 4 * OW, _finish(a4, bv, act, c0, c1, lo, hi), OW)
+            vstore_n(y, yr + 5 * OW, _finish(a5, bv, act, c0, c1, lo, hi), OW)
+            vstore_n(y, yr + 6 * OW, _finish(a6, bv, act, c0, c1, lo, hi), OW)
+            vstore_n(y, yr + 7 * OW, _finish(a7, bv, act, c0, c1, lo, hi), OW)
+            r += 8
     while r < rows:
         po, yr = r * Wq, yo + r * OW
-        j = 0
-        while j + 2 * L <= OW:
+        for j in range(0, OW, 2 * L):
             a0, b0 = vzero(y), vzero(y)
             for t in range(KT):
                 s, wv = po + taps[t] + j, vbcast(w, wo + t)
                 a0 = vfma(wv, vload(p, s), a0)
                 b0 = vfma(wv, vload(p, s + L), b0)
-            vstore(y, yr + j, a0)
-            vstore(y, yr + j + L, b0)
-            j += 2 * L
-        while j < OW:
-            a0 = vzero(y)
-            for t in range(KT):
-                a0 = vfma(vbcast(w, wo + t), vload(p, po + taps[t] + j), a0)
-            vstore_n(y, yr + j, a0, min(L, OW - j))
-            j += L
+            vstore_n(y, yr + j, _finish(a0, bv, act, c0, c1, lo, hi), min(L, OW - j))
+            vstore_n(y, yr + j + L, _finish(b0, bv, act, c0, c1, lo, hi), max(0, min(L, OW - j - L)))
         r += 1

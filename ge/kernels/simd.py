@@ -20,6 +20,7 @@ AVX-512).
     vfma(a, b, c)            a*b + c per lane, one rounding (llvm.fma)
     vadd(a, b), vmul(a, b)   a + b, a * b per lane
     vmax(m, v)               v where v > m, else m, per lane (a NaN in v never replaces m, as `v if v > m else m`)
+    vmin(m, v)               v where v < m, else m (so vmax(x, lo) is Python's max(x, lo), vmin(x, hi) min(x, hi))
     veven(a, b), vodd(a, b)  the even (odd) lanes of a then b: a stride-2 row split into its two phases
     vtrans8(r0, ..., r7)     8 vectors (rows r, lanes m) -> 8 vectors t: t[j] lane d = r[d % 8] lane
                              j*(lanes//8) + d//8 (float64: the transpose; float32: channels 2j, 2j+1 in halves)
@@ -215,6 +216,7 @@ def _binary(name: str, emit):
 vadd = _binary("vadd", lambda builder, a, b: builder.fadd(a, b))
 vmul = _binary("vmul", lambda builder, a, b: builder.fmul(a, b))
 vmax = _binary("vmax", lambda builder, m, v: builder.select(builder.fcmp_ordered(">", v, m), v, m))
+vmin = _binary("vmin", lambda builder, m, v: builder.select(builder.fcmp_ordered("<", v, m), v, m))
 
 
 def _lanes_of_pair(name: str, first: int):
