@@ -5,7 +5,7 @@ dot-product form gemm_nt, and C is classified once in `prepare` by how it broadc
 a scalar or a column [M, 1] is a per-row scalar of the epilogue, a row [N] or a full [M, N] matrix its
 vector operand (epilogue.py).
 
-MatMul: numpy semantics. A 1-D operand is promoted to a matrix and its dim dropped afterwards; batch
+MatMul: numpy semantics (FusedMatMul may add a bias row, its third input). A 1-D operand is promoted to a matrix and its dim dropped afterwards; batch
 dims broadcast. `prepare` lists the start offset of each batch's A and B matrices (broadcast batches
 repeat an offset), so the kernel is a flat loop of GEMMs. When B is one shared matrix and A's batches
 are contiguous, the batches fold into the rows of a single GEMM ([batch*M, K] @ [K, N]).
@@ -141,9 +141,10 @@ register("FusedGemm", domain="ge", infer=_infer_gemm)(_prepare_gemm)
 
 
 @njit(nogil=True, cache=True)
-def matmul(a, b, y, ws, M, N, K, a_off, b_off, act, p0, p1, axis, block_idx, block_dim):
-    """y[i] = act(a[a_off[i]:] @ b[b_off[i]:]) for each batch i, all matrices [M,K] @ [K,N]: block
-    block_idx's batches (axis BATCHES) or its share of every batch."""
+def matmul(a, b, c, y, ws, M, N, K, a_off, b_off, has_c, act, p0, p1, axis, block_idx, block_dim):
+    """y[i] = act(a[a_off[i]:] @ b[b_off[i]:] + c) for each batch i, all matrices [M,K] @ [K,N], c a bias
+    row [N] when has_c (FusedMatMul's third input): block block_idx's batches (axis BATCHES) or its
+    share of every batch."""
     i0, i1 = 0, a_off.size
     m0, m1, n0, n1 = 0, M, 0, N
     if axis == BATCHES:
@@ -158,9 +159,9 @@ def matmul(a, b, y, ws, M, N, K, a_off, b_off, act, p0, p1, axis, block_idx, blo
             gemm_nt_block(ai, bi, yi, N, K, K, 1, False, m0, m1, n0, n1)
         else:
             gemm_block(ai, bi, np.empty(0, np.int64), N, yi, N, K, K, 1, False, m0, m1, n0, n1, w, True)
-        if act != NONE:
+        if act != NONE or has_c:
             for m in range(m0, m1):
-                epilogue(y, yo + m * N + n0, n1 - n0, 1.0, 0.0, y, 0, 1.0, 0, act, p0, p1)
+                epilogue(y, yo + m * N + n0, n1 - n0, 1.0, 0.0, c, n0, 1.0, has_c, act, p0, p1)
 
 
 def _matmul_dims(ctx: KernelContext):
@@ -181,7 +182,13 @@ def _matmul_dims(ctx: KernelContext):
 
 
 def _infer_matmul(ctx: KernelContext) -> list[TensorSpec]:
-    return [TensorSpec(_matmul_dims(ctx)[4], ctx.inputs[0].dtype)]
+    _, _, N, _, out, _, _ = _matmul_dims(ctx)
+    if ctx.has(2):  # FusedMatMul's bias: one value per output column
+        c = ctx.inputs[2]
+        if c.dtype != ctx.inputs[0].dtype or int(np.prod(c.shape)) != N or any(d != 1 for d in c.shape[:-1]):
+            raise ctx.error(f"bias of shape {list(c.shape)} and dtype {c.dtype} is not a row of {N} "
+                            f"{ctx.inputs[0].dtype} values")
+    return [TensorSpec(out, ctx.inputs[0].dtype)]
 
 
 def _batch_offsets(batch, own, matrix_size):
@@ -197,8 +204,11 @@ def _prepare_matmul(ctx: KernelContext) -> Launch:
         M, a_off, b_off = M * a_off.size, a_off[:1], b_off[:1]  # one shared B: fold batches into rows
     act, p0, p1 = activation_args(ctx)
     bd, axis, per = _gemm_tiling(ctx, M, N, K, batches=a_off.size, nt=N == 1)
-    return Launch(matmul, (M, N, K, a_off, b_off, act, p0, p1, axis),
-                  (TensorSpec((bd * per,), ctx.inputs[0].dtype),), tiled=True, block_dim=bd)
+    has_c = ctx.has(2)
+    # an absent bias is stood in for by A (never read), so one specialization serves both
+    return Launch(matmul, (M, N, K, a_off, b_off, int(has_c), act, p0, p1, axis),
+                  (TensorSpec((bd * per,), ctx.inputs[0].dtype),), inputs=(0, 1, 2 if has_c else 0), tiled=True,
+                  block_dim=bd)
 
 
 register("MatMul", infer=_infer_matmul)(_prepare_matmul)

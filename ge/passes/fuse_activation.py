@@ -5,6 +5,7 @@ become one "ge" op whose kernel applies them in the GEMM epilogue, while the out
     Gemm(a, b, c) -> act              -> ge::FusedGemm[...](a, b, c)
     MatMul(a, b)  -> act              -> ge::FusedMatMul[...](a, b)
     Conv(x, W, B) -> Add(., z) [-> act] -> ge::FusedConv[...](x, W, B, z)    y = act(conv(x) + B + z)
+    MatMul(a, b) -> Add(., c) [-> act]  -> ge::FusedMatMul[...](a, b, c)       c a bias row: [N], [1, N]...
 
 Activations: Relu, LeakyRelu (params [alpha]), Clip with constant bounds ([min, max]), Sigmoid,
 HardSigmoid ([alpha, beta]), Tanh, HardSwish, and recognize_activations' ge::Silu and ge::Gelu. `activation` is the ONNX op name. A two-input Sum (ResNet's
@@ -19,8 +20,11 @@ Algorithm, one sweep in order, matching each activation / Add against its produc
   Step 2: replace producer and node by the fused op, which keeps the node's output name. Readers come
           after producers, so Conv -> Add -> Relu fuses fully in one sweep.
 
-Limits: float outputs only; an activation after a residual Add fuses only into that FusedConv;
-Gemm / MatMul take no residual (Gemm already has C); an Add whose operand shapes are not static stays.
+A MatMul's bias is an Add operand holding one value per output column (a linear layer as torch and tf2onnx
+export it: ViT's and BERT's MatMul + Add, so their GELU fuses too; the epilogue computes y + 0 + c, the
+same bits as the Add).
+Limits: float outputs only; an activation after a residual Add fuses only into that FusedConv; Gemm takes
+no residual (it already has C), MatMul only a bias row; an Add whose operand shapes are not static stays.
 Invariant: outputs are unchanged up to float rounding; no graph output is renamed.
 """
 from __future__ import annotations
@@ -101,6 +105,24 @@ def _fuse_residual(graph, add) -> bool:
     return False
 
 
+def _fuse_bias(graph, add) -> bool:
+    # Step 1: match MatMul -> Add(., c) with c one value per output column
+    y, (a, b) = add.outputs[0], add.inputs
+    for x, c in ((a, b), (b, a)):
+        mm = _fusable(graph, x, add, ops=("MatMul",))
+        if mm is None or len(mm.inputs) > 2 or c is x or not (x.is_static and c.is_static) or len(x.shape) < 2:
+            continue
+        n = x.shape[-1]
+        if not (c.dtype == x.dtype and x.shape == y.shape and c.shape and c.shape[-1] == n
+                and all(d == 1 for d in c.shape[:-1]) and len(c.shape) <= len(x.shape)):
+            continue
+        # Step 2: one FusedMatMul reading the bias
+        _fuse(graph, mm, add, list(mm.inputs) + [c], {"activation": mm.attrs.get("activation", ""),
+                                                      "activation_params": mm.attrs.get("activation_params", [])})
+        return True
+    return False
+
+
 def fuse_activation(graph) -> bool:
     changed = False
     for node in list(graph.nodes):
@@ -109,5 +131,5 @@ def fuse_activation(graph) -> bool:
         if node.op_type in (ACTIVATIONS if node.domain == "" else GE_ACTIVATIONS):
             changed |= _fuse_activation(graph, node)
         elif node.domain == "" and node.op_type in ("Add", "Sum") and len(node.inputs) == 2 and None not in node.inputs:
-            changed |= _fuse_residual(graph, node)
+            changed |= _fuse_bias(graph, node) or _fuse_residual(graph, node)
     return changed

@@ -58,3 +58,21 @@ def test_matmul_mismatch():
     from ge.errors import ShapeError
     with pytest.raises(ShapeError, match="inner dimensions"):
         run_ge(*make_model("MatMul", [rand(3, 4), rand(5, 2)]))
+
+
+@pytest.mark.parametrize("sa,sb,sc", [((2, 3, 5), (5, 4), (4,)), ((7, 5), (5, 40), (1, 40)), ((2, 3, 5), (2, 5, 1), (1,))])
+def test_fused_matmul_bias(sa, sb, sc):
+    """FusedMatMul's third input: a bias row (fuse_activation's MatMul + Add), then the activation."""
+    from test_conv import numpy_act
+    a, b, c = rand(*sa), rand(*sb), rand(*sc)
+    model, feeds = make_model("FusedMatMul", [a, b, c], {"activation": "Relu"}, domain="ge")
+    (got,) = run_ge(model, feeds)
+    (tiled,) = run_ge(model, feeds, cores=3)
+    np.testing.assert_allclose(got, numpy_act(np.matmul(a, b) + c, "Relu", []), rtol=1e-5, atol=1e-5)
+    assert np.array_equal(got, tiled)
+
+
+def test_fused_matmul_bias_that_is_no_row_is_a_shape_error():
+    from ge.errors import ShapeError
+    with pytest.raises(ShapeError, match="bias of shape"):
+        run_ge(*make_model("FusedMatMul", [rand(3, 4), rand(4, 5), rand(3, 5)], domain="ge"))

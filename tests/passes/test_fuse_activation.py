@@ -66,6 +66,26 @@ def test_gemm_and_matmul_activation():
     check_numerics(m, {"a": randn(2, 5)})
 
 
+@pytest.mark.parametrize("bias_shape", [(3,), (1, 1, 3)])
+def test_matmul_bias_and_activation(bias_shape):
+    # Before: %h = MatMul(%a, %w); %s = Add(%h, %c); %y = Relu(%s)   (a linear layer, as torch exports it)
+    m = model([node("MatMul", ["a", "w"], ["h"], name="linear"), node("Add", ["h", "c"], ["s"]),
+               node("Relu", ["s"], ["y"])], {"a": [2, 4, 5]}, ["y"], {"w": randn(5, 3), "c": randn(*bias_shape)})
+    g, _ = run_pass(m, fuse_activation)
+    assert printed(g) == ["%y:f32[2,4,3] = ge::FusedMatMul[activation='Relu',activation_params=[]](%a, %w, %c)"
+                          "  # linear"]
+    a = {"a": randn(2, 4, 5)}
+    assert np.array_equal(check_numerics(m, a)[0], check_numerics(m, a, disabled=("fuse_activation",))[0])
+
+
+def test_matmul_add_that_is_no_bias_stays():
+    for why, c in (("a full matrix", randn(4, 3)), ("a column", randn(4, 1)), ("wider than the output", randn(2, 1, 3))):
+        m = model([node("MatMul", ["a", "w"], ["h"]), node("Add", ["h", "c"], ["y"])], {"a": [4, 5]}, ["y"],
+                  {"w": randn(5, 3), "c": c})
+        g, changed = run_pass(m, fuse_activation)
+        assert not changed, why
+
+
 @pytest.mark.parametrize("add", ["Add", "Sum"])
 def test_conv_residual_add_relu(add):
     # Before: %c = Conv(%x, %w, %cb); %s = Add(%z, %c); %y = Relu(%s)   (ResNet: Sum of two inputs)
