@@ -1,10 +1,13 @@
-"""The blocks modern networks are made of (ge.models.BLOCKS), ge vs onnxruntime, one thread each:
+"""Per core: the blocks modern networks are made of (ge.models.BLOCKS), or the 9 ONNX light models, ge vs
+onnxruntime, one thread each:
 
-    python bench/blocks_vs_ort.py [--rounds N] [--by-op] [--only vit_block,mbconv_block]
+    python bench/blocks_vs_ort.py [--rounds N] [--by-op] [--only vit_block,mbconv_block] [--light]
 
 Prints, with the date and the machine, ge (runtime_v1, thread budget 1) and onnxruntime (one intra-op
 thread, non-spinning) alternating round by round in one process: medians and the ratio ge / onnxruntime.
---by-op adds, per block, where the time goes on each side (ge.byop: op families side by side).
+--light times the light models instead (random weights: their shipped weights are all one constant, which
+lets onnxruntime merge identical branches); --by-op adds where the time goes on each side (ge.byop: op
+families side by side).
 """
 from __future__ import annotations
 
@@ -20,25 +23,28 @@ import ge
 from ge.bench import alternate, onnxruntime_session
 from ge.byop import compare, format_families, ge_profile, ort_profile
 from ge.models import BLOCKS
+from ge.zoo import LIGHT_MODELS, with_random_weights
 
 sys.path.insert(0, os.path.dirname(__file__))
-from aicores_report import machine  # noqa: E402
+from aicores_report import feeds_for, machine  # noqa: E402
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--by-op", action="store_true")
-    p.add_argument("--only", default=",".join(BLOCKS))
+    p.add_argument("--only", help="comma-separated names (default: all blocks, or all light models)")
+    p.add_argument("--light", action="store_true", help="the 9 ONNX light models instead of the blocks")
     args = p.parse_args(argv)
-    print(f"ge blocks vs onnxruntime, one thread each, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
-    print(f"{'block':20s} {'ge ms':>9s} {'ort ms':>9s} {'ge/ort':>7s}")
+    names = args.only.split(",") if args.only else list(LIGHT_MODELS if args.light else BLOCKS)
+    what = "light models" if args.light else "blocks"
+    print(f"ge {what} vs onnxruntime, one thread each, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
+    print(f"{'model':20s} {'ge ms':>9s} {'ort ms':>9s} {'ge/ort':>7s}")
     ratios = []
-    for name in args.only.split(","):
-        model = BLOCKS[name]()
+    for name in names:
+        model = with_random_weights(name) if args.light else BLOCKS[name]()
         sess = ge.Session(model, options=ge.Options(thread_budget=1))
-        feeds = {"x": np.random.default_rng(0).standard_normal(
-            [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]).astype(np.float32)}
+        feeds = feeds_for(sess)
         ort = onnxruntime_session(model, 1)
         t = alternate({"ge": lambda: sess.run(None, feeds), "ort": lambda: ort.run(None, feeds)}, rounds=args.rounds)
         g, o = (float(np.median(t[k])) * 1e3 for k in ("ge", "ort"))

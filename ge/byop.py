@@ -10,7 +10,8 @@ A family is what the two engines run as one kind of kernel, named from the op ty
     fused on one side and not on the other shows as time moved between families, which is the point;
   - convolutions split by shape class: "Conv 1x1", "Conv 3x3", "Conv depthwise 3x3", "Conv grouped", since
     those are different kernels on both sides;
-  - MatMul with two batched operands is "MatMul batched" (attention);
+  - MatMul with two batched operands is "MatMul batched" (attention); other MatMuls and Gemms are one
+    family, "MatMul / Gemm" (onnxruntime turns MatMul + Add into Gemm, ge into FusedMatMul);
   - onnxruntime's NCHWc layout changes (ReorderInput / ReorderOutput) are "Reorder (NCHWc)": ge has none.
 """
 from __future__ import annotations
@@ -36,6 +37,8 @@ def family(op_type: str, shapes: list) -> str:
         return f"{op} grouped {k}" if groups > 1 else f"{op} {k}"
     if op == "MatMul" and len(shapes) > 1 and all(s is not None and len(s) > 2 for s in shapes[:2]):
         return "MatMul batched"
+    if op in ("MatMul", "Gemm"):  # onnxruntime runs MatMul + Add as Gemm; ge as FusedMatMul
+        return "MatMul / Gemm"
     return op
 
 

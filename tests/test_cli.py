@@ -93,7 +93,7 @@ def test_op_families():
     assert family("Conv", [(1, 32, 56, 56), (64, 8, 1, 1)]) == "Conv grouped 1x1"
     assert family("Conv", [(1, 32, 56, 56), (64, 32, 7, 7), None]) == "Conv 7x7"
     assert family("MatMul", [(1, 12, 197, 64), (1, 12, 64, 197)]) == "MatMul batched"
-    assert family("FusedMatMul", [(197, 768), (768, 3072)]) == "MatMul"
+    assert family("FusedMatMul", [(197, 768), (768, 3072)]) == family("Gemm", [(1, 2048), (1000, 2048)]) == "MatMul / Gemm"
     assert family("ReorderInput", [(1, 32, 56, 56)]) == "Reorder (NCHWc)"
 
 

@@ -7,9 +7,10 @@ from ge.memory.lifetime import NEVER, Buffer, compute_lifetimes, live_lower_boun
 
 
 def _model():
-    #  x -> Relu r -> MaxPool m (workspace) -> Reshape f (view of m) -> Relu g -> Add(g, f) y;  Relu(r) z
+    #  x -> Relu r -> MaxPool m (workspace: a stride of 3 runs pool.py's walker) -> Reshape f (view of m)
+    #  -> Relu g -> Add(g, f) y;  Relu(r) z
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu_r"),
-             helper.make_node("MaxPool", ["r"], ["m"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxPool", ["r"], ["m"], name="pool", kernel_shape=[3, 3], strides=[3, 3]),
              helper.make_node("Reshape", ["m", "s"], ["f"], name="flat"),
              helper.make_node("Relu", ["f"], ["g"], name="relu_g"),
              helper.make_node("Add", ["g", "f"], ["y"], name="add"),
