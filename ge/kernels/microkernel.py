@@ -4,7 +4,8 @@ A tile is 8 rows x 2 vectors of C (16 zmm registers, simd.py's explicit vectors)
 k block: per k, 2 vector loads of B, 8 broadcasts of A and 16 FMAs, ~130 GF/s float32 on one core of this
 Xeon with everything in L1/L2 (the FMA loop alone: ~170), level with OpenBLAS's AVX-512 kernel on the
 same shapes. A panel's second vector is masked when N ends inside it (or the panel is one masked vector);
-the rows left over from the tiles of 8 run one at a time.
+the rows left over from the tiles of 8 run as a tile of 4 (8 FMA chains, full speed) and then one at a time
+(2 chains: latency-bound, a quarter of a tile's speed; M = 197, ViT's tokens, lost 5% to 5 such rows).
 
 - With A's k stride a literal 1 (`_panel` picks it), LLVM addresses the tile's 8 rows off one index; with
   a run-time stride it chained the 8 row addresses through one register, one add after another, every k.
@@ -47,13 +48,17 @@ def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load)
         for m in range(m0, mr, 8):
             if PREFETCH_C and m + 8 < mr:
                 _prefetch_tile(c, (m + 8) * ldc + j, ldc, L)
-            _tile(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L)
+            _tile(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 8)
     else:
         for m in range(m0, mr, 8):
             if PREFETCH_C and m + 8 < mr:
                 _prefetch_tile(c, (m + 8) * ldc + j, ldc, 0)
             _tile_n(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w)
-    for m in range(mr, m1):
+    m = mr
+    if m1 - m >= 4 and w > L:
+        _tile(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 4)
+        m += 4
+    for m in range(m, m1):
         ao, co = m * sam + k0 * sak, m * ldc + j
         _row(a, ao, sak, b, brow, ldb, o, c, co, kn, load, min(L, w))
         if w > L:
@@ -73,13 +78,17 @@ def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, sak, ldc, load):
             for m in range(m0, mr, 8):
                 if PREFETCH_C and m + 8 < mr:
                     _prefetch_tile(c, (m + 8) * ldc + co, ldc, L)
-                _tile(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L)
+                _tile(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 8)
         else:
             for m in range(m0, mr, 8):
                 if PREFETCH_C and m + 8 < mr:
                     _prefetch_tile(c, (m + 8) * ldc + co, ldc, 0)
                 _tile_n(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w)
-        for m in range(mr, m1):
+        m = mr
+        if m1 - m >= 4 and w > L:  # A's leftover rows in place
+            _tile(a, m * sam + k0 * sak, sam, sak, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 4)
+            m += 4
+        for m in range(m, m1):
             ao = m * sam + k0 * sak
             _row(a, ao, sak, bp, flat, P, o, c, m * ldc + co, kn, load, min(L, w))
             if w > L:
@@ -97,27 +106,28 @@ def _prefetch_tile(c, co, ldc, second):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2):
-    """C[8 rows, 2 vectors] at c[co:] (+)= A[8 rows, kn] at a[ao:] @ B[kn, 2 vectors] at b[bo:], with n2 <= L
-    columns in the second vector (masked): the 16 C vectors stay in registers over the kn steps."""
+def _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R):
+    """C[R rows, 2 vectors] at c[co:] (+)= A[R rows, kn] at a[ao:] @ B[kn, 2 vectors] at b[bo:], with n2 <= L
+    columns in the second vector (masked): the C vectors stay in registers over the kn steps. R is a literal,
+    8 or 4 (the rows left over from the tiles of 8: 8 FMA chains still hide the FMA latency)."""
     L = vlanes(c)
     r0, r1, r2, r3 = co, co + ldc, co + 2 * ldc, co + 3 * ldc
     r4, r5, r6, r7 = co + 4 * ldc, co + 5 * ldc, co + 6 * ldc, co + 7 * ldc
     q0, q1, q2, q3 = ao, ao + sam, ao + 2 * sam, ao + 3 * sam
     q4, q5, q6, q7 = ao + 4 * sam, ao + 5 * sam, ao + 6 * sam, ao + 7 * sam
+    z = vzero(c)
+    c00, c01, c10, c11, c20, c21, c30, c31 = z, z, z, z, z, z, z, z
+    c40, c41, c50, c51, c60, c61, c70, c71 = z, z, z, z, z, z, z, z
     if load:
         c00, c01 = vload(c, r0), vload_n(c, r0 + L, n2)
         c10, c11 = vload(c, r1), vload_n(c, r1 + L, n2)
         c20, c21 = vload(c, r2), vload_n(c, r2 + L, n2)
         c30, c31 = vload(c, r3), vload_n(c, r3 + L, n2)
-        c40, c41 = vload(c, r4), vload_n(c, r4 + L, n2)
-        c50, c51 = vload(c, r5), vload_n(c, r5 + L, n2)
-        c60, c61 = vload(c, r6), vload_n(c, r6 + L, n2)
-        c70, c71 = vload(c, r7), vload_n(c, r7 + L, n2)
-    else:
-        z = vzero(c)
-        c00, c01, c10, c11, c20, c21, c30, c31 = z, z, z, z, z, z, z, z
-        c40, c41, c50, c51, c60, c61, c70, c71 = z, z, z, z, z, z, z, z
+        if R > 4:
+            c40, c41 = vload(c, r4), vload_n(c, r4 + L, n2)
+            c50, c51 = vload(c, r5), vload_n(c, r5 + L, n2)
+            c60, c61 = vload(c, r6), vload_n(c, r6 + L, n2)
+            c70, c71 = vload(c, r7), vload_n(c, r7 + L, n2)
     for k in range(kn):
         p, t = (brow[k] if brow.size else k * ldb) + bo, k * sak
         b0, b1 = vload(b, p), vload_n(b, p + L, n2)
@@ -129,6 +139,8 @@ def _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2):
         c20, c21 = vfma(x, b0, c20), vfma(x, b1, c21)
         x = vbcast(a, q3 + t)
         c30, c31 = vfma(x, b0, c30), vfma(x, b1, c31)
+        if R <= 4:
+            continue
         x = vbcast(a, q4 + t)
         c40, c41 = vfma(x, b0, c40), vfma(x, b1, c41)
         x = vbcast(a, q5 + t)
@@ -145,6 +157,8 @@ def _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2):
     vstore_n(c, r2 + L, c21, n2)
     vstore(c, r3, c30)
     vstore_n(c, r3 + L, c31, n2)
+    if R <= 4:
+        return
     vstore(c, r4, c40)
     vstore_n(c, r4 + L, c41, n2)
     vstore(c, r5, c50)
