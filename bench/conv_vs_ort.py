@@ -3,7 +3,8 @@ of ResNet-50, then a few GEMM-shaped nodes.
 
     python bench/conv_vs_ort.py [--reps 20]
 
-ge is timed at the kernel call (prepare, outputs and workspaces made once, as runtime_v1 does);
+ge is timed at the kernel call of the node as the compiler leaves it (convs on weights packed by
+pack_conv_weights; prepare, outputs and workspaces made once, as runtime_v1 does);
 onnxruntime at session.run with its default graph optimizations. Prints the best of `reps` runs and the
 total weighted by how often ResNet-50 (ONNX's light model, batch 1) has each shape; the last line is a
 MobileNet-style depthwise conv (not counted).
@@ -26,6 +27,7 @@ import onnxruntime as ort  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from ge.bench import compiled_form  # noqa: E402
 from ge.kernels import KernelContext, TensorSpec, lookup  # noqa: E402
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
@@ -57,6 +59,9 @@ def best(fn, reps):
 
 
 def ge_callable(op, arrays, attrs, domain=""):
+    """The kernel of a single node as the compiler leaves it (convs on packed weights), and its output."""
+    if not domain:
+        op, arrays, attrs, domain = compiled_form(op, arrays, attrs)
     specs = [TensorSpec(a.shape, a.dtype) for a in arrays]
     kernel = lookup(op, domain, 17)
     ctx = KernelContext(op, "bench", attrs, specs, [None] * len(arrays), 17)

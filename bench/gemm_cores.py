@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 from numba import njit, types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
+from ge.bench import compiled_form  # noqa: E402
 from ge.kernels import KernelContext, TensorSpec, lookup  # noqa: E402
 from ge.kernels.simd import vfma, vload, vstore  # noqa: E402
 
@@ -195,9 +196,10 @@ def measure(fns: dict, rounds: int, cal: Calibration, max_other: float = 0.03, m
     return {k: np.array(v) for k, v in kept.items()}, tried
 
 
-def launch_callables(op, arrays, attrs, team, domain=""):
+def launch_callables(op, arrays, attrs, team):
     """(one thread: the launch tiled for 1 core, two threads: tiled for 2 cores with its blocks on the
-    team, block_dim at 2 cores)."""
+    team, block_dim at 2 cores), of the node as the compiler leaves it (convs on packed weights)."""
+    op, arrays, attrs, domain = compiled_form(op, arrays, attrs)
     specs = [TensorSpec(a.shape, a.dtype) for a in arrays]
     kernel = lookup(op, domain, 17)
     calls = []

@@ -63,3 +63,14 @@ def format_table(rows: list[Row], base: str) -> str:
     lines = [f"{'contender':{width}s}  {'median ms':>10s}  {'p90 ms':>10s}  {'x ' + base:>12s}"]
     lines += [f"{r.name:{width}s}  {r.median_ms:10.3f}  {r.p90_ms:10.3f}  {r.ratio:12.3f}" for r in rows]
     return "\n".join(lines)
+
+
+def compiled_form(op: str, arrays: list, attrs: dict):
+    """(op, arrays, attrs, domain) of a single node as the compiler leaves it, for timing its kernel alone:
+    a Conv whose constant weights pack_conv_weights would pack becomes the FusedConv on packed weights."""
+    from .kernels import conv
+    from .kernels.conv_implicit import pack
+    if op == "Conv" and conv.wants_packed(arrays[1].shape, int(attrs.get("group", 1)), arrays[1].dtype):
+        return ("FusedConv", [arrays[0], pack(arrays[1], int(attrs.get("group", 1)))] + list(arrays[2:]),
+                dict(attrs, weight_shape=list(arrays[1].shape)), "ge")
+    return op, arrays, attrs, ""

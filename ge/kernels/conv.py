@@ -2,12 +2,14 @@
 
 Every conv is seen as 3-D (1-D and 2-D get leading spatial dims of 1), so one compiled kernel per dtype
 serves all ranks. Per image and group, `prepare` picks one of six ways (conv_lowering.py runs most):
-  IMPLICIT   1-D and 2-D with 32 or more output channels a group, at most 10% of lanes idle (implicit_fits):
-             output channels across the vector lanes, positions in the broadcasts (conv_implicit.py), the
-             weights packed by pack_conv_weights (PACKED) or by each block (IMPLICIT). It has no padded
-             columns and no 7- or 14-wide lane tails: ResNet-50's convs, one core, 88.2 -> 80.6 ms
-             (onnxruntime 77.2); 3x3 on 14x14 1.27 -> 1.06x onnxruntime, 1x1 2048 -> 512 on 7x7 1.36 ->
-             1.11x. Under 32 channels (24, 40) it ran 20-30% slower than the lowerings below.
+  PACKED     IMPLICIT (conv_implicit.py) on weights pack_conv_weights packed, for 1-D and 2-D convs with 32
+             or more output channels a group and at most 10% of lanes idle (wants_packed): output channels
+             across the vector lanes, positions in the broadcasts. It has no padded columns and no 7- or
+             14-wide lane tails: ResNet-50's convs, one core, 88.2 -> 80.6 ms (onnxruntime 77.2); 3x3 on
+             14x14 1.27 -> 1.06x onnxruntime, 1x1 2048 -> 512 on 7x7 1.36 -> 1.11x. Under 32 channels (24,
+             40) it ran 20-30% slower than the lowerings below; packing the weights on every run instead of
+             once made it 40% slower than them (123 ms for ResNet-50's convs), so unpacked weights (a
+             kernel called directly, weights computed at run time) take the lowerings below.
   POINTWISE  1x1, stride 1, no pad: the input already is the GEMM operand, y[Mg,S] = W[Mg,Cg] @ x[Cg,S].
   SHIFTED    2-D (or 1-D), undilated ("implicit im2col"): copy the input
              rows a tile of output rows reads, zero-padded and split into its stride phases, to a workspace
@@ -67,12 +69,12 @@ from .gemm import MIN_BLOCK_MACS, gemm_block, workspace
 from .registry import KernelContext, Launch, TensorSpec, register
 from .tiling import block_dim_for, block_range, largest_share
 
-POINTWISE, IM2COL, DIRECT, SHIFTED, DEPTHWISE, IMPLICIT, PACKED = range(7)  # PACKED: IMPLICIT, weights packed
+POINTWISE, IM2COL, DIRECT, SHIFTED, DEPTHWISE, PACKED = range(6)
 PAIRS, SPATIAL, CHANNELS = range(3)
 _FLOATS = (np.float32, np.float64)
 USE_SHIFTED = True  # False: IM2COL wherever SHIFTED would run (the same bits, more memory: for bisecting)
 USE_DEPTHWISE = True  # False: DIRECT wherever DEPTHWISE would run (for bisecting)
-USE_IMPLICIT = True  # False: the positions-across-lanes lowerings wherever IMPLICIT would run (the same bits)
+USE_IMPLICIT = True  # False: pack_conv_weights packs nothing, the lowerings below run (the same bits)
 DEPTHWISE_GRID = 2048  # DEPTHWISE: output rows per tile so that the padded rows stay in L1
 GEMM_MIN_COLUMNS = 1024  # SHIFTED: a tile of output rows is at least this many grid columns wide ...
 GRID_ELEMS = 1 << 18      # ... and more while padded input + grid stay under this many elements
@@ -110,14 +112,14 @@ def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, 
     wsb = ws[block_idx * per:(block_idx + 1) * per]
     pk = wsb[lw:]
     pointwise = mode == POINTWISE
-    grain = (8 if mode < IMPLICIT else 128 // y.itemsize) if split == CHANNELS else (128 // y.itemsize if pointwise else 1)
+    grain = (8 if mode != PACKED else 128 // y.itemsize) if split == CHANNELS else (128 // y.itemsize if pointwise else 1)
     q0, q1, c0, c1, s0, s1 = _share(N * G, Mg, S if pointwise else OD * OH, grain, split, block_idx, block_dim)
     e0, e1 = (s0, s1) if pointwise else (s0 * OW, s1 * OW)  # the block's positions in each output plane
     lohi = np.empty(2 * KW, np.int64)  # valid output columns of each kw tap, for DIRECT
     for kw in range(KW):
         lohi[kw], lohi[KW + kw] = _valid(kw * dw - pw, sw, W, OW)
-    if mode >= IMPLICIT:
-        implicit(x, w, b, z, y, wsb, mode == PACKED, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H, W, OH, OW, KH, KW,
+    if mode == PACKED:
+        implicit(x, w, b, z, y, wsb, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H, W, OH, OW, KH, KW,
                  sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1)
         return
     if mode == DEPTHWISE:  # one call for all the block's planes (see conv_depthwise's doc)
@@ -258,36 +260,39 @@ def _round16(n: int) -> int:
     return -(-n // 16) * 16
 
 
-def _mode(geom, Cg: int, Mg: int, KT: int, lanes: int, packed: bool) -> int:
+def _mode(geom, Cg: int, Mg: int, KT: int, packed: bool) -> int:
     D, KD, OD = (int(v) for v in geom[[2, 9, 6]])
     undilated_2d = D == KD == OD == 1 and (geom[18:21] == 1).all()
     if packed:
         return PACKED
     if Cg == 1 and Mg <= 4:
         return DEPTHWISE if undilated_2d and USE_DEPTHWISE else DIRECT
-    if D == KD == OD == 1 and implicit_fits(Mg, lanes) and USE_IMPLICIT:
-        return IMPLICIT
     if KT == 1 and (geom[12:15] == 1).all() and not geom[15:18].any():  # 1x1, stride 1, no pad
         return POINTWISE
     return SHIFTED if undilated_2d and USE_SHIFTED else IM2COL
 
 
-def implicit_fits(Mg: int, lanes: int) -> bool:
-    """Whether IMPLICIT suits a group of Mg output channels: a panel's worth and at most 10% of lanes idle
+def wants_packed(weight_shape, group: int, dtype) -> bool:
+    """Whether a conv with these weights runs IMPLICIT on packed weights (pack_conv_weights packs them):
+    1-D or 2-D, not depthwise, a panel's worth of output channels a group and at most 10% of lanes idle
     (measured: 24 and 40 channels ran 20-30% slower than POINTWISE / SHIFTED, 16 level, 80 and more faster)."""
-    return Mg >= 2 * lanes and padded_channels(Mg, lanes) * 10 <= Mg * 11
+    M, Cg, lanes = weight_shape[0], weight_shape[1], 64 // np.dtype(dtype).itemsize
+    if len(weight_shape) not in (3, 4) or group < 1 or M % group or np.dtype(dtype) not in _FLOATS:
+        return False
+    Mg = M // group
+    return USE_IMPLICIT and not (Cg == 1 and Mg <= 4) and Mg >= 2 * lanes and padded_channels(Mg, lanes) * 10 <= Mg * 11
 
 
 def _conv_tiling(cores: int, mode: int, pairs: int, Mg: int, K: int, rows: int, S: int, P: int):
     """(block_dim, split) for a conv (see the module doc): `rows` output rows of S positions per plane."""
-    gemm = mode in (POINTWISE, IM2COL, SHIFTED, IMPLICIT, PACKED)
+    gemm = mode in (POINTWISE, IM2COL, SHIFTED, PACKED)
     bd = block_dim_for(pairs * Mg * K * S, cores, MIN_BLOCK_MACS if gemm else MIN_BLOCK_TAPS)
     if bd == 1 or not gemm:
         return max(1, min(bd, pairs)), PAIRS
     if pairs % bd == 0 or pairs >= 4 * bd:
         return bd, PAIRS
     spatial = -(-S // P) if mode == POINTWISE else rows
-    channels = -(-Mg // (8 if mode < IMPLICIT else P))  # GEMM row tiles, or IMPLICIT's panels
+    channels = -(-Mg // (8 if mode != PACKED else P))  # GEMM row tiles, or IMPLICIT's panels
     if spatial >= bd and (Mg <= S or channels < bd):
         return bd, SPATIAL
     if channels >= bd:
@@ -300,7 +305,7 @@ def _plan(mode: int, geom, Cg: int, mb: int, rows: int, itemsize: int):
     D, H, W, OD, OH, OW = (int(v) for v in geom[[2, 3, 4, 6, 7, 8]])
     KD, KH, KW, sh, sw = (int(v) for v in geom[[9, 10, 11, 13, 14]])
     Wq, A, B = OW + (KW - 1) // sw, min(sh, KH), min(sw, KW)
-    if mode >= IMPLICIT:  # output rows whose input stays in L2: read in place or copied (input_layout)
+    if mode == PACKED:  # output rows whose input stays in L2: read in place or copied (input_layout)
         ph, pw, dh, dw = (int(v) for v in geom[[16, 17, 19, 20]])
         how, Wp, ush, _, ext = input_layout(H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw)
         tile = min(rows, max(1, (A_BYTES // (Cg * Wp * itemsize) - ext) // ush + 1))
@@ -330,10 +335,10 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     Cg, Mg, KT = C // G, M // G, int(np.prod(geom[9:12]))
     dtype = ctx.inputs[0].dtype
     P = 128 // dtype.itemsize  # a GEMM panel: 2 vectors of columns
-    mode = _mode(geom, Cg, Mg, KT, P // 2, ctx.attr("weight_shape") is not None)
+    mode = _mode(geom, Cg, Mg, KT, ctx.attr("weight_shape") is not None)
     S, rows = OD * OH * OW, OD * OH
     bd, split = _conv_tiling(ctx.cores, mode, N * G, Mg, Cg * KT, rows, S, P)
-    mb = largest_share(Mg, 8 if mode < IMPLICIT else P, bd) if split == CHANNELS else Mg
+    mb = largest_share(Mg, 8 if mode != PACKED else P, bd) if split == CHANNELS else Mg
     if split == SPATIAL:
         rows = largest_share(S, P, bd) if mode == POINTWISE else largest_share(rows, 1, bd)
     elif mode == POINTWISE:
@@ -342,7 +347,7 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     # the GEMM packs B (the input itself) only for POINTWISE: SHIFTED's and IM2COL's B is already a compact
     # copy in L2, and packing it again cost 10-20% (ResNet-50's 3x3 convs)
     per = lw + (workspace(mb, cols, Cg * KT, dtype, mode == POINTWISE, S) if mode in (POINTWISE, IM2COL, SHIFTED)
-                else Cg * KT * padded_channels(Mg, P // 2) if mode == IMPLICIT else 0)  # IMPLICIT packs W there
+                else 0)
     has_b, has_z = ctx.has(2), ctx.has(3)
     act, p0, p1 = activation_args(ctx)
     # absent optional inputs are stood in for by W and X (never read), so one specialization serves all

@@ -9,10 +9,10 @@ columns, no lanes lost to a 7- or 14-wide plane. The tile is transposed in regis
 as 8 positions of each channel. Measured on one core against the positions-across-lanes lowerings
 (SHIFTED, POINTWISE; see conv.py's doc for the figures).
 
-- Weights: packed (conv_pack.pack) as [group][panel][k][panel width]: panels of 2 vectors of channels, the
-  last one vector wide when the group's channels (rounded up to a vector) end there. A FusedConv with a
-  `weight_shape` attribute holds them packed (passes/pack_conv_weights); otherwise each block packs its
-  group into its workspace first.
+- Weights: packed (`pack`) as [group][panel][k][panel width]: panels of 2 vectors of channels, the last
+  one vector wide when the group's channels (rounded up to a vector) end there. A FusedConv with a
+  `weight_shape` attribute holds them packed (passes/pack_conv_weights); convs without run the other
+  lowerings (conv.py).
 - Input: read in place when the conv has no padding; else a tile of output rows copies the input rows it
   reads, zero-padded (all its channels: conv_lowering._pad_copy without stride phases), sized to stay in
   L2 while every panel of weights sweeps it.
@@ -197,12 +197,11 @@ def _panels(a, ao, pb, npos, koff, K, w, wo, y, yo, S, Mp, Mg, c0, c1):
 
 
 @njit(nogil=True, cache=True)
-def implicit(x, w, b, z, y, ws, packed, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H, W, OH, OW, KH, KW,
+def implicit(x, w, b, z, y, ws, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H, W, OH, OW, KH, KW,
              sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1):
     """y = act(conv(x, w) + b + z) for pairs (image, group) [q0, q1), output channels [c0, c1) (on panel
-    boundaries) and output rows [s0, s1), tiles of `tile` rows. ws: this block's workspace, the tile's
-    copy of its input first (lw elements; none when it is read in place: input_layout), then the group's
-    packed weights when w is not `packed`."""
+    boundaries) and output rows [s0, s1), tiles of `tile` rows; w packed (pack). ws: this block's
+    workspace, the tile's copy of its input (lw elements; none when it is read in place: input_layout)."""
     L = vlanes(y)
     K, S, Mp = Cg * KH * KW, OH * OW, (Mg + L - 1) // L * L
     how, Wp, ush, usw, ext = input_layout(H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw)
@@ -220,21 +219,17 @@ def implicit(x, w, b, z, y, ws, packed, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H
         g = q % G
         xo, yo = q * Cg * H * W, q * Mg * S  # image n, group g: q = n*G + g
         wo = g * K * Mp
-        if not packed:
-            pack_group(w, g, Mg, K, ws, lw)
-            wo = lw
-        wg = w if packed else ws
         for oh0 in range(s0, s1, tile):
             rows = min(tile, s1 - oh0)
             npos = rows * OW
             if how == IN_PLACE:
-                _panels(x, xo + oh0 * sh * W, pb, npos, koff, K, wg, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1)
+                _panels(x, xo + oh0 * sh * W, pb, npos, koff, K, w, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1)
             else:
                 if how == COMPACT:  # stride phase (0, 0) of the input rows: the positions a strided 1x1 reads
                     _pad_copy(x, xo, a, 0.0, Cg, H, W, 0, 0, sh, sw, 1, 1, oh0, rows, OW, cs, 0)
                 else:
                     _pad_copy(x, xo, a, 0.0, Cg, H, W, ph, pw, 1, 1, 1, 1, oh0 * sh, (rows - 1) * sh + ext, Wp, cs, 0)
-                _panels(a, 0, pb, npos, koff, K, wg, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1)
+                _panels(a, 0, pb, npos, koff, K, w, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1)
             for m in range(c0, min(c1, Mg)):
                 o = yo + m * S + oh0 * OW
                 epilogue(y, o, npos, 1.0, b[g * Mg + m] if has_b else 0.0, z, o, 1.0, has_z, act, p0, p1)

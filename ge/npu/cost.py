@@ -41,7 +41,8 @@ def node_work(op: str, attrs, ins, outs) -> Work:
     out = _elems(outs[0]) if outs else 0
     if op in ("Conv", "FusedConv", "ConvTranspose") and len(ins) > 1 and ins[1] is not None and ins[1].is_static:
         base = _elems(ins[0]) if op == "ConvTranspose" else out
-        return Work(2.0 * base * int(np.prod(ins[1].shape[1:])), nbytes, True)
+        w = attrs.get("weight_shape") or ins[1].shape  # packed weights (pack_conv_weights) name their shape
+        return Work(2.0 * base * int(np.prod(w[1:])), nbytes, True)
     if op in CUBE_OPS and ins and ins[0] is not None and ins[0].is_static and ins[0].shape:
         a = ins[0].shape
         k = a[0] if (op == "Gemm" and attrs.get("transA", 0)) else a[-1]

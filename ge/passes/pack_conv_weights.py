@@ -9,8 +9,8 @@ with K = Cg*kh*kw. Without it every IMPLICIT block would pack its group again on
 convs: 123 ms with packing per run, 81 ms packed once, onnxruntime 77 ms, one core each).
 
 Algorithm, one sweep in order:
-  Step 1: match a Conv or an unpacked FusedConv whose W is a float constant of a 1-D or 2-D conv that
-          IMPLICIT runs (conv.implicit_fits: not depthwise, a vector or more of output channels per group).
+  Step 1: match a Conv or an unpacked FusedConv whose W is a float constant of a conv IMPLICIT suits
+          (conv.wants_packed: 1-D or 2-D, not depthwise, a panel of output channels a group or more).
   Step 2: a new constant with the packed weights (the old one goes when nothing else reads it).
   Step 3: the node becomes a FusedConv with the same inputs, attributes and output, and `weight_shape`.
 Limits: weights computed at run time, 3-D convs, ConvTranspose and conv.USE_IMPLICIT = False stay as they
@@ -27,15 +27,10 @@ def _packable(node) -> bool:
     if (node.op_type, node.domain) not in (("Conv", ""), ("FusedConv", "ge")) or "weight_shape" in node.attrs:
         return False
     w = node.inputs[1] if len(node.inputs) > 1 else None
-    if w is None or w.const is None or w.const.dtype not in conv._FLOATS or w.const.ndim not in (3, 4):
-        return False
-    G = int(node.attrs.get("group", 1))
-    M, Cg = w.const.shape[:2]
     x = node.inputs[0]
-    if G < 1 or M % G or (x.dtype is not None and x.dtype != w.const.dtype):
+    if w is None or w.const is None or (x.dtype is not None and x.dtype != w.const.dtype):
         return False
-    lanes = 64 // w.const.dtype.itemsize
-    return not (Cg == 1 and M // G <= 4) and conv.implicit_fits(M // G, lanes) and conv.USE_IMPLICIT
+    return conv.wants_packed(w.const.shape, int(node.attrs.get("group", 1)), w.const.dtype)
 
 
 def pack_conv_weights(graph) -> bool:

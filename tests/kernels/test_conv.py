@@ -78,9 +78,10 @@ def test_conv_tiled(xs, ws, attrs, monkeypatch):
 
 
 # IMPLICIT (conv_implicit.py: output channels across the lanes, positions in tiles of 8, 4 and 1): 32 or more
-# channels a group; in place without padding, a padded copy with it; panels of 2 vectors and of 1 (48, 80
-# and 150 channels), channels past a group's end (150), 1 to 7 positions past the tiles of 8; the sessions
-# run the weights packed (pack_conv_weights), the kernel packs them itself: the same bits.
+# channels a group; in place without padding, a padded copy with it, a compact copy for strided 1x1; panels
+# of 2 vectors and of 1 (48, 80 and 150 channels), channels past a group's end (150), 1 to 7 positions past
+# the tiles of 8. The sessions run the weights packed (pack_conv_weights: IMPLICIT), the kernel called on
+# the plain Conv the other lowerings: check_op holds both to the same bits.
 IMPLICIT_CASES = [
     ((1, 16, 5, 6), (32, 16, 1, 1), {}),                                              # in place, 30 positions
     ((2, 8, 7, 7), (48, 8, 3, 3), {"pads": [1, 1, 1, 1]}),                            # 49: 6 tiles + 1
@@ -99,16 +100,19 @@ def test_conv_implicit(xs, ws, attrs, dtype):
              const_inputs=(1, 2), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("xs,ws,attrs", IMPLICIT_CASES[1:5])
-def test_conv_implicit_row_tiles_and_the_other_lowerings_give_the_same_bits(xs, ws, attrs, monkeypatch):
-    """Tiles of one output row (a tiny A_BYTES), and SHIFTED / IM2COL / POINTWISE: the same FMA chains."""
+@pytest.mark.parametrize("xs,ws,attrs", IMPLICIT_CASES)
+def test_conv_implicit_gives_the_other_lowerings_bits_in_any_row_tiles(xs, ws, attrs, monkeypatch):
+    """The kernel on packed weights, with its own row tiles and with tiles of one output row (a tiny
+    A_BYTES), and the unpacked Conv (SHIFTED / IM2COL / POINTWISE): the same FMA chains."""
     from ge.kernels import conv
-    inputs = [rand(*xs), rand(*ws), rand(ws[0])]
-    (implicit,) = run_ge(*make_model("Conv", inputs, attrs))
+    from ge.kernels.conv_implicit import pack
+    x, w, b = rand(*xs), rand(*ws), rand(ws[0])
+    (unpacked,) = run_ge(*make_model("Conv", [x, w, b], attrs))
+    packed = make_model("FusedConv", [x, pack(w, attrs.get("group", 1)), b], dict(attrs, weight_shape=list(ws)),
+                        domain="ge")
+    assert np.array_equal(run_ge(*packed)[0], unpacked)
     monkeypatch.setattr(conv, "A_BYTES", 1)
-    assert np.array_equal(run_ge(*make_model("Conv", inputs, attrs))[0], implicit)
-    monkeypatch.setattr(conv, "USE_IMPLICIT", False)
-    assert np.array_equal(run_ge(*make_model("Conv", inputs, attrs))[0], implicit)
+    assert np.array_equal(run_ge(*packed)[0], unpacked)
 
 
 def test_packed_weights_of_the_wrong_size_are_a_shape_error():

@@ -159,20 +159,26 @@ CONV_CASES = [
     ((1, 12, 15, 16), (12, 1, 3, 3), {"group": 12, "pads": [1, 1, 1, 1]}, "DEPTHWISE"),
     ((2, 6, 13, 12), (12, 1, 5, 5), {"group": 6, "strides": [2, 2], "pads": [2, 2, 2, 2]}, "DEPTHWISE"),
     ((1, 6, 12, 11), (6, 1, 3, 3), {"group": 6, "dilations": [2, 2], "pads": [2, 2, 2, 2]}, "DIRECT"),
-    ((1, 16, 5, 5), (80, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "IMPLICIT"),               # split panels
-    ((1, 16, 20, 19), (32, 16, 3, 3), {"pads": [1, 0, 2, 1]}, "IMPLICIT"),              # split rows
-    ((2, 8, 9, 9), (48, 8, 1, 1), {}, "IMPLICIT"),                                      # batch 2, in place
-    ((1, 16, 9, 9), (64, 16, 3, 3), {"strides": [2, 2], "dilations": [2, 1], "pads": [2, 1, 2, 1]}, "IMPLICIT"),
+    ((1, 16, 5, 5), (80, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "PACKED"),               # split panels
+    ((1, 16, 20, 19), (32, 16, 3, 3), {"pads": [1, 0, 2, 1]}, "PACKED"),              # split rows
+    ((2, 8, 9, 9), (48, 8, 1, 1), {}, "PACKED"),                                      # batch 2, in place
+    ((1, 16, 9, 9), (64, 16, 3, 3), {"strides": [2, 2], "dilations": [2, 1], "pads": [2, 1, 2, 1]}, "PACKED"),
 ]
 
 
 @pytest.mark.parametrize("xs,ws,attrs,lowering", CONV_CASES)
 def test_conv_any_cores(xs, ws, attrs, lowering, tiny_blocks):
     from ge.kernels import conv
+    from ge.kernels.conv_implicit import pack
     arrays = [rand(*xs), rand(*ws), rand(ws[0])]
-    _, launch = prepare("Conv", arrays, attrs, 1)
+    want = reference("Conv", arrays, attrs)
+    op, domain = "Conv", ""
+    if lowering == "PACKED":  # the weights as pack_conv_weights leaves them
+        op, domain, attrs = "FusedConv", "ge", dict(attrs, weight_shape=list(ws))
+        arrays = [arrays[0], pack(arrays[1], attrs.get("group", 1)), arrays[2]]
+    _, launch = prepare(op, arrays, attrs, 1, domain)
     assert launch.args[1] == getattr(conv, lowering)
-    check_cores("Conv", arrays, attrs, reference("Conv", arrays, attrs))
+    check_cores(op, arrays, attrs, want, domain)
 
 
 def test_conv_single_pair_depthwise_keeps_one_block(tiny_blocks):

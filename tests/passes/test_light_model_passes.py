@@ -36,7 +36,7 @@ CHANGED_BY = {
     "fuse_activation": LIGHT_MODELS,
     "pack_conv_weights": LIGHT_MODELS,
 }
-# convs left unpacked (conv.implicit_fits): under 32 output channels a group (Inception v1's and SqueezeNet's
+# convs left unpacked (conv.wants_packed): under 32 output channels a group (Inception v1's and SqueezeNet's
 # 16 and 24, ShuffleNet's first conv and its 16 depthwise ones) or over 10% of lanes idle (ShuffleNet's
 # grouped convs of 28, 34 and 68 channels a group)
 UNPACKED = {"inception_v1": 4, "shufflenet": 43, "squeezenet": 2}
