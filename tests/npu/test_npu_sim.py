@@ -88,3 +88,21 @@ def test_replay_honours_every_dependency_of_a_random_dag(data):
     for v, ps in enumerate(preds):
         for u in ps:
             assert res.start_s[v] >= res.end_s[u] - 1e-12
+
+
+def test_packed_conv_weights_count_their_flops():
+    """Regression: the modelled clock read a conv's FLOPs off W's shape, and packed weights (1-D,
+    pack_conv_weights) counted as one multiply-add per output."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from ge.npu.sim import tasks_from_plan
+    w = numpy_helper.from_array(np.full((64, 32, 3, 3), 0.1, np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 14, 14])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    want = 2.0 * 64 * 14 * 14 * 32 * 9
+    for off in ((), ("pack_conv_weights",)):
+        plan = ge.compile(m, {"disabled_passes": off})
+        assert [t.flops for t in tasks_from_plan(plan)] == [want], off
