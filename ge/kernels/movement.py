@@ -1,7 +1,8 @@
 """Data movement: Transpose, Concat, Split, Slice, Expand, Tile, DepthToSpace, SpaceToDepth, Trilu.
 
 Almost everything here is a plan for strided.strided_copy, computed once in prepare: Transpose
-reads through permuted strides, Slice through start offsets and step strides (negative steps walk
+reads through permuted strides (or, when it swaps two groups of axes, the register blocks of
+transpose2d.py), Slice through start offsets and step strides (negative steps walk
 backwards), Expand and Tile through stride-0 dims, DepthToSpace/SpaceToDepth are a 6-d transpose.
 So all of them share one compiled loop per dtype.
 
@@ -31,6 +32,7 @@ from .registry import KernelContext, Launch, TensorSpec, broadcast_shapes, norma
 from .strided import (DTYPES, contiguous_strides, copy_run, dense_copy_args, int_values, permuted, strided_launch,
                       walk_ns)
 from .tiling import block_range
+from .transpose2d import NS_PER_ELEMENT, transpose2d
 
 
 # -- Transpose --------------------------------------------------------------------------------------
@@ -50,9 +52,32 @@ def _infer_transpose(ctx: KernelContext) -> list[TensorSpec]:
     return [TensorSpec([x.shape[p] for p in _perm(ctx)], x.dtype)]
 
 
+def collapse(shape, perm) -> tuple[list[int], list[int]]:
+    """(shape, perm) of the same transpose with size-1 axes dropped and input axes that stay neighbours
+    in the output merged."""
+    keep = [a for a in range(len(shape)) if shape[a] != 1]
+    rank = {a: i for i, a in enumerate(keep)}
+    perm, shape = [rank[p] for p in perm if p in rank], [shape[a] for a in keep]
+    groups = []  # runs of consecutive input axes, in output order
+    for p in perm:
+        if groups and groups[-1][-1] + 1 == p:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    order = sorted(range(len(groups)), key=lambda g: groups[g][0])
+    new_shape = [int(np.prod([shape[a] for a in groups[g]])) for g in order]
+    return new_shape, [order.index(g) for g in range(len(groups))]
+
+
 @register("Transpose", infer=_infer_transpose)
 def _prepare_transpose(ctx: KernelContext) -> Launch:
-    return strided_launch(ctx, dense_copy_args(*permuted(ctx.inputs[0].shape, _perm(ctx))))
+    x = ctx.inputs[0]
+    shape, perm = collapse(x.shape, _perm(ctx))
+    k = len(shape) - 2
+    if k >= 0 and perm == list(range(k)) + [k + 1, k] and x.dtype in (np.float32, np.float64) and min(shape[-2:]) >= 16:
+        batch, R, C = int(np.prod(shape[:k])), shape[k], shape[k + 1]  # a batched 2-D transpose
+        return tiled(transpose2d, (batch, R, C), blocks(ctx, batch * -(-R // 16), 16 * C * NS_PER_ELEMENT))
+    return strided_launch(ctx, dense_copy_args(*permuted(x.shape, _perm(ctx))))
 
 
 # -- Concat / Split ---------------------------------------------------------------------------------

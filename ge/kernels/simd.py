@@ -25,6 +25,7 @@ AVX-512).
     vtrans8(r0, ..., r7)     8 vectors (rows r, lanes m) -> 8 vectors t: t[j] lane d = r[d % 8] lane
                              j*(lanes//8) + d//8 (float64: the transpose; float32: channels 2j, 2j+1 in halves)
     vstore_hi(arr, i, v, n)  arr[i:i+n] = v[lanes/2 : lanes/2+n]   (masked)
+    vlo(a, b), vhi(a, b)     the low (high) halves of a and b, one after the other
 """
 from __future__ import annotations
 
@@ -234,6 +235,25 @@ def _lanes_of_pair(name: str, first: int):
 
 veven = _lanes_of_pair("veven", 0)
 vodd = _lanes_of_pair("vodd", 1)
+
+
+def _halves_of_pair(name: str, high: bool):
+    def typer(typingctx, a, b):
+        if not (isinstance(a, Vec) and a == b):
+            raise TypeError(f"{name}: expected two equal Vec types, got {a}, {b}")
+
+        def codegen(context, builder, sig, args):
+            h = a.lanes // 2
+            first = h if high else 0
+            picks = list(range(first, first + h)) + list(range(a.lanes + first, a.lanes + first + h))
+            return builder.shuffle_vector(args[0], args[1], ir.Constant(ir.VectorType(_I32, a.lanes), picks))
+        return a(a, b), codegen
+    typer.__name__ = name
+    return intrinsic(typer)
+
+
+vlo = _halves_of_pair("vlo", False)
+vhi = _halves_of_pair("vhi", True)
 
 
 def _transpose_masks(lanes: int):

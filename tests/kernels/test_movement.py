@@ -21,6 +21,20 @@ def test_transpose(dtype, shape, perm):
     check_op("Transpose", [data(shape, dtype)], {} if perm is None else {"perm": perm})
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,perm", [((1, 40, 7, 5), [0, 2, 3, 1]),        # NCHW -> NHWC, 35 x 40
+                                        ((2, 9, 4, 33), [0, 3, 1, 2]),        # NHWC -> NCHW, batch 2
+                                        ((64, 16), [1, 0]), ((17, 1, 100), [2, 1, 0])])
+def test_transpose_in_register_blocks(dtype, shape, perm):
+    """Swaps of two axis groups (transpose2d.py): whole blocks, the rows and columns past them, tiled too."""
+    from ge.kernels.movement import _prepare_transpose
+    from ge.kernels.registry import KernelContext, TensorSpec
+    from ge.kernels.transpose2d import transpose2d
+    ctx = KernelContext("Transpose", "t", {"perm": perm}, [TensorSpec(shape, np.dtype(dtype))], [None], 17)
+    assert _prepare_transpose(ctx).fn is transpose2d
+    check_op("Transpose", [data(shape, dtype)], {"perm": perm})
+
+
 @pytest.mark.parametrize("axis", [0, 1, -1])
 @pytest.mark.parametrize("n", [1, 2, 4])
 def test_concat(axis, n):
