@@ -26,6 +26,7 @@ AVX-512).
                              j*(lanes//8) + d//8 (float64: the transpose; float32: channels 2j, 2j+1 in halves)
     vstore_hi(arr, i, v, n)  arr[i:i+n] = v[lanes/2 : lanes/2+n]   (masked)
     vlo(a, b), vhi(a, b)     the low (high) halves of a and b, one after the other
+    vsum(v)                  the lanes' sum, added in lane order (an ordered reduction: the same bits always)
 """
 from __future__ import annotations
 
@@ -250,6 +251,20 @@ def _halves_of_pair(name: str, high: bool):
         return a(a, b), codegen
     typer.__name__ = name
     return intrinsic(typer)
+
+
+@intrinsic
+def vsum(typingctx, v):
+    if not isinstance(v, Vec):
+        raise TypeError(f"vsum: expected a Vec, got {v}")
+
+    def codegen(context, builder, sig, args):
+        vt = context.get_value_type(v)
+        et = vt.element
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(et, [et, vt]),
+                                            f"llvm.vector.reduce.fadd.v{v.lanes}f{v.dtype.bitwidth}")
+        return builder.call(fn, [ir.Constant(et, -0.0), args[0]])
+    return v.dtype(v), codegen
 
 
 vlo = _halves_of_pair("vlo", False)
