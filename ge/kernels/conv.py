@@ -312,7 +312,7 @@ def _plan(mode: int, geom, Cg: int, mb: int, rows: int, itemsize: int):
         lw = Cg * int(_channel_stride(tile if how == COMPACT else (tile - 1) * sh + ext, Wp))
         return tile, 0 if how == IN_PLACE else lw, 0
     if mode == DEPTHWISE:  # a padded plane, a tile of rows at a time, and two vectors of slack for row tails
-        tile = min(OH, max(1, DEPTHWISE_GRID // Wq))
+        tile = min(OH, max(8, DEPTHWISE_GRID // Wq // 8 * 8))  # whole register tiles of rows (8 or 4)
         return tile, _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + 32, 0
     if mode == SHIFTED:  # GEMMs on a shifted padded input
         tile = min(rows, max(-(-GEMM_MIN_COLUMNS // Wq), GRID_ELEMS // ((mb + A * B * Cg) * Wq)))

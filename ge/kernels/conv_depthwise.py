@@ -64,14 +64,81 @@ def _finish(v, bias, act, c0, c1, lo, hi):
     return v
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
+    """Rows r .. r+R of a plane wider than a vector (R = 4, 2 or 1, a literal: 8, 4 or 2 FMA chains), two
+    vectors of columns at a time, the second masked at the row's end."""
+    L = vlanes(y)
+    po, yr = r * Wq, yo + r * OW
+    for j in range(0, OW, 2 * L):
+        a0, a1, a2, a3 = vzero(y), vzero(y), vzero(y), vzero(y)
+        b0, b1, b2, b3 = vzero(y), vzero(y), vzero(y), vzero(y)
+        for t in range(taps.size):
+            s, wv = po + taps[t] + j, vbcast(w, wo + t)
+            a0 = vfma(wv, vload(p, s), a0)
+            b0 = vfma(wv, vload(p, s + L), b0)
+            if R > 1:
+                a1 = vfma(wv, vload(p, s + Wq), a1)
+                b1 = vfma(wv, vload(p, s + Wq + L), b1)
+            if R > 2:
+                a2 = vfma(wv, vload(p, s + 2 * Wq), a2)
+                b2 = vfma(wv, vload(p, s + 2 * Wq + L), b2)
+                a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
+                b3 = vfma(wv, vload(p, s + 3 * Wq + L), b3)
+        n0, n1 = min(L, OW - j), max(0, min(L, OW - j - L))
+        vstore_n(y, yr + j, _finish(a0, bv, act, c0, c1, lo, hi), n0)
+        vstore_n(y, yr + j + L, _finish(b0, bv, act, c0, c1, lo, hi), n1)
+        if R > 1:
+            vstore_n(y, yr + OW + j, _finish(a1, bv, act, c0, c1, lo, hi), n0)
+            vstore_n(y, yr + OW + j + L, _finish(b1, bv, act, c0, c1, lo, hi), n1)
+        if R > 2:
+            vstore_n(y, yr + 2 * OW + j, _finish(a2, bv, act, c0, c1, lo, hi), n0)
+            vstore_n(y, yr + 2 * OW + j + L, _finish(b2, bv, act, c0, c1, lo, hi), n1)
+            vstore_n(y, yr + 3 * OW + j, _finish(a3, bv, act, c0, c1, lo, hi), n0)
+            vstore_n(y, yr + 3 * OW + j + L, _finish(b3, bv, act, c0, c1, lo, hi), n1)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _narrow(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
+    """Rows r .. r+R of a plane at most a vector wide (R = 8, 4, 2 or 1, a literal), one vector a row."""
+    po, yr = r * Wq, yo + r * OW
+    a0, a1, a2, a3 = vzero(y), vzero(y), vzero(y), vzero(y)
+    a4, a5, a6, a7 = vzero(y), vzero(y), vzero(y), vzero(y)
+    for t in range(taps.size):
+        s, wv = po + taps[t], vbcast(w, wo + t)
+        a0 = vfma(wv, vload(p, s), a0)
+        if R > 1:
+            a1 = vfma(wv, vload(p, s + Wq), a1)
+        if R > 2:
+            a2 = vfma(wv, vload(p, s + 2 * Wq), a2)
+            a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
+        if R > 4:
+            a4 = vfma(wv, vload(p, s + 4 * Wq), a4)
+            a5 = vfma(wv, vload(p, s + 5 * Wq), a5)
+            a6 = vfma(wv, vload(p, s + 6 * Wq), a6)
+            a7 = vfma(wv, vload(p, s + 7 * Wq), a7)
+    vstore_n(y, yr, _finish(a0, bv, act, c0, c1, lo, hi), OW)
+    if R > 1:
+        vstore_n(y, yr + OW, _finish(a1, bv, act, c0, c1, lo, hi), OW)
+    if R > 2:
+        vstore_n(y, yr + 2 * OW, _finish(a2, bv, act, c0, c1, lo, hi), OW)
+        vstore_n(y, yr + 3 * OW, _finish(a3, bv, act, c0, c1, lo, hi), OW)
+    if R > 4:
+        vstore_n(y, yr + 4 * OW, _finish(a4, bv, act, c0, c1, lo, hi), OW)
+        vstore_n(y, yr + 5 * OW, _finish(a5, bv, act, c0, c1, lo, hi), OW)
+        vstore_n(y, yr + 6 * OW, _finish(a6, bv, act, c0, c1, lo, hi), OW)
+        vstore_n(y, yr + 7 * OW, _finish(a7, bv, act, c0, c1, lo, hi), OW)
+
+
 @njit(nogil=True, cache=True)
 def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
     """y[yo + r*OW + j] = act(sum over taps t of w[wo+t] * p[r*Wq + taps[t] + j] + bias), r < rows, j < OW,
-    act one of IN_REGISTERS (NONE otherwise). Eight FMA chains at a time: four rows x two vectors (the
-    second masked at the row's end), or eight rows x one vector on planes a vector wide; then single rows.
-    A row's last loads may run up to two vectors past it (into the workspace's slack: read, never stored)."""
+    act one of IN_REGISTERS (NONE otherwise). Eight FMA chains at a time: four rows x two vectors, or
+    eight rows x one vector on planes a vector wide; the rows left over in tiles of half as many (a single
+    row's one or two chains wait on the FMA latency: 672 x 14 x 14 5x5 left 6 of 14 rows to them; 0.257 ->
+    0.205 ms, one core). A row's last loads may run up to two vectors past it (into the workspace's slack: read, never
+    stored)."""
     L = vlanes(y)
-    KT = taps.size
     bv, lo, hi = vsplat(y, bias), vsplat(y, 0.0), vsplat(y, 1.0)
     c0, c1 = vsplat(y, p0), vsplat(y, p1)
     if act == HARD_SWISH:
@@ -79,62 +146,22 @@ def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
     r = 0
     if OW > L:
         while r + 4 <= rows:
-            po, yr = r * Wq, yo + r * OW
-            for j in range(0, OW, 2 * L):
-                a0, a1, a2, a3 = vzero(y), vzero(y), vzero(y), vzero(y)
-                b0, b1, b2, b3 = vzero(y), vzero(y), vzero(y), vzero(y)
-                for t in range(KT):
-                    s, wv = po + taps[t] + j, vbcast(w, wo + t)
-                    a0 = vfma(wv, vload(p, s), a0)
-                    b0 = vfma(wv, vload(p, s + L), b0)
-                    a1 = vfma(wv, vload(p, s + Wq), a1)
-                    b1 = vfma(wv, vload(p, s + Wq + L), b1)
-                    a2 = vfma(wv, vload(p, s + 2 * Wq), a2)
-                    b2 = vfma(wv, vload(p, s + 2 * Wq + L), b2)
-                    a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
-                    b3 = vfma(wv, vload(p, s + 3 * Wq + L), b3)
-                n0, n1 = min(L, OW - j), max(0, min(L, OW - j - L))
-                vstore_n(y, yr + j, _finish(a0, bv, act, c0, c1, lo, hi), n0)
-                vstore_n(y, yr + j + L, _finish(b0, bv, act, c0, c1, lo, hi), n1)
-                vstore_n(y, yr + OW + j, _finish(a1, bv, act, c0, c1, lo, hi), n0)
-                vstore_n(y, yr + OW + j + L, _finish(b1, bv, act, c0, c1, lo, hi), n1)
-                vstore_n(y, yr + 2 * OW + j, _finish(a2, bv, act, c0, c1, lo, hi), n0)
-                vstore_n(y, yr + 2 * OW + j + L, _finish(b2, bv, act, c0, c1, lo, hi), n1)
-                vstore_n(y, yr + 3 * OW + j, _finish(a3, bv, act, c0, c1, lo, hi), n0)
-                vstore_n(y, yr + 3 * OW + j + L, _finish(b3, bv, act, c0, c1, lo, hi), n1)
+            _wide(p, Wq, taps, w, wo, y, yo, OW, r, 4, bv, act, c0, c1, lo, hi)
             r += 4
+        if r + 2 <= rows:
+            _wide(p, Wq, taps, w, wo, y, yo, OW, r, 2, bv, act, c0, c1, lo, hi)
+            r += 2
+        if r < rows:
+            _wide(p, Wq, taps, w, wo, y, yo, OW, r, 1, bv, act, c0, c1, lo, hi)
     else:
         while r + 8 <= rows:
-            po, yr = r * Wq, yo + r * OW
-            a0, a1, a2, a3 = vzero(y), vzero(y), vzero(y), vzero(y)
-            a4, a5, a6, a7 = vzero(y), vzero(y), vzero(y), vzero(y)
-            for t in range(KT):
-                s, wv = po + taps[t], vbcast(w, wo + t)
-                a0 = vfma(wv, vload(p, s), a0)
-                a1 = vfma(wv, vload(p, s + Wq), a1)
-                a2 = vfma(wv, vload(p, s + 2 * Wq), a2)
-                a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
-                a4 = vfma(wv, vload(p, s + 4 * Wq), a4)
-                a5 = vfma(wv, vload(p, s + 5 * Wq), a5)
-                a6 = vfma(wv, vload(p, s + 6 * Wq), a6)
-                a7 = vfma(wv, vload(p, s + 7 * Wq), a7)
-            vstore_n(y, yr, _finish(a0, bv, act, c0, c1, lo, hi), OW)
-            vstore_n(y, yr + OW, _finish(a1, bv, act, c0, c1, lo, hi), OW)
-            vstore_n(y, yr + 2 * OW, _finish(a2, bv, act, c0, c1, lo, hi), OW)
-            vstore_n(y, yr + 3 * OW, _finish(a3, bv, act, c0, c1, lo, hi), OW)
-            vstore_n(y, yr + 4 * OW, _finish(a4, bv, act, c0, c1, lo, hi), OW)
-            vstore_n(y, yr + 5 * OW, _finish(a5, bv, act, c0, c1, lo, hi), OW)
-            vstore_n(y, yr + 6 * OW, _finish(a6, bv, act, c0, c1, lo, hi), OW)
-            vstore_n(y, yr + 7 * OW, _finish(a7, bv, act, c0, c1, lo, hi), OW)
+            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 8, bv, act, c0, c1, lo, hi)
             r += 8
-    while r < rows:
-        po, yr = r * Wq, yo + r * OW
-        for j in range(0, OW, 2 * L):
-            a0, b0 = vzero(y), vzero(y)
-            for t in range(KT):
-                s, wv = po + taps[t] + j, vbcast(w, wo + t)
-                a0 = vfma(wv, vload(p, s), a0)
-                b0 = vfma(wv, vload(p, s + L), b0)
-            vstore_n(y, yr + j, _finish(a0, bv, act, c0, c1, lo, hi), min(L, OW - j))
-            vstore_n(y, yr + j + L, _finish(b0, bv, act, c0, c1, lo, hi), max(0, min(L, OW - j - L)))
-        r += 1
+        if r + 4 <= rows:
+            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 4, bv, act, c0, c1, lo, hi)
+            r += 4
+        if r + 2 <= rows:
+            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 2, bv, act, c0, c1, lo, hi)
+            r += 2
+        if r < rows:
+            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 1, bv, act, c0, c1, lo, hi)
