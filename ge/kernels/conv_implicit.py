@@ -30,7 +30,8 @@ from .conv_lowering import _channel_stride, _pad_copy
 from .epilogue import epilogue
 from .simd import vbcast, vfma, vlanes, vload, vprefetch_l2, vstore_hi, vstore_n, vtrans8, vzero
 
-A_BYTES = 1 << 18  # a tile of output rows reads at most this much input (padded copy or in place): L2
+A_BYTES = 1 << 19  # a tile of output rows reads at most this much input (padded copy or in place): half of L2;
+# 1 << 18 swept every panel twice on a 512 x 14 x 14 3x3 conv: 9.3 -> 8.6 ms (onnxruntime 8.5), ResNet-50 the same
 
 
 def padded_channels(Mg: int, lanes: int) -> int:
