@@ -20,6 +20,7 @@ import numpy as np
 
 from .ir.dtypes import short
 from .kernels.registry import Launch, OpKernel
+from .npu.memory import IO_ALIGN
 from .options import Options
 
 INPUT, CONST, ACTIVATION = "input", "const", "activation"
@@ -46,6 +47,24 @@ class SyncEvent:
 #                first, then graph inputs by size ascending (GE's zero-copy layout).
 # - dynamic:     not a segment: tensors with run-time shapes, allocated by runtime_v2 (offset None).
 # Workspaces live in feature_map with a one-step life, as in GE.
+
+
+def zero_copy_aligned(a: np.ndarray) -> bool:
+    """GE's zero-copy rule for a caller's input or output buffer: bound as the tensor's memory only when its
+    address is IO_ALIGN (32) byte aligned (seed 000, 2. 零拷贝内存优化: "零拷贝内存使用32字节对齐"; GE's
+    options doc memory_management.md asks user I/O buffers for 32-byte alignment). Both runtimes copy a
+    buffer that fails it (the counters in their stats() say how often)."""
+    return a.__array_interface__["data"][0] % IO_ALIGN == 0
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialised array that passes zero_copy_aligned (64-byte aligned). numpy's own allocations are
+    16-byte aligned (here mostly 16 or 48 mod 64), so a caller who wants zero copy allocates with this."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,9 @@ interpreter releases the GIL, so runs overlap. With `feature_base_refreshable` t
 its feature map can be re-bound to a caller's buffer between runs (`update_feature_memory_base`).
 
 Per run (no per-node host work): reset the base table, patch the I/O slots — an input array of the right
-dtype and size that is C-contiguous and aligned for its dtype becomes its slot (zero copy), otherwise it is
-copied into the arena's slot; an output is computed straight into the caller's bound array (zero copy)
-or into a fresh array — then run each stream's program and copy out only outputs that alias an input or a
+dtype and size that is C-contiguous and 32-byte aligned (GE's zero-copy rule, ge.plan.zero_copy_aligned)
+becomes its slot (zero copy), otherwise it is copied into the arena's slot; an output is computed straight
+into the caller's bound array when that passes the same rule (zero copy), else into a fresh array — then run each stream's program and copy out only outputs that alias an input or a
 constant. Counters: `stats()`. A single-stream plan runs on the calling thread; a multi-stream plan runs
 through the instance's `Streams` (a persistent worker per extra stream thread, native event flags).
 """
@@ -31,7 +31,7 @@ from ge.npu.aicore import team
 from ge.npu.device import memory_of
 from ge.npu.memory import align_up
 from ge.npu.pool import InstancePool
-from ge.plan import Plan
+from ge.plan import Plan, zero_copy_aligned
 
 from .model import FEATURE_MAP, IO0, NATIVE, Model
 from .sink import ABORTED, DONE_OK, RECORD, abort, interpret, interpret_sync
@@ -96,8 +96,10 @@ class Instance:
         self.team = self.cores.ctrl if self.cores is not None else _NO_TEAM
         self.streams = Streams(self) if len(model.streams) > 1 else None
         self.fallback = [self._bind_fallback(st) for st in model.streams]
-        self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "zero_copy_outputs",
-                                       "fresh_outputs", "copied_outputs", "runs"), 0)
+        # misaligned_*: buffers that failed only GE's 32-byte zero-copy rule (also counted as copied/fresh)
+        self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "misaligned_inputs",
+                                       "zero_copy_outputs", "fresh_outputs", "copied_outputs",
+                                       "misaligned_outputs", "runs"), 0)
 
     def rebind_feature_map(self, buf: np.ndarray) -> None:
         self.fm = self.seg[FEATURE_MAP] = buf
@@ -373,11 +375,13 @@ class Executor:
             a = feeds.get(t)
             if a is None:
                 raise InputError(f"missing input '{spec.name}'")
-            if a.dtype == spec.dtype and a.nbytes == spec.nbytes and a.flags.c_contiguous and a.flags.aligned:
+            fits = a.dtype == spec.dtype and a.nbytes == spec.nbytes and a.flags.c_contiguous
+            if fits and zero_copy_aligned(a):
                 bases[slot] = _addr(a)
                 keep[slot] = a
                 c["zero_copy_inputs"] += 1
             else:
+                c["misaligned_inputs"] += fits
                 dst = inst.seg[slot].view(spec.dtype)
                 if a.size != dst.size:
                     raise InputError(f"input '{spec.name}' has {a.size} elements, expected {dst.size}")
@@ -389,7 +393,12 @@ class Executor:
                 continue
             spec = o[2]
             buf = bound_out.get(k)
-            if buf is not None and _bindable(buf, spec, keep.values()):
+            if buf is not None and not _bindable(buf, spec, keep.values()):
+                buf = None
+            elif buf is not None and not zero_copy_aligned(buf):
+                c["misaligned_outputs"] += 1
+                buf = None
+            if buf is not None:
                 c["zero_copy_outputs"] += 1
             else:
                 buf = np.empty(spec.shape, spec.dtype)

@@ -28,6 +28,7 @@ from ge.npu.aicore import hold, team, unhold
 from ge.npu.pool import InstancePool
 from ge.npu.programs import stream_threads, thread_of, thread_programs
 from ge.npu.thunks import ThunkError
+from ge.plan import aligned_empty, zero_copy_aligned
 
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .dynamic import DynamicNode
@@ -62,6 +63,9 @@ class Instance:
         self.slots = self.cores.acquire_slots(ex.stream_threads) if self.cores is not None else None
         self.team = self.cores.ctrl if self.cores is not None else None
         self.steps = [self._bind(ex, s, base) for s in ex.lowered.steps]
+        # GE's 32-byte zero-copy rule at the I/O boundary (ge.plan.zero_copy_aligned); summed by stats()
+        self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "zero_copy_outputs",
+                                       "misaligned_outputs"), 0)
         self.runner = StreamRunner(ex.programs, len(ex.plan.events), self.team) if ex.programs else None
 
     def core(self, ex, step: int):
@@ -205,9 +209,7 @@ class Executor:
                     raise GEError("tracing needs a plan without dynamic-shape or caching-allocator steps")
                 runner = StreamRunner(thread_programs(self.plan, 1), len(self.plan.events), inst.team)
             bufs, shapes = inst.bufs.copy(), self._shapes.copy()
-            for t, a in feeds.items():
-                bufs[t] = a.reshape(-1)
-                shapes[t] = a.shape
+            _feed(inst, feeds, bufs, shapes)
             labels = [(n.stream, n.name) for n in self.plan.nodes]
             if inst.cores is None:
                 return self._run_streams(inst, bufs, shapes, None, runner, tracer, labels)
@@ -224,11 +226,9 @@ class Executor:
         shapes = self._shapes.copy()
         spans = [None] * len(bufs)
         alloc = inst.alloc
-        for t, a in feeds.items():
-            bufs[t] = a.reshape(-1)
-            shapes[t] = a.shape
+        _feed(inst, feeds, bufs, shapes)
         if bound:
-            bound = self._bind_outputs(bound, bufs)
+            bound = self._bind_outputs(bound, bufs, inst.counters)
         if inst.runner is not None:
             return self._run_streams(inst, bufs, shapes, bound)
         k = -1
@@ -304,14 +304,19 @@ class Executor:
                 out.append(a.copy() if copy else a)
         return out
 
-    def _bind_outputs(self, bound: dict, bufs: list) -> dict:
+    def _bind_outputs(self, bound: dict, bufs: list, counters: dict) -> dict:
         """{output position: array} -> {tensor: (flat view, array)} for the outputs a kernel writes (HOST),
-        placed in `bufs` where the HOST allocation finds them."""
+        placed in `bufs` where the HOST allocation finds them. A misaligned array is not bound (GE's 32-byte
+        rule, as GE's EnsureTensorAtOutMemory falls back to allocate + copy): Session copies into it."""
         out = {}
         for k, a in bound.items():
             t = self.plan.outputs[k]
             if (self.lowered.place.get(t) == HOST and isinstance(a, np.ndarray) and a.flags.c_contiguous
                     and a.flags.writeable and a.dtype == self.plan.tensors[t].dtype):
+                if not zero_copy_aligned(a):
+                    counters["misaligned_outputs"] += 1
+                    continue
+                counters["zero_copy_outputs"] += 1
                 out[t] = (a.reshape(-1), a)
                 bufs[t] = out[t][0]
         return out
@@ -323,10 +328,15 @@ class Executor:
 
     # -- stats ------------------------------------------------------------------------------------
     def stats(self) -> dict:
-        """Steps by kind, instances, stream threads."""
+        """Steps by kind, instances, stream threads, and the I/O binding counters summed over instances."""
         kinds = [s.kind for s in self.lowered.steps]
-        return {"steps": len(kinds), "dynamic_steps": kinds.count(DYNAMIC), "alias_steps": kinds.count(ALIAS),
-                "instances": len(self._instances.all), "stream_threads": self.stream_threads}
+        out = {"steps": len(kinds), "dynamic_steps": kinds.count(DYNAMIC), "alias_steps": kinds.count(ALIAS),
+               "instances": len(self._instances.all), "stream_threads": self.stream_threads}
+        with self._instances.cond:
+            for inst in self._instances.all:
+                for key, v in inst.counters.items():
+                    out[key] = out.get(key, 0) + v
+        return out
 
     def allocator_stats(self) -> dict:
         pool = self._instances
@@ -360,6 +370,22 @@ def _weak(method):
         if m is not None:
             m()
     return call
+
+
+def _feed(inst: Instance, feeds: dict, bufs: list, shapes: list) -> None:
+    """The caller's inputs into the buffer table: read in place when 32-byte aligned (GE's zero-copy
+    rule), else copied into an aligned array first."""
+    c = inst.counters
+    for t, a in feeds.items():
+        if zero_copy_aligned(a):
+            c["zero_copy_inputs"] += 1
+        else:
+            b = aligned_empty(a.shape, a.dtype)
+            np.copyto(b, a)
+            a = b
+            c["copied_inputs"] += 1
+        bufs[t] = a.reshape(-1)
+        shapes[t] = a.shape
 
 
 def _static(fn, ins, tail, bufs, spans, alloc) -> None:
