@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .errors import GEError
 
-TOPO_MODES = ("bfs", "dfs", "rdfs", "memory_priority")
+TOPO_MODES = ("bfs", "dfs", "rdfs", "stable_rdfs", "memory_priority")
 # integer options: (lowest, highest)
 RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_num": (0, 1 << 12),
           "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12)}
@@ -95,7 +95,9 @@ class Options:
         if not isinstance(self.extra, dict):
             raise GEError(f"option extra must be a dict, got {type(self.extra).__name__}")
         mode = str(self.topo_sorting_mode).lower()
-        mode = {"0": "bfs", "1": "dfs", "2": "rdfs", "3": "rdfs", "memorypriority": "memory_priority"}.get(
+        # GE's TopoSortingMode numbers (compute_graph.h): 0 BFS, 1 DFS, 2 RDFS, 3 StableRDFS
+        mode = {"0": "bfs", "1": "dfs", "2": "rdfs", "3": "stable_rdfs", "stablerdfs": "stable_rdfs",
+                "memorypriority": "memory_priority"}.get(
             mode, mode)
         if mode not in TOPO_MODES:
             raise GEError(f"topo_sorting_mode '{self.topo_sorting_mode}' is not one of {TOPO_MODES}")
