@@ -16,7 +16,8 @@ from .errors import GEError
 TOPO_MODES = ("bfs", "dfs", "rdfs", "stable_rdfs", "memory_priority")
 # integer options: (lowest, highest)
 RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_num": (0, 1 << 12),
-          "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12)}
+          "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
+          "atomic_clean_policy": (0, 1)}
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable")
 
@@ -42,6 +43,10 @@ class Options:
     # node names or op types whose outputs and workspaces get their own feature-map block, shared with nothing
     # (also GE's env OP_NO_REUSE_MEM="name_or_type,...", at most 10 entries; both lists apply)
     no_reuse_ops: tuple[str, ...] = ()
+    # outputs a kernel accumulates into (Launch.atomic) are zeroed: 0 = GE's centralized AtomicAddrClean (one
+    # "atomic" segment, never reused, zeroed once per run); 1 = per op (ge.exec.atomicCleanPolicy=1): each is
+    # zeroed by its own task right before its producer, so it lives in the feature map and is reused
+    atomic_clean_policy: int = 0
     # streams
     enable_single_stream: bool = False
     max_streams: int = 8
@@ -204,6 +209,7 @@ GE_ALIASES = {
     "dynamic_batch_size": lambda v: ("dynamic_batch", v),
     "ge.featureBaseRefreshable": lambda v: ("feature_base_refreshable", _flag(v)),
     "ge.exec.disableReuseMemory": lambda v: ("disable_reuse_memory", _flag(v)),
+    "ge.exec.atomicCleanPolicy": lambda v: ("atomic_clean_policy", int(str(v).strip())),
     "ge.topoSortingMode": lambda v: ("topo_sorting_mode", str(v)),
     "ge.enableSingleStream": lambda v: ("enable_single_stream", _flag(v)),
     "ge.aicoreNum": lambda v: ("aicore_num", int(v)),

@@ -9,7 +9,8 @@
      patched: a user array becomes the slot (zero copy), so the task tables never change after load; a
      re-bound feature map (executor.py) is one slot too.
   3. Tasks: one per launched node (alias nodes and no-task Concats give none), in plan order, grouped per
-     stream (`node.stream`). A task is native when its launch has a table encoding and its thunk compiles
+     stream (`node.stream`). Per-op atomic clean (Options.atomic_clean_policy 1, GE's memset per op): a
+     clean task per atomic output, in the producer's stream right before it (after its waits). A task is native when its launch has a table encoding and its thunk compiles
      (ge.npu.thunks); otherwise it is a fallback task: the kernel called from Python with views bound at
      load (a tiled one runs its blocks one after the other).
   4. Tables per stream: thunk address, int-row offset, float-row offset and block_dim per native task; one
@@ -29,6 +30,7 @@ Tiled tasks (block_dim > 1) need launch slots on the AI cores (one per stream th
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
@@ -36,6 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ge.errors import GEError
+from ge.kernels.registry import Launch
+from ge.kernels.tensor import fill
 from ge.npu import native, progress, thunks
 from ge.npu.memory import align_up
 from ge.npu.native import STATUS
@@ -109,13 +113,16 @@ class Model:
                         for k, r in enumerate(io_roots))
         self.io_slot = {s.tensor: s for s in self.io}
         self.n_slots = IO0 + len(self.io)
-        self.atomic_io = tuple(sorted({self.io_slot[self.root[n.outputs[k]]].slot for n in plan.nodes
-                                       if n.launch is not None and not n.no_task for k in n.launch.atomic
-                                       if mem.tensors[n.outputs[k]].segment == "io"}))
+        per_op = plan.options.atomic_clean_policy == 1
+        self.atomic_io = () if per_op else tuple(sorted({
+            self.io_slot[self.root[n.outputs[k]]].slot for n in plan.nodes if n.launch is not None
+            and not n.no_task for k in n.launch.atomic if mem.tensors[n.outputs[k]].segment == "io"}))
         # Step 3: tasks, argument pool
         self._pool: list[tuple[int, bytes]] = []
         self._pool_bytes = 0
         self.tasks = [self._task(n) for n in plan.nodes if n.launch is not None and not n.no_task]
+        self.cleans = {n.step: [self._clean(n, k) for k in n.launch.atomic] for n in plan.nodes
+                       if per_op and n.launch is not None and not n.no_task and n.launch.atomic}
         self.args = np.zeros(max(self._pool_bytes, 1), np.uint8)
         for off, chunk in self._pool:
             self.args[off:off + len(chunk)] = np.frombuffer(chunk, np.uint8)
@@ -154,6 +161,15 @@ class Model:
             else ""
         return Task(node, thunks.task_args(launch, buffers, lambda a: (ARGS, self._pool_add(a)), reason))
 
+    def _clean(self, node: PlanNode, k: int) -> Task:
+        """A task zeroing atomic output k of `node` (its bytes as uint8: one thunk for every dtype)."""
+        t = node.outputs[k]
+        launch = Launch(fill, (0,), inputs=())
+        clean = dataclasses.replace(node, name=f"{node.name}/atomic_clean{k}", op_type="AtomicAddrClean",
+                                    inputs=(), outputs=(t,), launch=launch)
+        buffers = [(*self._locate(t), self.plan.tensors[t].nbytes, np.dtype(np.uint8))]
+        return Task(clean, thunks.task_args(launch, buffers, lambda a: (ARGS, self._pool_add(a))))
+
     def _pool_add(self, a: np.ndarray) -> int:
         off = self._pool_bytes
         chunk = np.ascontiguousarray(a).tobytes()
@@ -164,7 +180,8 @@ class Model:
     # -- Step 4 --------------------------------------------------------------------------------
     def _thunks(self) -> dict:
         addr = {}
-        sigs = list(dict.fromkeys(t.sig for t in self.tasks if t.sig is not None))
+        tasks = self.tasks + [c for cs in self.cleans.values() for c in cs]
+        sigs = list(dict.fromkeys(t.sig for t in tasks if t.sig is not None))
         # the first load of a kernel library compiles every thunk (seconds each): told to the CLI's bar
         with progress.step("compiling kernels", len(sigs)) as advance:
             for sig in sigs:
@@ -175,7 +192,7 @@ class Model:
                     addr[sig] = None
                     self.thunk_errors[f"{sig.module}.{sig.name}"] = str(e)
                 advance(sig.name, None if known else thunks.from_cache(sig))
-        for task in self.tasks:
+        for task in tasks:
             if task.sig is not None and addr[task.sig] is None:
                 task.args.reason = self.thunk_errors[f"{task.sig.module}.{task.sig.name}"]
                 task.args.sig = None
@@ -196,6 +213,7 @@ class Model:
             rows = []
             for step, waits, records in program:
                 rows += [(WAIT, e) for e in waits]
+                rows += self.cleans.get(step, [])
                 if step in task_of:
                     rows.append(task_of[step])
                 rows += [(RECORD, e) for e in records]

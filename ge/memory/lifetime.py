@@ -146,8 +146,9 @@ def _segments(plan, root):
     dynamic = {t for n in plan.nodes if n.is_dynamic for t in n.outputs if t >= 0}
     dynamic |= {t.index for t in plan.tensors if not t.is_static}
     io_roots = {root[t] for t in plan.outputs} | {root[t] for t in plan.inputs}
+    # per-op clean (atomic_clean_policy 1): zeroed right before its producer, an atomic output is reusable
     atomic = {n.outputs[k] for n in plan.nodes if n.launch is not None and not n.no_task
-              for k in n.launch.atomic if n.outputs[k] >= 0}
+              for k in n.launch.atomic if n.outputs[k] >= 0} if plan.options.atomic_clean_policy == 0 else set()
     seg = {}
     for t in plan.tensors:
         r = root[t.index]

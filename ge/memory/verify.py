@@ -79,7 +79,7 @@ def _check_placement(plan, mem, block, errors):
     size = dict(mem.segments)
     io = {block[t] for t in (*plan.inputs, *plan.outputs)}
     atomic = {block[n.outputs[k]] for n in plan.nodes if n.launch is not None and not n.no_task
-              for k in n.launch.atomic}
+              for k in n.launch.atomic} if plan.options.atomic_clean_policy == 0 else set()  # 1: per op
     for t, m in zip(plan.tensors, mem.tensors):
         want = ("weights" if t.index in plan.constants else "io" if block[t.index] in io
                 else "atomic" if block[t.index] in atomic and t.is_static else None)
