@@ -1,7 +1,9 @@
 """Options: one typed dataclass; GE's option names are accepted as aliases (Options.from_dict).
 
 Every name and value is checked: an unknown option (keyword or GE-style key) is a GEError listing the close
-matches, and a value of the wrong type or out of its range names the option and the range.
+matches, and a value of the wrong type or out of its range names the option and the range. No GE option is
+dropped silently: each GE name either sets a field (GE_ALIASES), is GE's default and changes nothing, or is
+refused with the reason ge does not do it (GE_REFUSED). README's "GE options" table lists them all.
 """
 from __future__ import annotations
 
@@ -119,20 +121,27 @@ class Options:
     def from_dict(cls, d: dict) -> "Options":
         """Options from a dict of ge field names and/or GE option names ("ge.exec.disableReuseMemory": "1")."""
         names = {f.name for f in dataclasses.fields(cls)}
-        kw, extra = {}, {}
+        kw, policy = {}, None
         for key, value in d.items():
+            if key in GE_REFUSED:
+                raise GEError(f"GE option {key}={value!r:.40} is not supported by ge: {GE_REFUSED[key]}")
+            if key in MEMORY_POLICY:
+                policy = _memory_policy(value)
+                continue
             if key in GE_ALIASES:
                 try:
-                    key, value = GE_ALIASES[key](value)
+                    pair = GE_ALIASES[key](value)
                 except (TypeError, ValueError):
                     raise GEError(f"option {key}: {value!r:.40} is not a value it takes") from None
-                if key not in names:   # a GE option ge records but does not act on
-                    extra[key] = value
+                if pair is None:   # GE's default value: nothing to change
                     continue
+                key, value = pair
             if key not in names:
-                raise _unknown(key, names | set(GE_ALIASES))
+                raise _unknown(key, names | set(GE_ALIASES) | set(GE_REFUSED) | set(MEMORY_POLICY))
             kw[key] = value
-        return cls(**kw, extra=extra)
+        if policy:
+            kw["topo_sorting_mode"] = _with_memory_priority(kw.get("topo_sorting_mode", "dfs"))
+        return cls(**kw)
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)
@@ -140,6 +149,45 @@ class Options:
 
 def _flag(v) -> bool:
     return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+MEMORY_POLICY = ("ge.exec.memoryOptimizationPolicy",)
+
+
+def _memory_policy(v) -> bool:
+    """GE's MEMORY_OPTIMIZATION_POLICY takes "MemoryPriority" or nothing (the default)."""
+    text = str(v).strip()
+    if text not in ("", "MemoryPriority"):
+        raise GEError(f"option ge.exec.memoryOptimizationPolicy takes 'MemoryPriority' (or '' for GE's "
+                      f"default), got {v!r:.40}")
+    return text == "MemoryPriority"
+
+
+def _with_memory_priority(mode) -> str:
+    """GE combines the policy with the sort mode: under BFS and DFS the ready set becomes the NodeOutInfo map
+    (one walk for both: ge's memory_priority); RDFS and StableRDFS ignore it in GE's walk, and ge has no such
+    combination of its own, so it says so instead of dropping one of the two."""
+    m = str(mode).strip().lower()
+    if m in ("0", "1", "bfs", "dfs", "memory_priority", "memorypriority"):
+        return "memory_priority"
+    raise GEError(f"ge.exec.memoryOptimizationPolicy=MemoryPriority with topo_sorting_mode {mode!r}: ge runs "
+                  "memory priority as its own order (GE's BFS/DFS walk keyed by NodeOutInfo); give "
+                  "topoSortingMode 0 or 1 with it, or drop the policy for RDFS/StableRDFS")
+
+
+def _ac_parallel(v):
+    """GE's AC_PARALLEL_ENABLE (AICPU in parallel with AICore on dynamic-shape graphs): "" and "0" are GE's
+    default and what ge does; "1" is refused (the reason is in the error)."""
+    text = str(v).strip()
+    if text in ("", "0"):
+        return None
+    if text == "1":
+        raise GEError("GE option ac_parallel_enable=1 is not supported by ge: it gives AICPU nodes of a "
+                      "dynamic-shape graph their own stream, and runtime_v2 runs a plan with dynamic-shape "
+                      "steps in plan order on one host thread (GE's dynamic-shape default of one stream, "
+                      "without ENABLE_DYNAMIC_SHAPE_MULTI_STREAM), so there is no second stream to overlap; "
+                      "static plans follow GE's static stream rules, where the option has no effect in GE")
+    raise GEError(f"option ac_parallel_enable takes '', '0' or '1', got {v!r:.40}")
 
 
 MAX_GEARS = 100  # GE's limit on dynamic batch gears
@@ -214,8 +262,28 @@ GE_ALIASES = {
     "ge.enableSingleStream": lambda v: ("enable_single_stream", _flag(v)),
     "ge.aicoreNum": lambda v: ("aicore_num", int(v)),
     "aicore_num": lambda v: ("aicore_num", int(v)),
-    "ge.exec.memoryOptimizationPolicy": lambda v: (
-        ("topo_sorting_mode", "memory_priority") if str(v) == "MemoryPriority" else ("extra_policy", v)),
+    "ac_parallel_enable": _ac_parallel,
+    "AC_PARALLEL_ENABLE": _ac_parallel,
+}
+
+# GE options ge knows of and does not do, with the reason (GE_REFERENCE 5); from_dict refuses them by name
+GE_REFUSED = {
+    "ge.exec.inputReuseMemIndexes": "graph inputs are never scratch memory in ge's plan (their io blocks "
+                                    "are the caller's buffers, bound zero copy)",
+    "ge.exec.outputReuseMemIndexes": "graph outputs are never pre-reused: each has its own io block",
+    "ge.exec.outputReuseInputMemIndexes": "ge declares no I/O aliasing; an output aliasing an input is copied",
+    "ge.exec.staticMemoryPolicy": "ge has no expandable memory pools: runtime_v1's arena is static, "
+                                  "runtime_v2's caching allocator grows on its own",
+    "ge.exec.reuseZeroCopyMemory": "ge keeps no zero-copy region across runs: the caller's buffers are bound "
+                                   "per run",
+    "ge.exec.input_fusion_size": "ge has no host-to-device copy to merge (inputs are host arrays)",
+    "ge.exec.graphIOMemAllocMode": "graph I/O is always the caller's memory (or a fresh array) in ge",
+    "ge.exec.frozenInputIndexes": "ge refreshes every input slot per run; there is nothing to freeze",
+    "ge.hcomParallel": "ge has no HCCL (collective) engine",
+    "ge.streamMaxParallelNum": "ge caps streams per plan (Options.max_streams), not per engine",
+    "ge.autoMultistreamParallelMode": "ge has no custom/DAG stream pass; streams follow GE's default chain",
+    "EVENT": "ge syncs with events only (no Notify)",
+    "ge.experiment.memory_pool_threshold": "runtime_v2's cache is bounded by device_memory_bytes",
 }
 
 
