@@ -19,7 +19,7 @@ TOPO_MODES = ("bfs", "dfs", "rdfs", "stable_rdfs", "memory_priority")
 # integer options: (lowest, highest)
 RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_num": (0, 1 << 12),
           "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
-          "atomic_clean_policy": (0, 1)}
+          "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30)}
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable")
 
@@ -52,6 +52,9 @@ class Options:
     # streams
     enable_single_stream: bool = False
     max_streams: int = 8
+    # the device's tasks per stream (GE: rtGetMaxStreamAndTask): a stream with more is split into pieces
+    # joined by events (GE's SplitStreams, 27 tasks reserved); 0 = no cap (GE: unlimited-depth streams)
+    max_tasks_per_stream: int = 0
     exact_ge_streams: bool = False    # GE's stream rules without ge's two refinements (for comparison)
     # threads that compute at once for a run: stream threads and AI cores share it; 0 = the CPUs of this process
     thread_budget: int = 0
@@ -88,6 +91,9 @@ class Options:
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not lo <= v <= hi:
                 raise GEError(f"option {name} must be an integer in {lo}..{hi}, got {v!r:.40}")
             object.__setattr__(self, name, int(v))
+        if 0 < self.max_tasks_per_stream <= 27:
+            raise GEError(f"option max_tasks_per_stream must be 0 (no cap) or more than GE's 27 reserved tasks "
+                          f"per stream, got {self.max_tasks_per_stream}")
         for name in FLAGS:
             if not isinstance(getattr(self, name), (bool, numbers.Integral)):
                 raise GEError(f"option {name} must be true or false, got {getattr(self, name)!r:.40}")

@@ -2,16 +2,20 @@
 
 `schedule(order, engines, options)` is the one entry the compiler calls once the engines are known (from
 the bound kernels): GE's stream assignment (streams.py) on the order's data edges, then the fewest events
-(events.py), checked to cover every dependency.
+(events.py), then GE's physical split of streams past the per-stream task cap (split.py,
+`Options.max_tasks_per_stream`; events planned again with the pieces chained), checked to cover every
+dependency.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 
 from ..errors import GEError
 from .dependencies import dependencies
 from .events import EventPlan, plan_events, verify_events
+from .split import split_streams
 from .streams import StreamAssignment, assign_streams, single_stream_reason
 
 log = logging.getLogger("ge.schedule")
@@ -31,10 +35,28 @@ def schedule(order, engines, options) -> Schedule:
                        memory_priority=options.topo_sorting_mode == "memory_priority",
                        exact_ge=options.exact_ge_streams)
     events = plan_events(preds, a.streams) if a.num_streams > 1 else EventPlan((), 0, 0, 0)
+    if options.max_tasks_per_stream and a.single_stream_reason is None:
+        a, events, preds = _split(a, events, preds, options.max_tasks_per_stream)
     problems = verify_events(preds, a.streams, events.events)
     if problems:
         raise GEError(f"stream events do not cover the order's dependencies: {problems[:3]}")
     return Schedule(a, events)
+
+
+def _split(a, events, preds, cap):
+    """GE's SplitStreams on the assignment; the chain edges join the dependencies the events must cover."""
+    s = split_streams(a.streams, a.engines, events.events, cap)
+    if not s.chain:
+        return a, events, preds
+    preds = [list(p) for p in preds]
+    for u, v in s.chain:
+        preds[v] = sorted({*preds[v], u})
+    reasons = tuple(r if new == old else f"{r}; split from s{old} (task cap {cap})"
+                    for r, new, old in zip(a.reasons, s.streams, a.streams))
+    a = dataclasses.replace(a, streams=s.streams, reasons=reasons, num_streams=len(set(s.streams)))
+    log.info("split: %d streams past the cap of %d tasks -> %d streams", sum(len(p) > 1 for p in
+             s.pieces.values()), cap, a.num_streams)
+    return a, plan_events(preds, a.streams), preds
 
 
 __all__ = ["Schedule", "dependencies", "schedule"]
