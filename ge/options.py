@@ -21,7 +21,7 @@ RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_nu
           "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
           "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30)}
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
-         "exact_ge_streams", "feature_base_refreshable")
+         "exact_ge_streams", "feature_base_refreshable", "event_multiplexing")
 
 
 def _unknown(name: str, known) -> GEError:
@@ -55,6 +55,8 @@ class Options:
     # the device's tasks per stream (GE: rtGetMaxStreamAndTask): a stream with more is split into pieces
     # joined by events (GE's SplitStreams, 27 tasks reserved); 0 = no cap (GE: unlimited-depth streams)
     max_tasks_per_stream: int = 0
+    # event ids reused once both ends of their last use are done (GE's event multiplexing; schedule/multiplex.py)
+    event_multiplexing: bool = False
     exact_ge_streams: bool = False    # GE's stream rules without ge's two refinements (for comparison)
     # threads that compute at once for a run: stream threads and AI cores share it; 0 = the CPUs of this process
     thread_budget: int = 0

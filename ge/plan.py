@@ -29,7 +29,8 @@ INPUT, CONST, ACTIVATION = "input", "const", "activation"
 @dataclass(frozen=True, slots=True)
 class SyncEvent:
     """An event between streams (ge.schedule.events): recorded on `src_stream` right after step
-    `record_after`, waited for on `dst_stream` right before step `wait_before`."""
+    `record_after`, waited for on `dst_stream` right before step `wait_before`. With event multiplexing
+    (Options.event_multiplexing) several events share an id, one use after the other (event_uses)."""
     id: int
     record_after: int
     wait_before: int
@@ -47,6 +48,19 @@ class SyncEvent:
 #                first, then graph inputs by size ascending (GE's zero-copy layout).
 # - dynamic:     not a segment: tensors with run-time shapes, allocated by runtime_v2 (offset None).
 # Workspaces live in feature_map with a one-step life, as in GE.
+
+
+def event_uses(events) -> tuple[int, dict]:
+    """(stride, {(kind, step, id): k}) for events whose ids may repeat (ge.schedule.multiplex): the uses of
+    one id, in record order, are k = 0, 1, ...; in run r the k-th record stores r * stride + k and its wait
+    waits for that value, so one flag per id serves every use. kind is "record" (step = record_after) or
+    "wait" (step = wait_before). Without repeats stride is 1 and every k is 0 (the value is the run)."""
+    uses, count = {}, {}
+    for e in sorted(events, key=lambda e: (e.record_after, e.wait_before)):
+        k = count.get(e.id, 0)
+        count[e.id] = k + 1
+        uses["record", e.record_after, e.id] = uses["wait", e.wait_before, e.id] = k
+    return max(count.values(), default=1), uses
 
 
 def zero_copy_aligned(a: np.ndarray) -> bool:

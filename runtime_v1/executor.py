@@ -214,7 +214,8 @@ class Streams:
 
 def _program(sync: Streams, s: int):
     """Run stream s's program once; None, or (node step, ExecutionError) of the task that failed."""
-    inst, m, ctrl, gen, tracer = sync.inst, sync.model, sync.ctrl, sync.generation, sync.tracer
+    inst, m, ctrl, tracer = sync.inst, sync.model, sync.ctrl, sync.tracer
+    gen = sync.generation * m.event_stride   # a multiplexed event's k-th use waits for gen + k
     st, calls, bases, keep = m.streams[s], inst.fallback[s], inst.rows[s], sync.keep
     for kind, a, b in st.program:
         if kind == NATIVE:
@@ -252,7 +253,7 @@ def _traced_rows(sync: Streams, st, bases, a: int, b: int) -> int:
     for t in range(a, b):
         t0 = time.perf_counter()
         r = interpret_sync(st.addrs, st.ioffs, st.foffs, st.blocks, m.itab, m.ftab, bases, inst.team,
-                           inst.slots[k], sync.ctrl, sync.generation, t, t + 1)
+                           inst.slots[k], sync.ctrl, sync.generation * m.event_stride, t, t + 1)
         if r != DONE_OK:
             return r
         op, task = int(st.addrs[t]), st.native[t]

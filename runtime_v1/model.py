@@ -45,7 +45,7 @@ from ge.npu.memory import align_up
 from ge.npu.native import STATUS
 from ge.npu.programs import cross_thread_events, stream_threads, thread_programs
 from ge.npu.thunks import TaskArgs, ThunkError
-from ge.plan import Plan, PlanNode
+from ge.plan import Plan, PlanNode, event_uses
 
 from .sink import RECORD, WAIT
 
@@ -204,7 +204,9 @@ class Model:
         if threads < 2 or os.environ.get("GE_V1_STREAMS") == "0" or not native.AVAILABLE:
             threads = 1  # one stream (or the switch): every task in plan order, no events
         self.events = cross_thread_events(self.plan, threads)
-        self.n_events = len(self.plan.events) if self.events else 0  # flags are indexed by event id
+        # flags are indexed by event id; a multiplexed id's k-th use in run r is the value r * stride + k
+        self.n_events = max((e.id for e in self.events), default=-1) + 1
+        self.event_stride, uses = event_uses(self.events)
         task_of = {t.node.step: t for t in self.tasks}
         self._irows, self._frows, self._n_i, self._n_f = [], [], 0, 0
         tables = []
@@ -212,11 +214,11 @@ class Model:
         for k, program in enumerate(programs):
             rows = []
             for step, waits, records in program:
-                rows += [(WAIT, e) for e in waits]
+                rows += [(WAIT, e, uses["wait", step, e]) for e in waits]
                 rows += self.cleans.get(step, [])
                 if step in task_of:
                     rows.append(task_of[step])
-                rows += [(RECORD, e) for e in records]
+                rows += [(RECORD, e, uses["record", step, e]) for e in records]
             tables.append(self._stream_table(k, rows, addr))
         self.itab = np.concatenate(self._irows + [np.zeros(1, np.int64)])
         self.ftab = np.concatenate(self._frows + [np.zeros(1, np.float64)])
@@ -240,10 +242,10 @@ class Model:
                 self._frows.append(frow)
                 self._n_i, self._n_f = self._n_i + irow.size, self._n_f + frow.size
                 native_rows.append(row)
-            else:  # (RECORD | WAIT, event id)
+            else:  # (RECORD | WAIT, event id, use of the id: added to the run's value)
                 addrs.append(row[0])
                 ioffs.append(row[1])
-                foffs.append(0)
+                foffs.append(row[2])
                 blocks.append(1)
                 native_rows.append(None)
             k = len(addrs)

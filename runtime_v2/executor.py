@@ -28,7 +28,7 @@ from ge.npu.aicore import hold, team, unhold
 from ge.npu.pool import InstancePool
 from ge.npu.programs import stream_threads, thread_of, thread_programs
 from ge.npu.thunks import ThunkError
-from ge.plan import aligned_empty, zero_copy_aligned
+from ge.plan import aligned_empty, event_uses, zero_copy_aligned
 
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .dynamic import DynamicNode
@@ -66,7 +66,8 @@ class Instance:
         # GE's 32-byte zero-copy rule at the I/O boundary (ge.plan.zero_copy_aligned); summed by stats()
         self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "zero_copy_outputs",
                                        "misaligned_outputs"), 0)
-        self.runner = StreamRunner(ex.programs, len(ex.plan.events), self.team) if ex.programs else None
+        self.runner = StreamRunner(ex.programs, len(ex.plan.events), self.team,
+                                   uses=event_uses(ex.plan.events)) if ex.programs else None
 
     def core(self, ex, step: int):
         """(team, slot) of the thread that runs `step`, or None when the plan launches nothing tiled."""

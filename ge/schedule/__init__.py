@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..errors import GEError
 from .dependencies import dependencies
 from .events import EventPlan, plan_events, verify_events
+from .multiplex import multiplex_events
 from .split import split_streams
 from .streams import StreamAssignment, assign_streams, single_stream_reason
 
@@ -37,6 +38,10 @@ def schedule(order, engines, options) -> Schedule:
     events = plan_events(preds, a.streams) if a.num_streams > 1 else EventPlan((), 0, 0, 0)
     if options.max_tasks_per_stream and a.single_stream_reason is None:
         a, events, preds = _split(a, events, preds, options.max_tasks_per_stream)
+    if options.event_multiplexing and events.events:
+        reused = multiplex_events(events.events, a.streams)
+        log.info("event multiplexing: %d events on %d ids", len(reused), len({e.id for e in reused}))
+        events = dataclasses.replace(events, events=reused)
     problems = verify_events(preds, a.streams, events.events)
     if problems:
         raise GEError(f"stream events do not cover the order's dependencies: {problems[:3]}")
