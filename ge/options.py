@@ -55,6 +55,10 @@ class Options:
     # the device's tasks per stream (GE: rtGetMaxStreamAndTask): a stream with more is split into pieces
     # joined by events (GE's SplitStreams, 27 tasks reserved); 0 = no cap (GE: unlimited-depth streams)
     max_tasks_per_stream: int = 0
+    # GE's stream labels and parallel groups by node name (as the node attributes `_stream_label` and
+    # `_parallel_group` do): ((node name, label), ...), from {name: label} or "name:label;name2:label2"
+    stream_labels: tuple = ()
+    parallel_groups: tuple = ()
     # event ids reused once both ends of their last use are done (GE's event multiplexing; schedule/multiplex.py)
     event_multiplexing: bool = False
     exact_ge_streams: bool = False    # GE's stream rules without ge's two refinements (for comparison)
@@ -124,6 +128,8 @@ class Options:
             s.strip() for s in (nro.split(",") if isinstance(nro, str) else nro) if str(s).strip()))
         object.__setattr__(self, "dynamic_batch", _gears(self.dynamic_batch))
         object.__setattr__(self, "input_shape", input_shapes(self.input_shape))
+        for name in ("stream_labels", "parallel_groups"):
+            object.__setattr__(self, name, node_names_to(getattr(self, name), name))
 
     @classmethod
     def from_dict(cls, d: dict) -> "Options":
@@ -220,6 +226,33 @@ def _gears(value) -> tuple[int, ...]:
     if len(gears) > MAX_GEARS:
         raise GEError(f"dynamic_batch allows at most {MAX_GEARS} gears, got {len(gears)}")
     return tuple(sorted(gears))
+
+
+def node_names_to(value, option: str) -> tuple:
+    """((node name, text), ...) from {name: text}, "name:text;name2:text2" or pairs; a node appears once."""
+    if isinstance(value, str):
+        pairs = []
+        for item in value.split(";"):
+            if item.strip():
+                name, sep, text = item.rpartition(":")
+                if not sep or not name.strip() or not text.strip():
+                    raise GEError(f"option {option}: '{item}' is not node_name:value")
+                pairs.append((name.strip(), text.strip()))
+    elif isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, Iterable):
+        pairs = list(value)
+    else:
+        raise GEError(f"option {option} must be {{node name: value}} or 'name:value;...', got {value!r:.40}")
+    seen = set()
+    for pair in pairs:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) and x
+                                                                           for x in pair)):
+            raise GEError(f"option {option}: {pair!r:.40} is not (node name, value)")
+        if pair[0] in seen:
+            raise GEError(f"option {option} names node '{pair[0]}' twice")
+        seen.add(pair[0])
+    return tuple((a, b) for a, b in pairs)
 
 
 def input_shapes(value) -> tuple:

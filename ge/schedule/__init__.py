@@ -31,10 +31,16 @@ class Schedule:
 def schedule(order, engines, options) -> Schedule:
     """Streams and events for `order` (a topological order of ir Nodes) with one engine per node."""
     preds, _ = dependencies(order)
-    a = assign_streams(engines, preds, max_streams=options.max_streams,
-                       single_stream_reason=single_stream_reason(order, options), names=[n.name for n in order],
+    labels, groups = node_labels(order, options)
+    reason = single_stream_reason(order, options)
+    if reason and options.enable_single_stream and any(labels):
+        k = next(i for i, lab in enumerate(labels) if lab)
+        raise GEError(f"enable_single_stream (ge.enableSingleStream) with a stream label: node '{order[k].name}' "
+                      f"has stream label '{labels[k]}'; GE's SingleStreamPass refuses the two together (E10056)")
+    a = assign_streams(engines, preds, max_streams=options.max_streams, single_stream_reason=reason,
+                       names=[n.name for n in order],
                        memory_priority=options.topo_sorting_mode == "memory_priority",
-                       exact_ge=options.exact_ge_streams)
+                       exact_ge=options.exact_ge_streams, labels=labels, groups=groups)
     events = plan_events(preds, a.streams) if a.num_streams > 1 else EventPlan((), 0, 0, 0)
     if options.max_tasks_per_stream and a.single_stream_reason is None:
         a, events, preds = _split(a, events, preds, options.max_tasks_per_stream)
@@ -46,6 +52,26 @@ def schedule(order, engines, options) -> Schedule:
     if problems:
         raise GEError(f"stream events do not cover the order's dependencies: {problems[:3]}")
     return Schedule(a, events)
+
+
+def node_labels(order, options) -> tuple[list, list]:
+    """Per position its stream label and parallel group: the node's `_stream_label` / `_parallel_group`
+    attribute (GE's ATTR_NAME_STREAM_LABEL / ATTR_NAME_PARALLEL_GROUP), or Options.stream_labels /
+    parallel_groups by node name, which win. A name the options give that no node has is an error."""
+    names = {n.name for n in order}
+    out = []
+    for attr, option in (("_stream_label", "stream_labels"), ("_parallel_group", "parallel_groups")):
+        given = dict(getattr(options, option))
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise GEError(f"option {option} names node '{unknown[0]}', which the compiled graph does not have "
+                          f"(nodes: {', '.join(sorted(names)[:8])}{', ...' if len(names) > 8 else ''})")
+        values = []
+        for n in order:
+            v = given.get(n.name, n.attrs.get(attr))
+            values.append(v.decode() if isinstance(v, bytes) else (str(v) if v is not None else None))
+        out.append(values)
+    return out[0], out[1]
 
 
 def _split(a, events, preds, cap):
