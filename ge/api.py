@@ -234,7 +234,10 @@ class Session:
         if extra:
             raise InputError(f"unknown input(s) {', '.join(map(repr, extra))}; inputs: {', '.join(expected)}")
         out, dims = {}, {}
+        carried = {self.plan.tensors[i].name for i, _ in self.plan.states}  # the last run's state when not fed
         for t in self._inputs:
+            if t.name not in feeds and t.name in carried:
+                continue
             if t.name not in feeds:
                 raise InputError(f"missing input '{t.name}' ({t.dtype}{list(t.shape)})")
             a = feeds[t.name]

@@ -59,6 +59,10 @@ class Options:
     # `_parallel_group` do): ((node name, label), ...), from {name: label} or "name:label;name2:label2"
     stream_labels: tuple = ()
     parallel_groups: tuple = ()
+    # state carried run to run (a KV cache): ((output name, input name), ...) or {output: input}: each
+    # run's output is that input of the next, in the plan's "variable" segment (the input may be left out of
+    # the feeds: it is the last output, zeros at first; feeding it sets the state)
+    state_pairs: tuple = ()
     # event ids reused once both ends of their last use are done (GE's event multiplexing; schedule/multiplex.py)
     event_multiplexing: bool = False
     exact_ge_streams: bool = False    # GE's stream rules without ge's two refinements (for comparison)
@@ -128,7 +132,7 @@ class Options:
             s.strip() for s in (nro.split(",") if isinstance(nro, str) else nro) if str(s).strip()))
         object.__setattr__(self, "dynamic_batch", _gears(self.dynamic_batch))
         object.__setattr__(self, "input_shape", input_shapes(self.input_shape))
-        for name in ("stream_labels", "parallel_groups"):
+        for name in ("stream_labels", "parallel_groups", "state_pairs"):
             object.__setattr__(self, name, node_names_to(getattr(self, name), name))
 
     @classmethod
@@ -229,7 +233,7 @@ def _gears(value) -> tuple[int, ...]:
 
 
 def node_names_to(value, option: str) -> tuple:
-    """((node name, text), ...) from {name: text}, "name:text;name2:text2" or pairs; a node appears once."""
+    """((name, text), ...) from {name: text}, "name:text;name2:text2" or pairs; a name appears once."""
     if isinstance(value, str):
         pairs = []
         for item in value.split(";"):

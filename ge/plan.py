@@ -46,6 +46,9 @@ class SyncEvent:
 #                once per run before anything runs (GE's centralized AtomicAddrClean, atomicCleanPolicy 0).
 # - io:          graph inputs and outputs (zero copy: the user's buffers in GE); never reused; produced outputs
 #                first, then graph inputs by size ascending (GE's zero-copy layout).
+# - variable:    state carried from run to run (Options.state_pairs: an output that is the next run's input,
+#                a KV cache): per pair the input's block then the output's, never reused (GE's
+#                VariableMemoryAssigner); the runtimes swap the two blocks' roles after every run.
 # - dynamic:     not a segment: tensors with run-time shapes, allocated by runtime_v2 (offset None).
 # Workspaces live in feature_map with a one-step life, as in GE.
 
@@ -193,6 +196,13 @@ class Plan:
     @property
     def is_dynamic(self) -> bool:
         return any(n.is_dynamic for n in self.nodes)
+
+    @property
+    def states(self) -> tuple[tuple[int, int], ...]:
+        """(input tensor, output tensor) per Options.state_pairs entry (output name, input name): the output
+        of one run is that input of the next (ge.memory.variables checks the pairs)."""
+        index = {t.name: t.index for t in self.tensors}
+        return tuple((index[i], index[o]) for o, i in self.options.state_pairs if i in index and o in index)
 
     @property
     def num_streams(self) -> int:

@@ -37,7 +37,7 @@ from .model import FEATURE_MAP, IO0, NATIVE, Model
 from .sink import ABORTED, DONE_OK, RECORD, abort, interpret, interpret_sync
 
 _NO_TEAM = np.zeros(1, np.int64)  # the team argument of plans that launch no tiled task (never read)
-BIND, COPY = 0, 1
+BIND, COPY, STATE = 0, 1, 2
 
 
 class Spec(NamedTuple):
@@ -76,13 +76,16 @@ class Instance:
     def __init__(self, model: Model, weights: np.ndarray, memory, feature_map=None):
         seg = model.segments
         f = align_up(model.feature_bytes) if feature_map is None else 0  # else: the caller's
-        self.arena, self._release = reserve(memory, f + max(seg["io"], 1), f"runtime_v1's arena of "
-                                            f"'{model.plan.name}' (feature_map {f} | io {seg['io']} bytes)")
+        io, var = align_up(max(seg["io"], 1)), seg.get("variable", 0)
+        self.arena, self._release = reserve(memory, f + io + var, f"runtime_v1's arena of '{model.plan.name}' "
+                                            f"(feature_map {f} | io {seg['io']} | variable {var} bytes)")
         self.weights = weights
         self.fm = self.arena[:f] if feature_map is None else feature_map
-        self.io = self.arena[f:]
+        self.io = self.arena[f:f + io]
+        self.var = self.arena[f + io:]   # state blocks, zeros until a run writes them
+        self.flipped = False             # the state pairs' blocks have swapped roles (every other run)
         self.seg = [self.weights, self.fm, model.args, None]  # slot STATUS holds no buffer
-        self.seg += [self.io[s.offset:s.offset + s.nbytes] for s in model.io]
+        self.seg += [(self.io if s.segment == "io" else self.var)[s.offset:s.offset + s.nbytes] for s in model.io]
         self.defaults = np.array([0 if a is None else _addr(a) for a in self.seg], np.int64)
         # one base table per stream (a thunk reports a failure in its own table's STATUS slot); row 0 is
         # `bases`, the others are copied from it per run
@@ -293,7 +296,9 @@ class Executor:
         self.memory = memory = memory_of(device, plan.options.device_memory_bytes)
         opts = plan.options
         self.refreshable = opts.feature_base_refreshable
-        max_instances = 1 if self.refreshable or feature_map is not None else opts.executor_instances
+        # one instance when the feature map is the caller's or re-bindable, or state is carried run to run
+        max_instances = 1 if self.refreshable or feature_map is not None or plan.states \
+            else opts.executor_instances
         release = None
         if weights is None and self.model.segments["weights"] == 0:
             weights = np.zeros(1, np.uint8)   # no constants: nothing to reserve on the device
@@ -316,10 +321,14 @@ class Executor:
         """Per output position: (BIND, slot, spec) for the first output of a produced I/O block, else
         (COPY, slot, offset, spec): copied from wherever it lives (an input, a constant, a shared block)."""
         m, plan, claimed, out = self.model, self.plan, set(), []
+        states = {o for _, o in m.states}
         for t in plan.outputs:
             spec, root = plan.tensors[t], m.root[t]
             slot, off = m._locate(t)
-            if slot >= IO0 and root not in self._inputs and root not in claimed \
+            if slot in states and root not in claimed:   # the new state: copied out of its block
+                claimed.add(root)
+                out.append((STATE, slot, _spec(spec)))
+            elif slot >= IO0 and root not in self._inputs and root not in claimed \
                     and spec.nbytes == plan.tensors[root].nbytes:
                 claimed.add(root)
                 out.append((BIND, slot, _spec(spec)))
@@ -372,8 +381,14 @@ class Executor:
         bases, c = inst.bases, inst.counters
         bases[:] = inst.defaults
         keep = {}  # slot -> the array bound there this run (also keeps it alive)
+        state_in = self._bind_states(inst, keep)
         for t, (slot, spec) in self._inputs.items():
             a = feeds.get(t)
+            if slot in state_in:   # fed: it sets the state; else the last run's output is read
+                if a is not None:
+                    np.copyto(keep[slot].view(spec.dtype), a.reshape(-1), casting="same_kind")
+                    c["copied_inputs"] += 1
+                continue
             if a is None:
                 raise InputError(f"missing input '{spec.name}'")
             fits = a.dtype == spec.dtype and a.nbytes == spec.nbytes and a.flags.c_contiguous
@@ -423,12 +438,25 @@ class Executor:
                 src = keep[slot].reshape(-1).view(np.uint8) if slot in keep else inst.seg[slot]
                 results[k] = src[off:off + spec.nbytes].view(spec.dtype).reshape(spec.shape).copy()
                 c["copied_outputs"] += 1
+            elif o[0] == STATE:
+                spec = o[2]
+                results[k] = keep[o[1]].view(spec.dtype).reshape(spec.shape).copy()
+                c["copied_outputs"] += 1
             elif k in bound_out and results[k] is not bound_out[k] and _fits(bound_out[k], results[k]):
                 np.copyto(bound_out[k], results[k])
                 results[k] = bound_out[k]
                 c["copied_outputs"] += 1
         c["runs"] += 1
+        inst.flipped ^= bool(self.model.states)   # this run's output block is the next run's input
         return results
+
+    def _bind_states(self, inst, keep) -> set:
+        """Each state pair's input slot on its current block, its output slot on the other; the input slots."""
+        for si, so in self.model.states:
+            cur, nxt = (inst.seg[so], inst.seg[si]) if inst.flipped else (inst.seg[si], inst.seg[so])
+            inst.bases[si], inst.bases[so] = _addr(cur), _addr(nxt)
+            keep[si], keep[so] = cur, nxt
+        return {si for si, _ in self.model.states}
 
     def _stream(self, st, calls, inst, keep) -> None:
         m = self.model

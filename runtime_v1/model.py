@@ -89,8 +89,9 @@ class StreamTables:
 class IoSlot:
     slot: int
     tensor: int             # the block's root tensor
-    offset: int             # in the io segment
+    offset: int             # in its segment
     nbytes: int
+    segment: str = "io"     # io, or variable (a state block: its base alternates between runs)
 
 
 class Model:
@@ -108,11 +109,14 @@ class Model:
         # Step 2: base slots
         index = {t.name: t.index for t in plan.tensors}
         self.root = [index[m.alias_of] if m.alias_of else m.index for m in mem.tensors]
-        io_roots = sorted({self.root[t.index] for t, m in zip(plan.tensors, mem.tensors) if m.segment == "io"})
-        self.io = tuple(IoSlot(IO0 + k, r, mem.tensors[r].offset, plan.tensors[r].nbytes)
+        io_roots = sorted({self.root[t.index] for t, m in zip(plan.tensors, mem.tensors)
+                           if m.segment in ("io", "variable")})
+        self.io = tuple(IoSlot(IO0 + k, r, mem.tensors[r].offset, plan.tensors[r].nbytes, mem.tensors[r].segment)
                         for k, r in enumerate(io_roots))
         self.io_slot = {s.tensor: s for s in self.io}
         self.n_slots = IO0 + len(self.io)
+        # state pairs (Options.state_pairs): (input slot, output slot); a run reads one block, writes the other
+        self.states = tuple((self.io_slot[i].slot, self.io_slot[o].slot) for i, o in plan.states)
         per_op = plan.options.atomic_clean_policy == 1
         self.atomic_io = () if per_op else tuple(sorted({
             self.io_slot[self.root[n.outputs[k]]].slot for n in plan.nodes if n.launch is not None
@@ -141,7 +145,7 @@ class Model:
             return FEATURE_MAP, m.offset
         if m.segment == "atomic":
             return FEATURE_MAP, self.atomic_at + m.offset
-        if m.segment == "io":
+        if m.segment in ("io", "variable"):
             return self.io_slot[self.root[t]].slot, 0
         raise GEError(f"tensor '{m.name}' has no static placement ({m.segment}); runtime_v1 needs a static plan")
 

@@ -16,9 +16,14 @@ Multi-stream (streams.py): a plan with several streams whose steps all live in t
 or as views (no dynamic node, no caching-allocator span: those frees are ordered by plan step, which only
 one stream keeps) runs one host thread per stream, joined by the plan's events; the kernels release the GIL,
 so streams overlap on real cores. Any other plan, or a budget of one thread, runs in plan order.
+
+State (Options.state_pairs, the plan's variable segment): one device region per executor holds each pair's
+two blocks; a run reads the input from one (unless the caller feeds it) and writes the output into the
+other, then they swap. Runs of such a plan take turns (the state is the executor's, not an instance's).
 """
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -151,6 +156,7 @@ class Executor:
         self._outputs = tuple((t, t in self.lowered.copy_out) for t in plan.outputs)
         self._shared = ThreadSafeScalableAllocator(self.device, on_oom=_weak(self._recycle_idle)) \
             if shared_allocator else None
+        self._states = _States(plan, self.device) if plan.states else None
         self.stream_threads = self._stream_threads()
         self.programs = thread_programs(plan, self.stream_threads) if self.stream_threads > 1 else None
         self.thread_of = thread_of(plan, self.stream_threads)
@@ -187,6 +193,8 @@ class Executor:
         self._instances.close()
         if self._shared is not None:
             self._shared.empty_cache()
+        if self._states is not None:
+            self._states.release()
 
     # -- running --------------------------------------------------------------------------------
     binds_outputs = True  # Session may pass bound outputs: {output position: array}
@@ -196,6 +204,9 @@ class Executor:
 
         `outputs` {output position: array}: an output computed into its own buffer (not a view of
         another tensor) is written straight into that array when dtype and size fit (zero copy)."""
+        if self._states is not None:   # one state: runs take turns
+            with self._states.lock, self._instances.lease() as inst:
+                return self._states.after(self._run(inst, feeds, outputs), self.plan)
         with self._instances.lease() as inst:
             return self._run(inst, feeds, outputs)
 
@@ -203,6 +214,12 @@ class Executor:
         """One run recording each step's slice and each event on `tracer` (ge.npu.Tracer): one track per
         stream, and the blocks of tiled steps per AI core. A single-stream plan is traced on one host thread;
         it must be static (no dynamic step)."""
+        if self._states is not None:
+            with self._states.lock:
+                return self._states.after(self._traced(feeds, tracer), self.plan)
+        return self._traced(feeds, tracer)
+
+    def _traced(self, feeds, tracer) -> list[np.ndarray]:
         with self._instances.lease() as inst:
             runner = inst.runner
             if runner is None:
@@ -211,6 +228,8 @@ class Executor:
                 runner = StreamRunner(thread_programs(self.plan, 1), len(self.plan.events), inst.team)
             bufs, shapes = inst.bufs.copy(), self._shapes.copy()
             _feed(inst, feeds, bufs, shapes)
+            if self._states is not None:
+                self._states.bind(feeds, bufs, shapes, None)
             labels = [(n.stream, n.name) for n in self.plan.nodes]
             if inst.cores is None:
                 return self._run_streams(inst, bufs, shapes, None, runner, tracer, labels)
@@ -230,6 +249,8 @@ class Executor:
         _feed(inst, feeds, bufs, shapes)
         if bound:
             bound = self._bind_outputs(bound, bufs, inst.counters)
+        if self._states is not None:
+            self._states.bind(feeds, bufs, shapes, bound)
         if inst.runner is not None:
             return self._run_streams(inst, bufs, shapes, bound)
         k = -1
@@ -371,6 +392,45 @@ def _weak(method):
         if m is not None:
             m()
     return call
+
+
+class _States:
+    """The variable segment of a plan with state pairs: both blocks of every pair, and which is current."""
+
+    def __init__(self, plan, device):
+        self.lock = threading.Lock()
+        self.device, self.nbytes = device, max(int(plan.memory.segments.get("variable", 0)), 1)
+        self.offset = device.reserve(self.nbytes, "the state blocks (variable segment)")
+        base = device.view(self.offset, self.nbytes)
+        base[:] = 0   # the first run reads zeros
+        mem = plan.memory.tensors
+        self.pairs = []
+        for i, o in plan.states:
+            t = plan.tensors[i]
+            a, b = (base[mem[k].offset:mem[k].offset + t.nbytes].view(t.dtype) for k in (i, o))
+            self.pairs.append((i, o, a, b, t.shape))
+        self.flipped = False
+        self.finalizer = weakref.finalize(self, device.release, self.offset, self.nbytes)
+
+    def bind(self, feeds, bufs, shapes, bound) -> None:
+        """The input reads the current block (unless fed), the output is computed into the other."""
+        for i, o, a, b, shape in self.pairs:
+            cur, nxt = (b, a) if self.flipped else (a, b)
+            if i not in feeds:
+                bufs[i], shapes[i] = cur, shape
+            bufs[o] = nxt
+            if bound:
+                bound.pop(o, None)
+
+    def after(self, results, plan) -> list:
+        """The new state is copied out (its block is overwritten two runs on); the blocks swap roles."""
+        out = {o for _, o, *_ in self.pairs}
+        results = [r.copy() if t in out else r for t, r in zip(plan.outputs, results)]
+        self.flipped = not self.flipped
+        return results
+
+    def release(self) -> None:
+        self.finalizer()
 
 
 def _feed(inst: Instance, feeds: dict, bufs: list, shapes: list) -> None:

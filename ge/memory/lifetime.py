@@ -51,9 +51,11 @@ import numpy as np
 from ..errors import GEError
 from ..npu.memory import align_up
 from ..plan import CONST, INPUT
+from .variables import check_states
 
 NEVER = 2 ** 62  # the end of a life that never ends
 WEIGHTS, FEATURE_MAP, ATOMIC, IO, DYNAMIC = "weights", "feature_map", "atomic", "io", "dynamic"
+VARIABLE = "variable"   # state carried across runs (variables.py)
 
 
 MAX_OP_NO_REUSE_MEM = 10  # GE's limit on the entries of OP_NO_REUSE_MEM
@@ -149,11 +151,13 @@ def _segments(plan, root):
     # per-op clean (atomic_clean_policy 1): zeroed right before its producer, an atomic output is reusable
     atomic = {n.outputs[k] for n in plan.nodes if n.launch is not None and not n.no_task
               for k in n.launch.atomic if n.outputs[k] >= 0} if plan.options.atomic_clean_policy == 0 else set()
+    states = {t for pair in check_states(plan, root) for t in pair}
     seg = {}
     for t in plan.tensors:
         r = root[t.index]
         kind = plan.tensors[r].kind
-        seg[t.index] = (WEIGHTS if kind == CONST else IO if kind == INPUT or r in io_roots
+        seg[t.index] = (WEIGHTS if kind == CONST else VARIABLE if r in states
+                        else IO if kind == INPUT or r in io_roots
                         else DYNAMIC if r in dynamic else ATOMIC if r in atomic else FEATURE_MAP)
     return seg
 

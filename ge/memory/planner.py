@@ -10,7 +10,8 @@ Steps:
      An alias node (Reshape...) has no request: listing it changes nothing, its output stays a view.
      The lower bound becomes the bound of the reused requests plus every no-reuse block.
   3. Weights back to back; io blocks (produced outputs, then graph inputs by size ascending); atomic
-     outputs back to back (one region, so one clean zeroes them all); 512-aligned.
+     outputs back to back (one region, so one clean zeroes them all); state pairs (Options.state_pairs)
+     in the variable segment, input then output block per pair (variables.py); 512-aligned.
   4. Every tensor takes its symbol root's segment and offset; workspaces take their request's offset; an
      input of a no-task Concat (and its views) sits at the Concat output's offset plus its place in it.
   5. With verification on (Options.verify_passes / GE_VERIFY_PASSES=1) the independent checker runs.
@@ -26,8 +27,9 @@ from ..npu.memory import align_up
 from ..plan import MemoryPlan, MemoryStats, TensorMemory
 from .block_assigner import Assignment
 from .hybrid import assign
-from .lifetime import ATOMIC, DYNAMIC, FEATURE_MAP, IO, WEIGHTS, compute_lifetimes, live_lower_bound, \
-    no_reuse_bytes, no_reuse_steps
+from .lifetime import ATOMIC, DYNAMIC, FEATURE_MAP, IO, VARIABLE, WEIGHTS, compute_lifetimes, \
+    live_lower_bound, no_reuse_bytes, no_reuse_steps
+from .variables import layout_states
 
 
 def plan_memory(plan) -> MemoryPlan:
@@ -72,6 +74,7 @@ def plan_memory(plan) -> MemoryPlan:
         offsets[t] = cursor
         cursor += align_up(plan.tensors[t].nbytes)
     atomic_bytes = cursor
+    variable_bytes = layout_states(plan, plan.states, offsets)
     for key, (off, _) in fm.items():
         if key[0] == "tensor":
             offsets[key[1]] = off
@@ -95,7 +98,7 @@ def plan_memory(plan) -> MemoryPlan:
     stats = MemoryStats(winner.total, no_reuse_bytes(life.buffers), bound, winner.assigner,
                         MappingProxyType(totals), time.perf_counter() - t0)
     segments = MappingProxyType({WEIGHTS: weights_bytes, FEATURE_MAP: winner.total, ATOMIC: atomic_bytes,
-                                 IO: io_bytes})
+                                 IO: io_bytes, **({VARIABLE: variable_bytes} if variable_bytes else {})})
     mp = MemoryPlan(tuple(tensors), workspaces, segments, stats)
     # Step 5
     if opts.verify_passes or os.environ.get("GE_VERIFY_PASSES") == "1":

@@ -13,8 +13,9 @@ Checks:
      may alias) counts as reading its source; a workspace is defined and used at its node's step. Under the
      plan's stream and event order (happens-before: same stream in order, or joined by events), two groups
      may share a byte only when every use of one happens before every definition of the other. On one
-     stream this is "disjoint step intervals"; across streams it needs events. Weights, io and atomic blocks
-     never share a byte at all (atomic: outputs a kernel accumulates into, zeroed once per run).
+     stream this is "disjoint step intervals"; across streams it needs events. Weights, io, atomic and
+     variable blocks never share a byte at all (atomic: outputs a kernel accumulates into, zeroed once per
+     run; variable: state carried across runs, Options.state_pairs).
   3. No-reuse nodes (Options.no_reuse_ops / env OP_NO_REUSE_MEM): the block group of each feature-map output
      they compute (an alias node computes nothing: its output stays a view of its source), and each of their
      workspaces, shares no byte with any other item, whatever the times.
@@ -77,11 +78,14 @@ def _groups(plan, mem, errors):
 
 def _check_placement(plan, mem, block, errors):
     size = dict(mem.segments)
-    io = {block[t] for t in (*plan.inputs, *plan.outputs)}
+    index = {t.name: t.index for t in plan.tensors}
+    states = {block[index[n]] for pair in plan.options.state_pairs for n in pair if n in index}
+    io = {block[t] for t in (*plan.inputs, *plan.outputs)} - states
     atomic = {block[n.outputs[k]] for n in plan.nodes if n.launch is not None and not n.no_task
               for k in n.launch.atomic} if plan.options.atomic_clean_policy == 0 else set()  # 1: per op
     for t, m in zip(plan.tensors, mem.tensors):
-        want = ("weights" if t.index in plan.constants else "io" if block[t.index] in io
+        want = ("weights" if t.index in plan.constants else "variable" if block[t.index] in states
+                else "io" if block[t.index] in io
                 else "atomic" if block[t.index] in atomic and t.is_static else None)
         if want and m.segment != want:
             errors.append(f"tensor '{t.name}' is in {m.segment}, expected {want}")
@@ -131,7 +135,8 @@ def _items(plan, mem, block, view):
     producer = {t: n for n in plan.nodes for t in n.outputs if t >= 0}
     life: dict[int, list] = {}
     for t, m in zip(plan.tensors, mem.tensors):
-        if m.segment in ("weights", "io", "atomic") or (m.segment == "feature_map" and t.is_static and t.nbytes):
+        if m.segment in ("weights", "io", "atomic", "variable") or (
+                m.segment == "feature_map" and t.is_static and t.nbytes):
             g = block[t.index]
             item = life.setdefault(g, [g, m.segment, m.offset, 0, set(), set()])
             if m.offset is not None and item[2] is not None:  # the group's byte span
