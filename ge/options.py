@@ -45,6 +45,10 @@ class Options:
     # node names or op types whose outputs and workspaces get their own feature-map block, shared with nothing
     # (also GE's env OP_NO_REUSE_MEM="name_or_type,...", at most 10 entries; both lists apply)
     no_reuse_ops: tuple[str, ...] = ()
+    # node names or op types whose tasks keep the addresses they were loaded with (GE: some HCOM/AICPU tasks
+    # cannot take address refresh): the graph inputs they read and outputs they write are copied at the
+    # boundary by runtime_v1, never bound zero copy (also the node attribute `_no_address_refresh`)
+    fixed_address_ops: tuple[str, ...] = ()
     # outputs a kernel accumulates into (Launch.atomic) are zeroed: 0 = GE's centralized AtomicAddrClean (one
     # "atomic" segment, never reused, zeroed once per run); 1 = per op (ge.exec.atomicCleanPolicy=1): each is
     # zeroed by its own task right before its producer, so it lives in the feature map and is reused
@@ -108,7 +112,7 @@ class Options:
             if not isinstance(getattr(self, name), (bool, numbers.Integral)):
                 raise GEError(f"option {name} must be true or false, got {getattr(self, name)!r:.40}")
             object.__setattr__(self, name, bool(getattr(self, name)))
-        for name in ("disabled_passes", "dump_after", "no_reuse_ops"):
+        for name in ("disabled_passes", "dump_after", "no_reuse_ops", "fixed_address_ops"):
             v = getattr(self, name)
             items = v.split(",") if isinstance(v, str) else v
             if not isinstance(items, Iterable) or not all(isinstance(s, str) for s in items):
@@ -127,9 +131,10 @@ class Options:
         object.__setattr__(self, "topo_sorting_mode", mode)
         object.__setattr__(self, "disabled_passes", tuple(self.disabled_passes))
         object.__setattr__(self, "dump_after", tuple(self.dump_after))
-        nro = self.no_reuse_ops
-        object.__setattr__(self, "no_reuse_ops", tuple(
-            s.strip() for s in (nro.split(",") if isinstance(nro, str) else nro) if str(s).strip()))
+        for name in ("no_reuse_ops", "fixed_address_ops"):
+            v = getattr(self, name)
+            object.__setattr__(self, name, tuple(
+                s.strip() for s in (v.split(",") if isinstance(v, str) else v) if str(s).strip()))
         object.__setattr__(self, "dynamic_batch", _gears(self.dynamic_batch))
         object.__setattr__(self, "input_shape", input_shapes(self.input_shape))
         for name in ("stream_labels", "parallel_groups", "state_pairs"):

@@ -74,6 +74,21 @@ def zero_copy_aligned(a: np.ndarray) -> bool:
     return a.__array_interface__["data"][0] % IO_ALIGN == 0
 
 
+def copy_only_io(plan) -> frozenset:
+    """Graph inputs and outputs (their I/O blocks' root tensors) that a task keeping its load-time addresses
+    reads or writes (Options.fixed_address_ops by node name or op type, or the node attribute
+    `_no_address_refresh`): GE's "peers whose task cannot take address refresh" are copied, never zero copy
+    (GE_REFERENCE 2.9, 4.1 DisableZeroCopy; seed 000 2.: "某些特殊算子如HCOM...不支持地址刷新")."""
+    names = set(plan.options.fixed_address_ops)
+    fixed = [n for n in plan.nodes if n.name in names or n.op_type in names or n.attrs.get("_no_address_refresh")]
+    if not fixed or plan.memory is None:
+        return frozenset()
+    index = {t.name: t.index for t in plan.tensors}
+    root = [index[m.alias_of] if m.alias_of else m.index for m in plan.memory.tensors]
+    io = {root[t] for t in (*plan.inputs, *plan.outputs)}
+    return frozenset(root[t] for n in fixed for t in (*n.inputs, *n.outputs) if t >= 0 and root[t] in io)
+
+
 def aligned_empty(shape, dtype) -> np.ndarray:
     """An uninitialised array that passes zero_copy_aligned (64-byte aligned). numpy's own allocations are
     16-byte aligned (here mostly 16 or 48 mod 64), so a caller who wants zero copy allocates with this."""

@@ -28,7 +28,7 @@ from ge.npu.aicore import team
 from ge.npu.device import memory_of
 from ge.npu.memory import align_up
 from ge.npu.pool import InstancePool
-from ge.plan import Plan, zero_copy_aligned
+from ge.plan import Plan, copy_only_io, zero_copy_aligned
 
 from .model import FEATURE_MAP, IO0, NATIVE, Model
 from .sink import interpret
@@ -98,7 +98,8 @@ class Instance:
         self.streams = Streams(self) if len(model.streams) > 1 else None
         self.fallback = [self._bind_fallback(st) for st in model.streams]
         # misaligned_*: buffers that failed only GE's 32-byte zero-copy rule (also counted as copied/fresh)
-        self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "misaligned_inputs",
+        # copy_only_inputs: read by a task that keeps its load-time addresses (Options.fixed_address_ops)
+        self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "misaligned_inputs", "copy_only_inputs",
                                        "zero_copy_outputs", "fresh_outputs", "copied_outputs",
                                        "misaligned_outputs", "runs"), 0)
 
@@ -175,6 +176,8 @@ class Executor:
         self._instances = InstancePool(lambda: Instance(first.model, weights, memory), max_instances,
                                        Instance.close, first, on_empty=release)
         self._inputs = {t: (self.model.io_slot[t].slot, _spec(plan.tensors[t])) for t in plan.inputs}
+        # I/O a task keeps the load-time address of: always the arena's slot, copied in or out
+        self._copy_only = {self.model.io_slot[r].slot for r in copy_only_io(plan)}
         self._outputs = self._output_plan()
         weakref.finalize(self, _collected, self._instances.all)
 
@@ -189,7 +192,7 @@ class Executor:
             if slot in states and root not in claimed:   # the new state: copied out of its block
                 claimed.add(root)
                 out.append((STATE, slot, _spec(spec)))
-            elif slot >= IO0 and root not in self._inputs and root not in claimed \
+            elif slot >= IO0 and root not in self._inputs and root not in claimed and slot not in self._copy_only \
                     and spec.nbytes == plan.tensors[root].nbytes:
                 claimed.add(root)
                 out.append((BIND, slot, _spec(spec)))
@@ -253,17 +256,20 @@ class Executor:
             if a is None:
                 raise InputError(f"missing input '{spec.name}'")
             fits = a.dtype == spec.dtype and a.nbytes == spec.nbytes and a.flags.c_contiguous
-            if fits and zero_copy_aligned(a):
+            if slot in self._copy_only:
+                c["copy_only_inputs"] += 1
+            elif fits and zero_copy_aligned(a):
                 bases[slot] = _addr(a)
                 keep[slot] = a
                 c["zero_copy_inputs"] += 1
+                continue
             else:
                 c["misaligned_inputs"] += fits
-                dst = inst.seg[slot].view(spec.dtype)
-                if a.size != dst.size:
-                    raise InputError(f"input '{spec.name}' has {a.size} elements, expected {dst.size}")
-                np.copyto(dst, a.reshape(-1), casting="same_kind")
-                c["copied_inputs"] += 1
+            dst = inst.seg[slot].view(spec.dtype)   # copied into the arena's slot
+            if a.size != dst.size:
+                raise InputError(f"input '{spec.name}' has {a.size} elements, expected {dst.size}")
+            np.copyto(dst, a.reshape(-1), casting="same_kind")
+            c["copied_inputs"] += 1
         results = [None] * len(self._outputs)
         for k, o in enumerate(self._outputs):
             if o[0] != BIND:
