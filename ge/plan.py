@@ -42,6 +42,9 @@ class SyncEvent:
 # Segments (each its own address space, offsets from 0):
 # - weights:     constants, back to back, 512-aligned; never reused.
 # - feature_map: activations and workspaces, reused across lifetimes (the arena runtimes allocate once).
+# - fixed:       feature-map blocks of tasks that keep their load-time addresses (Options.fixed_address_ops):
+#                reused among themselves, resident; the feature_map segment is then the refreshable part
+#                (GE's fixed / refreshable feature memory, GE_REFERENCE 2.11, 4.1 "Segmented memory").
 # - atomic:      outputs a kernel accumulates into (Launch.atomic): never reused; runtimes zero the segment
 #                once per run before anything runs (GE's centralized AtomicAddrClean, atomicCleanPolicy 0).
 # - io:          graph inputs and outputs (zero copy: the user's buffers in GE); never reused; produced outputs
@@ -74,13 +77,20 @@ def zero_copy_aligned(a: np.ndarray) -> bool:
     return a.__array_interface__["data"][0] % IO_ALIGN == 0
 
 
+def fixed_address_steps(plan) -> frozenset:
+    """Steps of the nodes whose tasks keep the addresses they were loaded with (Options.fixed_address_ops by
+    node name or op type, or the node attribute `_no_address_refresh`; GE: ATTR_NAME_IS_FIXED_ADDR_PRIOR)."""
+    names = set(plan.options.fixed_address_ops)
+    return frozenset(n.step for n in plan.nodes
+                     if n.name in names or n.op_type in names or n.attrs.get("_no_address_refresh"))
+
+
 def copy_only_io(plan) -> frozenset:
     """Graph inputs and outputs (their I/O blocks' root tensors) that a task keeping its load-time addresses
     reads or writes (Options.fixed_address_ops by node name or op type, or the node attribute
     `_no_address_refresh`): GE's "peers whose task cannot take address refresh" are copied, never zero copy
     (GE_REFERENCE 2.9, 4.1 DisableZeroCopy; seed 000 2.: "某些特殊算子如HCOM...不支持地址刷新")."""
-    names = set(plan.options.fixed_address_ops)
-    fixed = [n for n in plan.nodes if n.name in names or n.op_type in names or n.attrs.get("_no_address_refresh")]
+    fixed = [plan.nodes[s] for s in sorted(fixed_address_steps(plan))]
     if not fixed or plan.memory is None:
         return frozenset()
     index = {t.name: t.index for t in plan.tensors}
@@ -138,6 +148,7 @@ class MemoryPlan:
     workspaces: tuple[tuple[tuple[int, int], ...], ...]  # per step: (offset, bytes) per workspace
     segments: Mapping[str, int]                       # segment -> bytes
     stats: MemoryStats
+    fixed_workspaces: frozenset = frozenset()         # steps whose workspaces are in the fixed segment
 
     def summary(self) -> str:
         s = self.stats

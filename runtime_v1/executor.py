@@ -74,15 +74,16 @@ class Instance:
     def __init__(self, model: Model, weights: np.ndarray, memory, feature_map=None):
         seg = model.segments
         f = align_up(model.feature_bytes) if feature_map is None else 0  # else: the caller's
-        io, var = align_up(max(seg["io"], 1)), seg.get("variable", 0)
-        self.arena, self._release = reserve(memory, f + io + var, f"runtime_v1's arena of '{model.plan.name}' "
-                                            f"(feature_map {f} | io {seg['io']} | variable {var} bytes)")
+        fx, io, var = align_up(seg.get("fixed", 0)), align_up(max(seg["io"], 1)), seg.get("variable", 0)
+        self.arena, self._release = reserve(memory, f + fx + io + var, f"runtime_v1's arena of '{model.plan.name}' "
+                                            f"(feature_map {f} | fixed {fx} | io {seg['io']} | variable {var} bytes)")
         self.weights = weights
         self.fm = self.arena[:f] if feature_map is None else feature_map
-        self.io = self.arena[f:f + io]
-        self.var = self.arena[f + io:]   # state blocks, zeros until a run writes them
+        self.fixed = self.arena[f:f + fx]   # resident: re-basing the feature map never moves it
+        self.io = self.arena[f + fx:f + fx + io]
+        self.var = self.arena[f + fx + io:]   # state blocks, zeros until a run writes them
         self.flipped = False             # the state pairs' blocks have swapped roles (every other run)
-        self.seg = [self.weights, self.fm, model.args, None]  # slot STATUS holds no buffer
+        self.seg = [self.weights, self.fm, model.args, None, self.fixed]  # slot STATUS holds no buffer
         self.seg += [(self.io if s.segment == "io" else self.var)[s.offset:s.offset + s.nbytes] for s in model.io]
         self.defaults = np.array([0 if a is None else _addr(a) for a in self.seg], np.int64)
         # one base table per stream (a thunk reports a failure in its own table's STATUS slot); row 0 is

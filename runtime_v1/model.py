@@ -4,14 +4,16 @@
   1. Refuse dynamic plans (runtime v2 runs those) and plans without a static memory plan.
   2. Base slots: every buffer argument is (base slot, byte offset). Slot 0 = weights, 1 = feature map
      (workspaces included; then the atomic region, which a run zeroes first), 2 = the static array
-     arguments of all launches, 3 = the error status (not a buffer: native.STATUS), 4 + k = the k-th I/O
-     block (a graph input, or a produced graph output with its aliases). Per run only the I/O slots are
-     patched: a user array becomes the slot (zero copy), so the task tables never change after load; a
-     re-bound feature map (executor.py) is one slot too.
+     arguments of all launches, 3 = the error status (not a buffer: native.STATUS), 4 = the fixed feature
+     map (blocks of tasks that keep their addresses, Options.fixed_address_ops: never re-bound, so slot 1 is
+     the refreshable part), 5 + k = the k-th I/O block (a graph input, or a produced graph output with its
+     aliases; a state block, Options.state_pairs). Per run only the I/O slots are patched: a user array
+     becomes the slot (zero copy), so the task tables never change after load; a re-bound feature map
+     (executor.py) is one slot too.
   3. Tasks: one per launched node (alias nodes and no-task Concats give none), in plan order, grouped per
      stream (`node.stream`). Per-op atomic clean (Options.atomic_clean_policy 1, GE's memset per op): a
-     clean task per atomic output, in the producer's stream right before it (after its waits). A task is native when its launch has a table encoding and its thunk compiles
-     (ge.npu.thunks); otherwise it is a fallback task: the kernel called from Python with views bound at
+     clean task per atomic output, in the producer's stream right before it (after its waits). A task is
+     native when its launch has a table encoding and its thunk compiles (ge.npu.thunks); otherwise it is a fallback task: the kernel called from Python with views bound at
      load (a tiled one runs its blocks one after the other).
   4. Tables per stream: thunk address, int-row offset, float-row offset and block_dim per native task; one
      int table and one float table for all; a program per stream alternates native runs [start, stop) and
@@ -50,7 +52,8 @@ from ge.plan import Plan, PlanNode, event_uses
 from .sink import RECORD, WAIT
 
 WEIGHTS, FEATURE_MAP, ARGS = 0, 1, 2
-IO0 = STATUS + 1
+FIXED = STATUS + 1
+IO0 = STATUS + 2
 ARG_ALIGN = 64
 NATIVE, FALLBACK = 0, 1
 
@@ -143,6 +146,8 @@ class Model:
             return WEIGHTS, m.offset
         if m.segment == "feature_map":
             return FEATURE_MAP, m.offset
+        if m.segment == "fixed":
+            return FIXED, m.offset
         if m.segment == "atomic":
             return FEATURE_MAP, self.atomic_at + m.offset
         if m.segment in ("io", "variable"):
@@ -158,8 +163,9 @@ class Model:
             spec = plan.tensors[t]
             buffers.append((*self._locate(t), spec.nbytes // spec.dtype.itemsize, spec.dtype))
         planned = plan.memory.workspaces[node.step]
+        ws_slot = FIXED if node.step in plan.memory.fixed_workspaces else FEATURE_MAP
         for k, w in enumerate(launch.workspaces):
-            buffers.append((FEATURE_MAP, planned[k][0] if k < len(planned) else 0, w.size, w.dtype))
+            buffers.append((ws_slot, planned[k][0] if k < len(planned) else 0, w.size, w.dtype))
         forced = os.environ.get("GE_V1_FALLBACK", "")
         reason = "forced by GE_V1_FALLBACK" if forced and (forced == "all" or node.op_type in forced.split(",")) \
             else ""

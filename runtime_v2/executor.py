@@ -58,9 +58,9 @@ class Instance:
                 base = ex.device.view(off, ex.arena_bytes)
             else:  # only empty tensors (or none) in the feature map
                 base = np.empty(0, np.uint8)
-            for t in ex.lowered.arena:
+            for t in ex.lowered.arena:   # the fixed segment (if any) follows the feature map in the arena
                 spec = ex.plan.tensors[t]
-                off = mem.tensors[t].offset
+                off = mem.tensors[t].offset + (ex.fixed_at if mem.tensors[t].segment == "fixed" else 0)
                 bufs[t] = base[off:off + spec.nbytes].view(spec.dtype)
         self.bufs = bufs
         # the AI cores: a launch slot per stream thread when some launch may be tiled
@@ -115,10 +115,11 @@ class Instance:
     def _workspaces(ex, s, base) -> list:
         specs = s.node.launch.workspaces
         planned = ex.plan.memory.workspaces[s.node.step] if (base is not None and ex.plan.memory) else ()
+        shift = ex.fixed_at if planned and s.node.step in ex.plan.memory.fixed_workspaces else 0
         out = []
         for k, w in enumerate(specs):
             if k < len(planned) and planned[k][1]:
-                off = planned[k][0]
+                off = planned[k][0] + shift
                 out.append(base[off:off + w.nbytes].view(w.dtype))
             else:
                 out.append(np.empty(w.size, w.dtype))
@@ -147,7 +148,10 @@ class Executor:
         self.device = device or DeviceMemory(opts.device_memory_bytes)
         self.max_instances = max_instances or opts.executor_instances
         self.lowered = lower(plan)
-        self.arena_bytes = plan.memory.segments["feature_map"] if plan.memory is not None else 0
+        seg = plan.memory.segments if plan.memory is not None else {}
+        # one arena: the feature map, then the fixed segment (tasks keeping their addresses: no difference here)
+        self.fixed_at = -(-seg.get("feature_map", 0) // 512) * 512
+        self.arena_bytes = self.fixed_at + seg.get("fixed", 0) if seg.get("fixed") else seg.get("feature_map", 0)
         self._consts: list = [None] * len(plan.tensors)
         for i, a in plan.constants.items():
             self._consts[i] = np.ascontiguousarray(a).reshape(-1)
