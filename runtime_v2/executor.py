@@ -23,7 +23,6 @@ other, then they swap. Runs of such a plan take turns (the state is the executor
 """
 from __future__ import annotations
 
-import threading
 import weakref
 
 import numpy as np
@@ -38,6 +37,7 @@ from ge.plan import aligned_empty, event_uses, zero_copy_aligned
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .dynamic import DynamicNode
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST, STATIC, lower
+from .states import States
 from .streams import StreamRunner
 from .tiled import TiledCall
 
@@ -160,7 +160,7 @@ class Executor:
         self._outputs = tuple((t, t in self.lowered.copy_out) for t in plan.outputs)
         self._shared = ThreadSafeScalableAllocator(self.device, on_oom=_weak(self._recycle_idle)) \
             if shared_allocator else None
-        self._states = _States(plan, self.device) if plan.states else None
+        self._states = States(plan, self.device) if plan.states else None
         self.stream_threads = self._stream_threads()
         self.programs = thread_programs(plan, self.stream_threads) if self.stream_threads > 1 else None
         self.thread_of = thread_of(plan, self.stream_threads)
@@ -396,45 +396,6 @@ def _weak(method):
         if m is not None:
             m()
     return call
-
-
-class _States:
-    """The variable segment of a plan with state pairs: both blocks of every pair, and which is current."""
-
-    def __init__(self, plan, device):
-        self.lock = threading.Lock()
-        self.device, self.nbytes = device, max(int(plan.memory.segments.get("variable", 0)), 1)
-        self.offset = device.reserve(self.nbytes, "the state blocks (variable segment)")
-        base = device.view(self.offset, self.nbytes)
-        base[:] = 0   # the first run reads zeros
-        mem = plan.memory.tensors
-        self.pairs = []
-        for i, o in plan.states:
-            t = plan.tensors[i]
-            a, b = (base[mem[k].offset:mem[k].offset + t.nbytes].view(t.dtype) for k in (i, o))
-            self.pairs.append((i, o, a, b, t.shape))
-        self.flipped = False
-        self.finalizer = weakref.finalize(self, device.release, self.offset, self.nbytes)
-
-    def bind(self, feeds, bufs, shapes, bound) -> None:
-        """The input reads the current block (unless fed), the output is computed into the other."""
-        for i, o, a, b, shape in self.pairs:
-            cur, nxt = (b, a) if self.flipped else (a, b)
-            if i not in feeds:
-                bufs[i], shapes[i] = cur, shape
-            bufs[o] = nxt
-            if bound:
-                bound.pop(o, None)
-
-    def after(self, results, plan) -> list:
-        """The new state is copied out (its block is overwritten two runs on); the blocks swap roles."""
-        out = {o for _, o, *_ in self.pairs}
-        results = [r.copy() if t in out else r for t, r in zip(plan.outputs, results)]
-        self.flipped = not self.flipped
-        return results
-
-    def release(self) -> None:
-        self.finalizer()
 
 
 def _feed(inst: Instance, feeds: dict, bufs: list, shapes: list) -> None:
