@@ -37,6 +37,8 @@ def schedule(order, engines, options) -> Schedule:
         k = next(i for i, lab in enumerate(labels) if lab)
         raise GEError(f"enable_single_stream (ge.enableSingleStream) with a stream label: node '{order[k].name}' "
                       f"has stream label '{labels[k]}'; GE's SingleStreamPass refuses the two together (E10056)")
+    if reason and any(labels + groups):
+        log.info("stream labels and parallel groups have no effect on one stream (%s)", reason)
     a = assign_streams(engines, preds, max_streams=options.max_streams, single_stream_reason=reason,
                        names=[n.name for n in order],
                        memory_priority=options.topo_sorting_mode == "memory_priority",
