@@ -19,7 +19,7 @@ TOPO_MODES = ("bfs", "dfs", "rdfs", "stable_rdfs", "memory_priority")
 # integer options: (lowest, highest)
 RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_num": (0, 1 << 12),
           "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
-          "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30)}
+          "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30), "max_events": (0, 1 << 30)}
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable", "event_multiplexing")
 
@@ -69,6 +69,9 @@ class Options:
     state_pairs: tuple = ()
     # event ids reused once both ends of their last use are done (GE's event multiplexing; schedule/multiplex.py)
     event_multiplexing: bool = False
+    # the device's event ids (GE: EventAllocator::kMaxEventNum = 4096); a plan needing more is multiplexed,
+    # and refused when still over; 0 = no cap
+    max_events: int = 0
     exact_ge_streams: bool = False    # GE's stream rules without ge's two refinements (for comparison)
     # threads that compute at once for a run: stream threads and AI cores share it; 0 = the CPUs of this process
     thread_budget: int = 0

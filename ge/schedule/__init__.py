@@ -46,10 +46,16 @@ def schedule(order, engines, options) -> Schedule:
     events = plan_events(preds, a.streams) if a.num_streams > 1 else EventPlan((), 0, 0, 0)
     if options.max_tasks_per_stream and a.single_stream_reason is None:
         a, events, preds = _split(a, events, preds, options.max_tasks_per_stream)
-    if options.event_multiplexing and events.events:
-        reused = multiplex_events(events.events, a.streams)
+    cap = options.max_events
+    if events.events and (options.event_multiplexing or (cap and len(events.events) > cap)):
+        reused = multiplex_events(events.events, a.streams)   # also when the device's events run out
         log.info("event multiplexing: %d events on %d ids", len(reused), len({e.id for e in reused}))
         events = dataclasses.replace(events, events=reused)
+    ids = len({e.id for e in events.events})
+    if cap and ids > cap:
+        raise GEError(f"the plan needs {ids} event ids even with multiplexing ({len(events.events)} events on "
+                      f"{a.num_streams} streams), the device has max_events {cap}: raise max_events or lower "
+                      "max_streams")
     problems = verify_events(preds, a.streams, events.events)
     if problems:
         raise GEError(f"stream events do not cover the order's dependencies: {problems[:3]}")

@@ -74,3 +74,13 @@ def test_multiplexed_events_run_on_both_runtimes(runtime):
         assert s.stream_threads == 2 and len({e.id for e in s.plan.events}) == 2
         for _ in range(5):
             np.testing.assert_array_equal(s.run(None, {"x": x})[0], want)
+
+
+def test_running_out_of_events_multiplexes_then_refuses():
+    """GE_REFERENCE 3.7 (EventAllocator::kMaxEventNum) and 3.4: with a modelled device of 2 event ids the 7
+    events of four fork-joins are multiplexed on their own; with 1 id no plan fits, and the error says so."""
+    plan = ge.compile(_forks(), {"max_events": 2})
+    assert (len(plan.events), len({e.id for e in plan.events})) == (7, 2)
+    assert len({e.id for e in ge.compile(_forks(), {"max_events": 7}).events}) == 7   # enough: untouched
+    with pytest.raises(ge.GEError, match="needs 2 event ids even with multiplexing.*max_events 1"):
+        ge.compile(_forks(), {"max_events": 1})
