@@ -171,11 +171,20 @@ class Session:
     def get_outputs(self) -> list[NodeArg]:
         return [_node_arg(t) for t in self._outputs]
 
-    def run(self, output_names, feeds: dict, outputs: dict | None = None) -> list[np.ndarray]:
+    def run(self, output_names, feeds: dict, outputs: dict | None = None, *, feature_base=None) -> list[np.ndarray]:
         """Outputs named in output_names (all when None), computed from feeds {input name: array}.
 
         `outputs={name: array}` writes those results into the caller's arrays (and returns them).
+        `feature_base=array` (runtime_v1, Options(feature_base_refreshable=True)): this run and the next ones
+        compute their refreshable feature map in the caller's array (GE's
+        UpdateGraphRefreshableFeatureMemoryBase); the fixed part (Options.fixed_address_ops) stays resident.
         """
+        if feature_base is not None:
+            rebase = getattr(self._executor, "update_feature_memory_base", None)
+            if rebase is None:
+                raise GEError(f"feature_base: runtime_{self.runtime} has no refreshable feature map (runtime_v2 "
+                              "plans memory per run); use runtime='v1' with feature_base_refreshable=True")
+            rebase(feature_base)
         picked = self._pick_outputs(output_names)
         if outputs:
             self._check_bound(outputs)
@@ -234,7 +243,10 @@ class Session:
         if extra:
             raise InputError(f"unknown input(s) {', '.join(map(repr, extra))}; inputs: {', '.join(expected)}")
         out, dims = {}, {}
+        carried = {self.plan.tensors[i].name for i, _ in self.plan.states}  # the last run's state when not fed
         for t in self._inputs:
+            if t.name not in feeds and t.name in carried:
+                continue
             if t.name not in feeds:
                 raise InputError(f"missing input '{t.name}' ({t.dtype}{list(t.shape)})")
             a = feeds[t.name]

@@ -1,7 +1,9 @@
 """Options: one typed dataclass; GE's option names are accepted as aliases (Options.from_dict).
 
 Every name and value is checked: an unknown option (keyword or GE-style key) is a GEError listing the close
-matches, and a value of the wrong type or out of its range names the option and the range.
+matches, and a value of the wrong type or out of its range names the option and the range. No GE option is
+dropped silently: each GE name either sets a field (GE_ALIASES), is GE's default and changes nothing, or is
+refused with the reason ge does not do it (GE_REFUSED). README's "GE options" table lists them all.
 """
 from __future__ import annotations
 
@@ -13,12 +15,13 @@ from dataclasses import dataclass, field
 
 from .errors import GEError
 
-TOPO_MODES = ("bfs", "dfs", "rdfs", "memory_priority")
+TOPO_MODES = ("bfs", "dfs", "rdfs", "stable_rdfs", "memory_priority")
 # integer options: (lowest, highest)
 RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_num": (0, 1 << 12),
-          "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12)}
+          "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
+          "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30), "max_events": (0, 1 << 30)}
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
-         "exact_ge_streams", "feature_base_refreshable")
+         "exact_ge_streams", "feature_base_refreshable", "event_multiplexing")
 
 
 def _unknown(name: str, known) -> GEError:
@@ -42,9 +45,33 @@ class Options:
     # node names or op types whose outputs and workspaces get their own feature-map block, shared with nothing
     # (also GE's env OP_NO_REUSE_MEM="name_or_type,...", at most 10 entries; both lists apply)
     no_reuse_ops: tuple[str, ...] = ()
+    # node names or op types whose tasks keep the addresses they were loaded with (GE: some HCOM/AICPU tasks
+    # cannot take address refresh): the graph inputs they read and outputs they write are copied at the
+    # boundary by runtime_v1, never bound zero copy (also the node attribute `_no_address_refresh`)
+    fixed_address_ops: tuple[str, ...] = ()
+    # outputs a kernel accumulates into (Launch.atomic) are zeroed: 0 = GE's centralized AtomicAddrClean (one
+    # "atomic" segment, never reused, zeroed once per run); 1 = per op (ge.exec.atomicCleanPolicy=1): each is
+    # zeroed by its own task right before its producer, so it lives in the feature map and is reused
+    atomic_clean_policy: int = 0
     # streams
     enable_single_stream: bool = False
     max_streams: int = 8
+    # the device's tasks per stream (GE: rtGetMaxStreamAndTask): a stream with more is split into pieces
+    # joined by events (GE's SplitStreams, 27 tasks reserved); 0 = no cap (GE: unlimited-depth streams)
+    max_tasks_per_stream: int = 0
+    # GE's stream labels and parallel groups by node name (as the node attributes `_stream_label` and
+    # `_parallel_group` do): ((node name, label), ...), from {name: label} or "name:label;name2:label2"
+    stream_labels: tuple = ()
+    parallel_groups: tuple = ()
+    # state carried run to run (a KV cache): ((output name, input name), ...) or {output: input}: each
+    # run's output is that input of the next, in the plan's "variable" segment (the input may be left out of
+    # the feeds: it is the last output, zeros at first; feeding it sets the state)
+    state_pairs: tuple = ()
+    # event ids reused once both ends of their last use are done (GE's event multiplexing; schedule/multiplex.py)
+    event_multiplexing: bool = False
+    # the device's event ids (GE: EventAllocator::kMaxEventNum = 4096); a plan needing more is multiplexed,
+    # and refused when still over; 0 = no cap
+    max_events: int = 0
     exact_ge_streams: bool = False    # GE's stream rules without ge's two refinements (for comparison)
     # threads that compute at once for a run: stream threads and AI cores share it; 0 = the CPUs of this process
     thread_budget: int = 0
@@ -81,11 +108,14 @@ class Options:
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not lo <= v <= hi:
                 raise GEError(f"option {name} must be an integer in {lo}..{hi}, got {v!r:.40}")
             object.__setattr__(self, name, int(v))
+        if 0 < self.max_tasks_per_stream <= 27:
+            raise GEError(f"option max_tasks_per_stream must be 0 (no cap) or more than GE's 27 reserved tasks "
+                          f"per stream, got {self.max_tasks_per_stream}")
         for name in FLAGS:
             if not isinstance(getattr(self, name), (bool, numbers.Integral)):
                 raise GEError(f"option {name} must be true or false, got {getattr(self, name)!r:.40}")
             object.__setattr__(self, name, bool(getattr(self, name)))
-        for name in ("disabled_passes", "dump_after", "no_reuse_ops"):
+        for name in ("disabled_passes", "dump_after", "no_reuse_ops", "fixed_address_ops"):
             v = getattr(self, name)
             items = v.split(",") if isinstance(v, str) else v
             if not isinstance(items, Iterable) or not all(isinstance(s, str) for s in items):
@@ -95,37 +125,49 @@ class Options:
         if not isinstance(self.extra, dict):
             raise GEError(f"option extra must be a dict, got {type(self.extra).__name__}")
         mode = str(self.topo_sorting_mode).lower()
-        mode = {"0": "bfs", "1": "dfs", "2": "rdfs", "3": "rdfs", "memorypriority": "memory_priority"}.get(
+        # GE's TopoSortingMode numbers (compute_graph.h): 0 BFS, 1 DFS, 2 RDFS, 3 StableRDFS
+        mode = {"0": "bfs", "1": "dfs", "2": "rdfs", "3": "stable_rdfs", "stablerdfs": "stable_rdfs",
+                "memorypriority": "memory_priority"}.get(
             mode, mode)
         if mode not in TOPO_MODES:
             raise GEError(f"topo_sorting_mode '{self.topo_sorting_mode}' is not one of {TOPO_MODES}")
         object.__setattr__(self, "topo_sorting_mode", mode)
         object.__setattr__(self, "disabled_passes", tuple(self.disabled_passes))
         object.__setattr__(self, "dump_after", tuple(self.dump_after))
-        nro = self.no_reuse_ops
-        object.__setattr__(self, "no_reuse_ops", tuple(
-            s.strip() for s in (nro.split(",") if isinstance(nro, str) else nro) if str(s).strip()))
+        for name in ("no_reuse_ops", "fixed_address_ops"):
+            v = getattr(self, name)
+            object.__setattr__(self, name, tuple(
+                s.strip() for s in (v.split(",") if isinstance(v, str) else v) if str(s).strip()))
         object.__setattr__(self, "dynamic_batch", _gears(self.dynamic_batch))
         object.__setattr__(self, "input_shape", input_shapes(self.input_shape))
+        for name in ("stream_labels", "parallel_groups", "state_pairs"):
+            object.__setattr__(self, name, node_names_to(getattr(self, name), name))
 
     @classmethod
     def from_dict(cls, d: dict) -> "Options":
         """Options from a dict of ge field names and/or GE option names ("ge.exec.disableReuseMemory": "1")."""
         names = {f.name for f in dataclasses.fields(cls)}
-        kw, extra = {}, {}
+        kw, policy = {}, None
         for key, value in d.items():
+            if key in GE_REFUSED:
+                raise GEError(f"GE option {key}={value!r:.40} is not supported by ge: {GE_REFUSED[key]}")
+            if key in MEMORY_POLICY:
+                policy = _memory_policy(value)
+                continue
             if key in GE_ALIASES:
                 try:
-                    key, value = GE_ALIASES[key](value)
+                    pair = GE_ALIASES[key](value)
                 except (TypeError, ValueError):
                     raise GEError(f"option {key}: {value!r:.40} is not a value it takes") from None
-                if key not in names:   # a GE option ge records but does not act on
-                    extra[key] = value
+                if pair is None:   # GE's default value: nothing to change
                     continue
+                key, value = pair
             if key not in names:
-                raise _unknown(key, names | set(GE_ALIASES))
+                raise _unknown(key, names | set(GE_ALIASES) | set(GE_REFUSED) | set(MEMORY_POLICY))
             kw[key] = value
-        return cls(**kw, extra=extra)
+        if policy:
+            kw["topo_sorting_mode"] = _with_memory_priority(kw.get("topo_sorting_mode", "dfs"))
+        return cls(**kw)
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)
@@ -133,6 +175,45 @@ class Options:
 
 def _flag(v) -> bool:
     return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+MEMORY_POLICY = ("ge.exec.memoryOptimizationPolicy",)
+
+
+def _memory_policy(v) -> bool:
+    """GE's MEMORY_OPTIMIZATION_POLICY takes "MemoryPriority" or nothing (the default)."""
+    text = str(v).strip()
+    if text not in ("", "MemoryPriority"):
+        raise GEError(f"option ge.exec.memoryOptimizationPolicy takes 'MemoryPriority' (or '' for GE's "
+                      f"default), got {v!r:.40}")
+    return text == "MemoryPriority"
+
+
+def _with_memory_priority(mode) -> str:
+    """GE combines the policy with the sort mode: under BFS and DFS the ready set becomes the NodeOutInfo map
+    (one walk for both: ge's memory_priority); RDFS and StableRDFS ignore it in GE's walk, and ge has no such
+    combination of its own, so it says so instead of dropping one of the two."""
+    m = str(mode).strip().lower()
+    if m in ("0", "1", "bfs", "dfs", "memory_priority", "memorypriority"):
+        return "memory_priority"
+    raise GEError(f"ge.exec.memoryOptimizationPolicy=MemoryPriority with topo_sorting_mode {mode!r}: ge runs "
+                  "memory priority as its own order (GE's BFS/DFS walk keyed by NodeOutInfo); give "
+                  "topoSortingMode 0 or 1 with it, or drop the policy for RDFS/StableRDFS")
+
+
+def _ac_parallel(v):
+    """GE's AC_PARALLEL_ENABLE (AICPU in parallel with AICore on dynamic-shape graphs): "" and "0" are GE's
+    default and what ge does; "1" is refused (the reason is in the error)."""
+    text = str(v).strip()
+    if text in ("", "0"):
+        return None
+    if text == "1":
+        raise GEError("GE option ac_parallel_enable=1 is not supported by ge: it gives AICPU nodes of a "
+                      "dynamic-shape graph their own stream, and runtime_v2 runs a plan with dynamic-shape "
+                      "steps in plan order on one host thread (GE's dynamic-shape default of one stream, "
+                      "without ENABLE_DYNAMIC_SHAPE_MULTI_STREAM), so there is no second stream to overlap; "
+                      "static plans follow GE's static stream rules, where the option has no effect in GE")
+    raise GEError(f"option ac_parallel_enable takes '', '0' or '1', got {v!r:.40}")
 
 
 MAX_GEARS = 100  # GE's limit on dynamic batch gears
@@ -157,6 +238,33 @@ def _gears(value) -> tuple[int, ...]:
     if len(gears) > MAX_GEARS:
         raise GEError(f"dynamic_batch allows at most {MAX_GEARS} gears, got {len(gears)}")
     return tuple(sorted(gears))
+
+
+def node_names_to(value, option: str) -> tuple:
+    """((name, text), ...) from {name: text}, "name:text;name2:text2" or pairs; a name appears once."""
+    if isinstance(value, str):
+        pairs = []
+        for item in value.split(";"):
+            if item.strip():
+                name, sep, text = item.rpartition(":")
+                if not sep or not name.strip() or not text.strip():
+                    raise GEError(f"option {option}: '{item}' is not node_name:value")
+                pairs.append((name.strip(), text.strip()))
+    elif isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, Iterable):
+        pairs = list(value)
+    else:
+        raise GEError(f"option {option} must be {{node name: value}} or 'name:value;...', got {value!r:.40}")
+    seen = set()
+    for pair in pairs:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) and x
+                                                                           for x in pair)):
+            raise GEError(f"option {option}: {pair!r:.40} is not (node name, value)")
+        if pair[0] in seen:
+            raise GEError(f"option {option} names node '{pair[0]}' twice")
+        seen.add(pair[0])
+    return tuple((a, b) for a, b in pairs)
 
 
 def input_shapes(value) -> tuple:
@@ -202,12 +310,33 @@ GE_ALIASES = {
     "dynamic_batch_size": lambda v: ("dynamic_batch", v),
     "ge.featureBaseRefreshable": lambda v: ("feature_base_refreshable", _flag(v)),
     "ge.exec.disableReuseMemory": lambda v: ("disable_reuse_memory", _flag(v)),
+    "ge.exec.atomicCleanPolicy": lambda v: ("atomic_clean_policy", int(str(v).strip())),
     "ge.topoSortingMode": lambda v: ("topo_sorting_mode", str(v)),
     "ge.enableSingleStream": lambda v: ("enable_single_stream", _flag(v)),
     "ge.aicoreNum": lambda v: ("aicore_num", int(v)),
     "aicore_num": lambda v: ("aicore_num", int(v)),
-    "ge.exec.memoryOptimizationPolicy": lambda v: (
-        ("topo_sorting_mode", "memory_priority") if str(v) == "MemoryPriority" else ("extra_policy", v)),
+    "ac_parallel_enable": _ac_parallel,
+    "AC_PARALLEL_ENABLE": _ac_parallel,
+}
+
+# GE options ge knows of and does not do, with the reason (GE_REFERENCE 5); from_dict refuses them by name
+GE_REFUSED = {
+    "ge.exec.inputReuseMemIndexes": "graph inputs are never scratch memory in ge's plan (their io blocks "
+                                    "are the caller's buffers, bound zero copy)",
+    "ge.exec.outputReuseMemIndexes": "graph outputs are never pre-reused: each has its own io block",
+    "ge.exec.outputReuseInputMemIndexes": "ge declares no I/O aliasing; an output aliasing an input is copied",
+    "ge.exec.staticMemoryPolicy": "ge has no expandable memory pools: runtime_v1's arena is static, "
+                                  "runtime_v2's caching allocator grows on its own",
+    "ge.exec.reuseZeroCopyMemory": "ge keeps no zero-copy region across runs: the caller's buffers are bound "
+                                   "per run",
+    "ge.exec.input_fusion_size": "ge has no host-to-device copy to merge (inputs are host arrays)",
+    "ge.exec.graphIOMemAllocMode": "graph I/O is always the caller's memory (or a fresh array) in ge",
+    "ge.exec.frozenInputIndexes": "ge refreshes every input slot per run; there is nothing to freeze",
+    "ge.hcomParallel": "ge has no HCCL (collective) engine",
+    "ge.streamMaxParallelNum": "ge caps streams per plan (Options.max_streams), not per engine",
+    "ge.autoMultistreamParallelMode": "ge has no custom/DAG stream pass; streams follow GE's default chain",
+    "EVENT": "ge syncs with events only (no Notify)",
+    "ge.experiment.memory_pool_threshold": "runtime_v2's cache is bounded by device_memory_bytes",
 }
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from .ir.dtypes import short
 from .kernels.registry import Launch, OpKernel
+from .npu.memory import IO_ALIGN
 from .options import Options
 
 INPUT, CONST, ACTIVATION = "input", "const", "activation"
@@ -28,7 +29,8 @@ INPUT, CONST, ACTIVATION = "input", "const", "activation"
 @dataclass(frozen=True, slots=True)
 class SyncEvent:
     """An event between streams (ge.schedule.events): recorded on `src_stream` right after step
-    `record_after`, waited for on `dst_stream` right before step `wait_before`."""
+    `record_after`, waited for on `dst_stream` right before step `wait_before`. With event multiplexing
+    (Options.event_multiplexing) several events share an id, one use after the other (event_uses)."""
     id: int
     record_after: int
     wait_before: int
@@ -40,12 +42,71 @@ class SyncEvent:
 # Segments (each its own address space, offsets from 0):
 # - weights:     constants, back to back, 512-aligned; never reused.
 # - feature_map: activations and workspaces, reused across lifetimes (the arena runtimes allocate once).
+# - fixed:       feature-map blocks of tasks that keep their load-time addresses (Options.fixed_address_ops):
+#                reused among themselves, resident; the feature_map segment is then the refreshable part
+#                (GE's fixed / refreshable feature memory, GE_REFERENCE 2.11, 4.1 "Segmented memory").
 # - atomic:      outputs a kernel accumulates into (Launch.atomic): never reused; runtimes zero the segment
 #                once per run before anything runs (GE's centralized AtomicAddrClean, atomicCleanPolicy 0).
 # - io:          graph inputs and outputs (zero copy: the user's buffers in GE); never reused; produced outputs
 #                first, then graph inputs by size ascending (GE's zero-copy layout).
+# - variable:    state carried from run to run (Options.state_pairs: an output that is the next run's input,
+#                a KV cache): per pair the input's block then the output's, never reused (GE's
+#                VariableMemoryAssigner); the runtimes swap the two blocks' roles after every run.
 # - dynamic:     not a segment: tensors with run-time shapes, allocated by runtime_v2 (offset None).
 # Workspaces live in feature_map with a one-step life, as in GE.
+
+
+def event_uses(events) -> tuple[int, dict]:
+    """(stride, {(kind, step, id): k}) for events whose ids may repeat (ge.schedule.multiplex): the uses of
+    one id, in record order, are k = 0, 1, ...; in run r the k-th record stores r * stride + k and its wait
+    waits for that value, so one flag per id serves every use. kind is "record" (step = record_after) or
+    "wait" (step = wait_before). Without repeats stride is 1 and every k is 0 (the value is the run)."""
+    uses, count = {}, {}
+    for e in sorted(events, key=lambda e: (e.record_after, e.wait_before)):
+        k = count.get(e.id, 0)
+        count[e.id] = k + 1
+        uses["record", e.record_after, e.id] = uses["wait", e.wait_before, e.id] = k
+    return max(count.values(), default=1), uses
+
+
+def zero_copy_aligned(a: np.ndarray) -> bool:
+    """GE's zero-copy rule for a caller's input or output buffer: bound as the tensor's memory only when its
+    address is IO_ALIGN (32) byte aligned (seed 000, 2. 零拷贝内存优化: "零拷贝内存使用32字节对齐"; GE's
+    options doc memory_management.md asks user I/O buffers for 32-byte alignment). Both runtimes copy a
+    buffer that fails it (the counters in their stats() say how often)."""
+    return a.__array_interface__["data"][0] % IO_ALIGN == 0
+
+
+def fixed_address_steps(plan) -> frozenset:
+    """Steps of the nodes whose tasks keep the addresses they were loaded with (Options.fixed_address_ops by
+    node name or op type, or the node attribute `_no_address_refresh`; GE: ATTR_NAME_IS_FIXED_ADDR_PRIOR)."""
+    names = set(plan.options.fixed_address_ops)
+    return frozenset(n.step for n in plan.nodes
+                     if n.name in names or n.op_type in names or n.attrs.get("_no_address_refresh"))
+
+
+def copy_only_io(plan) -> frozenset:
+    """Graph inputs and outputs (their I/O blocks' root tensors) that a task keeping its load-time addresses
+    reads or writes (Options.fixed_address_ops by node name or op type, or the node attribute
+    `_no_address_refresh`): GE's "peers whose task cannot take address refresh" are copied, never zero copy
+    (GE_REFERENCE 2.9, 4.1 DisableZeroCopy; seed 000 2.: "某些特殊算子如HCOM...不支持地址刷新")."""
+    fixed = [plan.nodes[s] for s in sorted(fixed_address_steps(plan))]
+    if not fixed or plan.memory is None:
+        return frozenset()
+    index = {t.name: t.index for t in plan.tensors}
+    root = [index[m.alias_of] if m.alias_of else m.index for m in plan.memory.tensors]
+    io = {root[t] for t in (*plan.inputs, *plan.outputs)}
+    return frozenset(root[t] for n in fixed for t in (*n.inputs, *n.outputs) if t >= 0 and root[t] in io)
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialised array that passes zero_copy_aligned (64-byte aligned). numpy's own allocations are
+    16-byte aligned (here mostly 16 or 48 mod 64), so a caller who wants zero copy allocates with this."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +148,7 @@ class MemoryPlan:
     workspaces: tuple[tuple[tuple[int, int], ...], ...]  # per step: (offset, bytes) per workspace
     segments: Mapping[str, int]                       # segment -> bytes
     stats: MemoryStats
+    fixed_workspaces: frozenset = frozenset()         # steps whose workspaces are in the fixed segment
 
     def summary(self) -> str:
         s = self.stats
@@ -160,6 +222,13 @@ class Plan:
     @property
     def is_dynamic(self) -> bool:
         return any(n.is_dynamic for n in self.nodes)
+
+    @property
+    def states(self) -> tuple[tuple[int, int], ...]:
+        """(input tensor, output tensor) per Options.state_pairs entry (output name, input name): the output
+        of one run is that input of the next (ge.memory.variables checks the pairs)."""
+        index = {t.name: t.index for t in self.tensors}
+        return tuple((index[i], index[o]) for o, i in self.options.state_pairs if i in index and o in index)
 
     @property
     def num_streams(self) -> int:

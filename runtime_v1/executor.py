@@ -8,36 +8,34 @@ interpreter releases the GIL, so runs overlap. With `feature_base_refreshable` t
 its feature map can be re-bound to a caller's buffer between runs (`update_feature_memory_base`).
 
 Per run (no per-node host work): reset the base table, patch the I/O slots — an input array of the right
-dtype and size that is C-contiguous and aligned for its dtype becomes its slot (zero copy), otherwise it is
-copied into the arena's slot; an output is computed straight into the caller's bound array (zero copy)
-or into a fresh array — then run each stream's program and copy out only outputs that alias an input or a
+dtype and size that is C-contiguous and 32-byte aligned (GE's zero-copy rule, ge.plan.zero_copy_aligned)
+becomes its slot (zero copy), otherwise it is copied into the arena's slot; an output is computed straight
+into the caller's bound array when that passes the same rule (zero copy), else into a fresh array — then
+run each stream's program and copy out only outputs that alias an input or a
 constant. Counters: `stats()`. A single-stream plan runs on the calling thread; a multi-stream plan runs
 through the instance's `Streams` (a persistent worker per extra stream thread, native event flags).
 """
 from __future__ import annotations
 
-import os
-import threading
-import time
 import weakref
 from typing import NamedTuple
 
 import numpy as np
 
-from ge.errors import ExecutionError, GEError, InputError
+from ge.errors import GEError, InputError
 from ge.kernels.registry import serial_blocks
-from ge.npu import native
 from ge.npu.aicore import team
 from ge.npu.device import memory_of
 from ge.npu.memory import align_up
 from ge.npu.pool import InstancePool
-from ge.plan import Plan
+from ge.plan import Plan, copy_only_io, zero_copy_aligned
 
 from .model import FEATURE_MAP, IO0, NATIVE, Model
-from .sink import ABORTED, DONE_OK, RECORD, abort, interpret, interpret_sync
+from .sink import interpret
+from .streams import Streams, _call, _raise
 
 _NO_TEAM = np.zeros(1, np.int64)  # the team argument of plans that launch no tiled task (never read)
-BIND, COPY = 0, 1
+BIND, COPY, STATE = 0, 1, 2
 
 
 class Spec(NamedTuple):
@@ -76,13 +74,17 @@ class Instance:
     def __init__(self, model: Model, weights: np.ndarray, memory, feature_map=None):
         seg = model.segments
         f = align_up(model.feature_bytes) if feature_map is None else 0  # else: the caller's
-        self.arena, self._release = reserve(memory, f + max(seg["io"], 1), f"runtime_v1's arena of "
-                                            f"'{model.plan.name}' (feature_map {f} | io {seg['io']} bytes)")
+        fx, io, var = align_up(seg.get("fixed", 0)), align_up(max(seg["io"], 1)), seg.get("variable", 0)
+        self.arena, self._release = reserve(memory, f + fx + io + var, f"runtime_v1's arena of '{model.plan.name}' "
+                                            f"(feature_map {f} | fixed {fx} | io {seg['io']} | variable {var} bytes)")
         self.weights = weights
         self.fm = self.arena[:f] if feature_map is None else feature_map
-        self.io = self.arena[f:]
-        self.seg = [self.weights, self.fm, model.args, None]  # slot STATUS holds no buffer
-        self.seg += [self.io[s.offset:s.offset + s.nbytes] for s in model.io]
+        self.fixed = self.arena[f:f + fx]   # resident: re-basing the feature map never moves it
+        self.io = self.arena[f + fx:f + fx + io]
+        self.var = self.arena[f + fx + io:]   # state blocks, zeros until a run writes them
+        self.flipped = False             # the state pairs' blocks have swapped roles (every other run)
+        self.seg = [self.weights, self.fm, model.args, None, self.fixed]  # slot STATUS holds no buffer
+        self.seg += [(self.io if s.segment == "io" else self.var)[s.offset:s.offset + s.nbytes] for s in model.io]
         self.defaults = np.array([0 if a is None else _addr(a) for a in self.seg], np.int64)
         # one base table per stream (a thunk reports a failure in its own table's STATUS slot); row 0 is
         # `bases`, the others are copied from it per run
@@ -96,8 +98,11 @@ class Instance:
         self.team = self.cores.ctrl if self.cores is not None else _NO_TEAM
         self.streams = Streams(self) if len(model.streams) > 1 else None
         self.fallback = [self._bind_fallback(st) for st in model.streams]
-        self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "zero_copy_outputs",
-                                       "fresh_outputs", "copied_outputs", "runs"), 0)
+        # misaligned_*: buffers that failed only GE's 32-byte zero-copy rule (also counted as copied/fresh)
+        # copy_only_inputs: read by a task that keeps its load-time addresses (Options.fixed_address_ops)
+        self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "misaligned_inputs", "copy_only_inputs",
+                                       "zero_copy_outputs", "fresh_outputs", "copied_outputs",
+                                       "misaligned_outputs", "runs"), 0)
 
     def rebind_feature_map(self, buf: np.ndarray) -> None:
         self.fm = self.seg[FEATURE_MAP] = buf
@@ -132,142 +137,6 @@ class Instance:
             self._release = None
 
 
-class Streams:
-    """The stream threads of one instance of a multi-stream plan (sink.py: flags, waits, wake-ups).
-
-    A run: 1. bump the generation, clear ABORT, `release` every parked worker with one futex bump;
-    2. the calling thread runs table 0 while worker k runs table k (the streams of thread k), each its
-    program (native rows with event ops, fallback calls between them); 3. `join`: wait until every worker
-    arrived; 4. raise the error of the earliest failing node, if any. A failing stream sets ABORT first, so waits on events it
-    would have recorded give up instead of hanging. Workers start at load (and again in a forked child) and
-    stop at close.
-    """
-
-    def __init__(self, inst: Instance):
-        self.inst, self.model = inst, inst.model
-        self.n_events = self.model.n_events
-        self.errors: list = []
-        self.keep, self.tracer = None, None
-        self._fresh()
-        self._start(len(self.model.streams))  # preloaded: the stream threads wait for the first run
-
-    def _fresh(self) -> None:
-        """New flags, no workers yet (at creation, and in a forked child, which inherits no threads)."""
-        self.ctrl = native.new_ctrl(self.n_events)
-        self.generation = 0
-        self.workers: list[threading.Thread] = []
-        self.pid = os.getpid()
-
-    def run(self, keep: dict, tracer=None) -> None:
-        n = len(self.model.streams)
-        if self.pid != os.getpid():  # a forked child: its parent's workers are not here to join
-            self._fresh()
-        if not self.workers and n > 1:
-            self._start(n)
-        self.generation += 1
-        self.ctrl[native.ABORT] = 0
-        self.errors, self.keep, self.tracer = [], keep, tracer
-        native.release(self.ctrl)
-        try:
-            self._stream(0)
-        finally:
-            native.join(self.ctrl, self.generation * (n - 1))
-            self.keep = self.tracer = None
-        if self.errors:
-            raise min(self.errors, key=lambda e: e[0])[1]
-
-    def _start(self, n: int) -> None:
-        for s in range(1, n):
-            t = threading.Thread(target=self._worker, args=(s, self.generation), daemon=True,
-                                 name=f"ge-v1-stream{self.model.streams[s].stream}")
-            t.start()
-            self.workers.append(t)
-
-    def _worker(self, s: int, generation: int) -> None:
-        while True:
-            generation += 1
-            if not native.park(self.ctrl, generation) or self.ctrl[native.STOP]:
-                return
-            try:
-                self._stream(s)
-            finally:
-                native.arrive(self.ctrl)
-
-    def _stream(self, s: int) -> None:
-        try:
-            failed = _program(self, s)
-        except BaseException as e:  # noqa: BLE001 - not a task's error (those come back as `failed`)
-            failed = (float("inf"), e)
-        if failed is not None:
-            abort(self.ctrl, self.n_events)
-            self.errors.append(failed)
-
-    def close(self) -> None:
-        """Stop the workers (between runs)."""
-        native.stop(self.ctrl)
-        for t in self.workers:
-            t.join(timeout=10)
-        self.workers = []
-
-
-def _program(sync: Streams, s: int):
-    """Run stream s's program once; None, or (node step, ExecutionError) of the task that failed."""
-    inst, m, ctrl, gen, tracer = sync.inst, sync.model, sync.ctrl, sync.generation, sync.tracer
-    st, calls, bases, keep = m.streams[s], inst.fallback[s], inst.rows[s], sync.keep
-    for kind, a, b in st.program:
-        if kind == NATIVE:
-            if tracer is None:
-                r = interpret_sync(st.addrs, st.ioffs, st.foffs, st.blocks, m.itab, m.ftab, bases, inst.team,
-                                   inst.slots[s], ctrl, gen, a, b)
-            else:
-                r = _traced_rows(sync, st, bases, a, b)
-            if r == ABORTED:
-                return None
-            if r >= 0:  # abort the other streams first, then re-run the task from Python for the message
-                abort(ctrl, sync.n_events)
-                node = st.native[r].node
-                try:
-                    _call(inst.bind_call(st.native[r]), inst, keep, node)
-                    _raise(node, "the kernel raised (native task; it did not raise when re-run)")
-                except ExecutionError as e:
-                    return node.step, e
-        else:
-            node = st.fallback[a].node
-            try:
-                t0 = time.perf_counter()
-                _call(calls[a], inst, keep, node)
-                if tracer is not None:
-                    _slice(tracer, st.stream, "kernel", node.name, t0)
-            except ExecutionError as e:
-                return node.step, e
-    return None
-
-
-def _traced_rows(sync: Streams, st, bases, a: int, b: int) -> int:
-    """Rows [a, b) one at a time, each a slice on the stream's track (event ops with their flow arrow)."""
-    m, tracer, inst = sync.model, sync.tracer, sync.inst
-    k = m.streams.index(st)
-    for t in range(a, b):
-        t0 = time.perf_counter()
-        r = interpret_sync(st.addrs, st.ioffs, st.foffs, st.blocks, m.itab, m.ftab, bases, inst.team,
-                           inst.slots[k], sync.ctrl, sync.generation, t, t + 1)
-        if r != DONE_OK:
-            return r
-        op, task = int(st.addrs[t]), st.native[t]
-        if task is not None:
-            _slice(tracer, st.stream, "kernel", task.node.name, t0)
-        else:
-            kind = "record" if op == RECORD else "wait"
-            e = int(st.ioffs[t])
-            _slice(tracer, st.stream, kind, f"{kind} e{e}", t0, (e, sync.generation))
-    return DONE_OK
-
-
-def _slice(tracer, stream: int, kind: str, name: str, t0: float, flow=None) -> None:
-    tracer.add_slice(stream, f"stream {stream}", kind, name, t0 - tracer.t0, time.perf_counter() - tracer.t0,
-                     flow)
-
-
 def _collected(instances: list) -> None:
     """The executor was collected without close(): its instances close as on close() (stream workers must not
     park forever; launch slots go back, else after MAX_SLOTS dropped sessions every launch ran on one core)."""
@@ -290,7 +159,9 @@ class Executor:
         self.memory = memory = memory_of(device, plan.options.device_memory_bytes)
         opts = plan.options
         self.refreshable = opts.feature_base_refreshable
-        max_instances = 1 if self.refreshable or feature_map is not None else opts.executor_instances
+        # one instance when the feature map is the caller's or re-bindable, or state is carried run to run
+        max_instances = 1 if self.refreshable or feature_map is not None or plan.states \
+            else opts.executor_instances
         release = None
         if weights is None and self.model.segments["weights"] == 0:
             weights = np.zeros(1, np.uint8)   # no constants: nothing to reserve on the device
@@ -306,6 +177,8 @@ class Executor:
         self._instances = InstancePool(lambda: Instance(first.model, weights, memory), max_instances,
                                        Instance.close, first, on_empty=release)
         self._inputs = {t: (self.model.io_slot[t].slot, _spec(plan.tensors[t])) for t in plan.inputs}
+        # I/O a task keeps the load-time address of: always the arena's slot, copied in or out
+        self._copy_only = {self.model.io_slot[r].slot for r in copy_only_io(plan)}
         self._outputs = self._output_plan()
         weakref.finalize(self, _collected, self._instances.all)
 
@@ -313,10 +186,14 @@ class Executor:
         """Per output position: (BIND, slot, spec) for the first output of a produced I/O block, else
         (COPY, slot, offset, spec): copied from wherever it lives (an input, a constant, a shared block)."""
         m, plan, claimed, out = self.model, self.plan, set(), []
+        states = {o for _, o in m.states}
         for t in plan.outputs:
             spec, root = plan.tensors[t], m.root[t]
             slot, off = m._locate(t)
-            if slot >= IO0 and root not in self._inputs and root not in claimed \
+            if slot in states and root not in claimed:   # the new state: copied out of its block
+                claimed.add(root)
+                out.append((STATE, slot, _spec(spec)))
+            elif slot >= IO0 and root not in self._inputs and root not in claimed and slot not in self._copy_only \
                     and spec.nbytes == plan.tensors[root].nbytes:
                 claimed.add(root)
                 out.append((BIND, slot, _spec(spec)))
@@ -369,27 +246,43 @@ class Executor:
         bases, c = inst.bases, inst.counters
         bases[:] = inst.defaults
         keep = {}  # slot -> the array bound there this run (also keeps it alive)
+        state_in = self._bind_states(inst, keep)
         for t, (slot, spec) in self._inputs.items():
             a = feeds.get(t)
+            if slot in state_in:   # fed: it sets the state; else the last run's output is read
+                if a is not None:
+                    np.copyto(keep[slot].view(spec.dtype), a.reshape(-1), casting="same_kind")
+                    c["copied_inputs"] += 1
+                continue
             if a is None:
                 raise InputError(f"missing input '{spec.name}'")
-            if a.dtype == spec.dtype and a.nbytes == spec.nbytes and a.flags.c_contiguous and a.flags.aligned:
+            fits = a.dtype == spec.dtype and a.nbytes == spec.nbytes and a.flags.c_contiguous
+            if slot in self._copy_only:
+                c["copy_only_inputs"] += 1
+            elif fits and zero_copy_aligned(a):
                 bases[slot] = _addr(a)
                 keep[slot] = a
                 c["zero_copy_inputs"] += 1
+                continue
             else:
-                dst = inst.seg[slot].view(spec.dtype)
-                if a.size != dst.size:
-                    raise InputError(f"input '{spec.name}' has {a.size} elements, expected {dst.size}")
-                np.copyto(dst, a.reshape(-1), casting="same_kind")
-                c["copied_inputs"] += 1
+                c["misaligned_inputs"] += fits
+            dst = inst.seg[slot].view(spec.dtype)   # copied into the arena's slot
+            if a.size != dst.size:
+                raise InputError(f"input '{spec.name}' has {a.size} elements, expected {dst.size}")
+            np.copyto(dst, a.reshape(-1), casting="same_kind")
+            c["copied_inputs"] += 1
         results = [None] * len(self._outputs)
         for k, o in enumerate(self._outputs):
             if o[0] != BIND:
                 continue
             spec = o[2]
             buf = bound_out.get(k)
-            if buf is not None and _bindable(buf, spec, keep.values()):
+            if buf is not None and not _bindable(buf, spec, keep.values()):
+                buf = None
+            elif buf is not None and not zero_copy_aligned(buf):
+                c["misaligned_outputs"] += 1
+                buf = None
+            if buf is not None:
                 c["zero_copy_outputs"] += 1
             else:
                 buf = np.empty(spec.shape, spec.dtype)
@@ -413,12 +306,25 @@ class Executor:
                 src = keep[slot].reshape(-1).view(np.uint8) if slot in keep else inst.seg[slot]
                 results[k] = src[off:off + spec.nbytes].view(spec.dtype).reshape(spec.shape).copy()
                 c["copied_outputs"] += 1
+            elif o[0] == STATE:
+                spec = o[2]
+                results[k] = keep[o[1]].view(spec.dtype).reshape(spec.shape).copy()
+                c["copied_outputs"] += 1
             elif k in bound_out and results[k] is not bound_out[k] and _fits(bound_out[k], results[k]):
                 np.copyto(bound_out[k], results[k])
                 results[k] = bound_out[k]
                 c["copied_outputs"] += 1
         c["runs"] += 1
+        inst.flipped ^= bool(self.model.states)   # this run's output block is the next run's input
         return results
+
+    def _bind_states(self, inst, keep) -> set:
+        """Each state pair's input slot on its current block, its output slot on the other; the input slots."""
+        for si, so in self.model.states:
+            cur, nxt = (inst.seg[so], inst.seg[si]) if inst.flipped else (inst.seg[si], inst.seg[so])
+            inst.bases[si], inst.bases[so] = _addr(cur), _addr(nxt)
+            keep[si], keep[so] = cur, nxt
+        return {si for si, _ in self.model.states}
 
     def _stream(self, st, calls, inst, keep) -> None:
         m = self.model
@@ -459,24 +365,6 @@ class Executor:
     @property
     def stream_threads(self) -> int:
         return len(self.model.streams)
-
-
-def _call(call, inst, keep, node) -> None:
-    fn, args, patches = call
-    if patches:
-        args = list(args)
-        for pos, slot, off, count, dtype in patches:
-            src = keep[slot].reshape(-1).view(np.uint8) if slot in keep else inst.seg[slot]
-            args[pos] = src[off:off + count * dtype.itemsize].view(dtype)
-    try:
-        fn(*args)
-    except Exception as e:  # noqa: BLE001
-        _raise(node, f"{type(e).__name__}: {e}", e)
-
-
-def _raise(node, detail, cause=None):
-    raise ExecutionError(f"while running {node.op_type} node '{node.name}' (op {node.op_type}, "
-                         f"opset {node.opset}, step {node.step}): {detail}") from cause
 
 
 def _fits(buf, r) -> bool:

@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-from ge.errors import InputError
+from ge.errors import GEError, InputError
 from ge.npu.pool import InstancePool
 
 from ge.npu.device import memory_of
@@ -87,6 +87,9 @@ class GearedExecutor:
         plans = dict(gear_plans.plans)
         self.gears = tuple(sorted(plans))
         self.plan = plans[self.gears[-1]]
+        if self.plan.states:   # a state's shape follows the batch: each gear would carry its own
+            raise GEError("state_pairs with dynamic_batch: each batch gear would carry a state of its own size; "
+                          "compile one static batch (input_shape) to carry state across runs")
         self.memory = memory_of(device, self.plan.options.device_memory_bytes)
         self._inputs = gear_plans.inputs
         self._batched = gear_plans.batched

@@ -4,13 +4,16 @@
   1. Refuse dynamic plans (runtime v2 runs those) and plans without a static memory plan.
   2. Base slots: every buffer argument is (base slot, byte offset). Slot 0 = weights, 1 = feature map
      (workspaces included; then the atomic region, which a run zeroes first), 2 = the static array
-     arguments of all launches, 3 = the error status (not a buffer: native.STATUS), 4 + k = the k-th I/O
-     block (a graph input, or a produced graph output with its aliases). Per run only the I/O slots are
-     patched: a user array becomes the slot (zero copy), so the task tables never change after load; a
-     re-bound feature map (executor.py) is one slot too.
+     arguments of all launches, 3 = the error status (not a buffer: native.STATUS), 4 = the fixed feature
+     map (blocks of tasks that keep their addresses, Options.fixed_address_ops: never re-bound, so slot 1 is
+     the refreshable part), 5 + k = the k-th I/O block (a graph input, or a produced graph output with its
+     aliases; a state block, Options.state_pairs). Per run only the I/O slots are patched: a user array
+     becomes the slot (zero copy), so the task tables never change after load; a re-bound feature map
+     (executor.py) is one slot too.
   3. Tasks: one per launched node (alias nodes and no-task Concats give none), in plan order, grouped per
-     stream (`node.stream`). A task is native when its launch has a table encoding and its thunk compiles
-     (ge.npu.thunks); otherwise it is a fallback task: the kernel called from Python with views bound at
+     stream (`node.stream`). Per-op atomic clean (Options.atomic_clean_policy 1, GE's memset per op): a
+     clean task per atomic output, in the producer's stream right before it (after its waits). A task is
+     native when its launch has a table encoding and its thunk compiles (ge.npu.thunks); otherwise it is a fallback task: the kernel called from Python with views bound at
      load (a tiled one runs its blocks one after the other).
   4. Tables per stream: thunk address, int-row offset, float-row offset and block_dim per native task; one
      int table and one float table for all; a program per stream alternates native runs [start, stop) and
@@ -29,6 +32,7 @@ Tiled tasks (block_dim > 1) need launch slots on the AI cores (one per stream th
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
@@ -36,17 +40,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ge.errors import GEError
+from ge.kernels.registry import Launch
+from ge.kernels.tensor import fill
 from ge.npu import native, progress, thunks
 from ge.npu.memory import align_up
 from ge.npu.native import STATUS
 from ge.npu.programs import cross_thread_events, stream_threads, thread_programs
 from ge.npu.thunks import TaskArgs, ThunkError
-from ge.plan import Plan, PlanNode
+from ge.plan import Plan, PlanNode, event_uses
 
 from .sink import RECORD, WAIT
 
 WEIGHTS, FEATURE_MAP, ARGS = 0, 1, 2
-IO0 = STATUS + 1
+FIXED = STATUS + 1
+IO0 = STATUS + 2
 ARG_ALIGN = 64
 NATIVE, FALLBACK = 0, 1
 
@@ -85,8 +92,9 @@ class StreamTables:
 class IoSlot:
     slot: int
     tensor: int             # the block's root tensor
-    offset: int             # in the io segment
+    offset: int             # in its segment
     nbytes: int
+    segment: str = "io"     # io, or variable (a state block: its base alternates between runs)
 
 
 class Model:
@@ -104,18 +112,24 @@ class Model:
         # Step 2: base slots
         index = {t.name: t.index for t in plan.tensors}
         self.root = [index[m.alias_of] if m.alias_of else m.index for m in mem.tensors]
-        io_roots = sorted({self.root[t.index] for t, m in zip(plan.tensors, mem.tensors) if m.segment == "io"})
-        self.io = tuple(IoSlot(IO0 + k, r, mem.tensors[r].offset, plan.tensors[r].nbytes)
+        io_roots = sorted({self.root[t.index] for t, m in zip(plan.tensors, mem.tensors)
+                           if m.segment in ("io", "variable")})
+        self.io = tuple(IoSlot(IO0 + k, r, mem.tensors[r].offset, plan.tensors[r].nbytes, mem.tensors[r].segment)
                         for k, r in enumerate(io_roots))
         self.io_slot = {s.tensor: s for s in self.io}
         self.n_slots = IO0 + len(self.io)
-        self.atomic_io = tuple(sorted({self.io_slot[self.root[n.outputs[k]]].slot for n in plan.nodes
-                                       if n.launch is not None and not n.no_task for k in n.launch.atomic
-                                       if mem.tensors[n.outputs[k]].segment == "io"}))
+        # state pairs (Options.state_pairs): (input slot, output slot); a run reads one block, writes the other
+        self.states = tuple((self.io_slot[i].slot, self.io_slot[o].slot) for i, o in plan.states)
+        per_op = plan.options.atomic_clean_policy == 1
+        self.atomic_io = () if per_op else tuple(sorted({
+            self.io_slot[self.root[n.outputs[k]]].slot for n in plan.nodes if n.launch is not None
+            and not n.no_task for k in n.launch.atomic if mem.tensors[n.outputs[k]].segment == "io"}))
         # Step 3: tasks, argument pool
         self._pool: list[tuple[int, bytes]] = []
         self._pool_bytes = 0
         self.tasks = [self._task(n) for n in plan.nodes if n.launch is not None and not n.no_task]
+        self.cleans = {n.step: [self._clean(n, k) for k in n.launch.atomic] for n in plan.nodes
+                       if per_op and n.launch is not None and not n.no_task and n.launch.atomic}
         self.args = np.zeros(max(self._pool_bytes, 1), np.uint8)
         for off, chunk in self._pool:
             self.args[off:off + len(chunk)] = np.frombuffer(chunk, np.uint8)
@@ -132,9 +146,11 @@ class Model:
             return WEIGHTS, m.offset
         if m.segment == "feature_map":
             return FEATURE_MAP, m.offset
+        if m.segment == "fixed":
+            return FIXED, m.offset
         if m.segment == "atomic":
             return FEATURE_MAP, self.atomic_at + m.offset
-        if m.segment == "io":
+        if m.segment in ("io", "variable"):
             return self.io_slot[self.root[t]].slot, 0
         raise GEError(f"tensor '{m.name}' has no static placement ({m.segment}); runtime_v1 needs a static plan")
 
@@ -147,12 +163,22 @@ class Model:
             spec = plan.tensors[t]
             buffers.append((*self._locate(t), spec.nbytes // spec.dtype.itemsize, spec.dtype))
         planned = plan.memory.workspaces[node.step]
+        ws_slot = FIXED if node.step in plan.memory.fixed_workspaces else FEATURE_MAP
         for k, w in enumerate(launch.workspaces):
-            buffers.append((FEATURE_MAP, planned[k][0] if k < len(planned) else 0, w.size, w.dtype))
+            buffers.append((ws_slot, planned[k][0] if k < len(planned) else 0, w.size, w.dtype))
         forced = os.environ.get("GE_V1_FALLBACK", "")
         reason = "forced by GE_V1_FALLBACK" if forced and (forced == "all" or node.op_type in forced.split(",")) \
             else ""
         return Task(node, thunks.task_args(launch, buffers, lambda a: (ARGS, self._pool_add(a)), reason))
+
+    def _clean(self, node: PlanNode, k: int) -> Task:
+        """A task zeroing atomic output k of `node` (its bytes as uint8: one thunk for every dtype)."""
+        t = node.outputs[k]
+        launch = Launch(fill, (0,), inputs=())
+        clean = dataclasses.replace(node, name=f"{node.name}/atomic_clean{k}", op_type="AtomicAddrClean",
+                                    inputs=(), outputs=(t,), launch=launch)
+        buffers = [(*self._locate(t), self.plan.tensors[t].nbytes, np.dtype(np.uint8))]
+        return Task(clean, thunks.task_args(launch, buffers, lambda a: (ARGS, self._pool_add(a))))
 
     def _pool_add(self, a: np.ndarray) -> int:
         off = self._pool_bytes
@@ -164,7 +190,8 @@ class Model:
     # -- Step 4 --------------------------------------------------------------------------------
     def _thunks(self) -> dict:
         addr = {}
-        sigs = list(dict.fromkeys(t.sig for t in self.tasks if t.sig is not None))
+        tasks = self.tasks + [c for cs in self.cleans.values() for c in cs]
+        sigs = list(dict.fromkeys(t.sig for t in tasks if t.sig is not None))
         # the first load of a kernel library compiles every thunk (seconds each): told to the CLI's bar
         with progress.step("compiling kernels", len(sigs)) as advance:
             for sig in sigs:
@@ -175,7 +202,7 @@ class Model:
                     addr[sig] = None
                     self.thunk_errors[f"{sig.module}.{sig.name}"] = str(e)
                 advance(sig.name, None if known else thunks.from_cache(sig))
-        for task in self.tasks:
+        for task in tasks:
             if task.sig is not None and addr[task.sig] is None:
                 task.args.reason = self.thunk_errors[f"{task.sig.module}.{task.sig.name}"]
                 task.args.sig = None
@@ -187,7 +214,9 @@ class Model:
         if threads < 2 or os.environ.get("GE_V1_STREAMS") == "0" or not native.AVAILABLE:
             threads = 1  # one stream (or the switch): every task in plan order, no events
         self.events = cross_thread_events(self.plan, threads)
-        self.n_events = len(self.plan.events) if self.events else 0  # flags are indexed by event id
+        # flags are indexed by event id; a multiplexed id's k-th use in run r is the value r * stride + k
+        self.n_events = max((e.id for e in self.events), default=-1) + 1
+        self.event_stride, uses = event_uses(self.events)
         task_of = {t.node.step: t for t in self.tasks}
         self._irows, self._frows, self._n_i, self._n_f = [], [], 0, 0
         tables = []
@@ -195,10 +224,11 @@ class Model:
         for k, program in enumerate(programs):
             rows = []
             for step, waits, records in program:
-                rows += [(WAIT, e) for e in waits]
+                rows += [(WAIT, e, uses["wait", step, e]) for e in waits]
+                rows += self.cleans.get(step, [])
                 if step in task_of:
                     rows.append(task_of[step])
-                rows += [(RECORD, e) for e in records]
+                rows += [(RECORD, e, uses["record", step, e]) for e in records]
             tables.append(self._stream_table(k, rows, addr))
         self.itab = np.concatenate(self._irows + [np.zeros(1, np.int64)])
         self.ftab = np.concatenate(self._frows + [np.zeros(1, np.float64)])
@@ -222,10 +252,10 @@ class Model:
                 self._frows.append(frow)
                 self._n_i, self._n_f = self._n_i + irow.size, self._n_f + frow.size
                 native_rows.append(row)
-            else:  # (RECORD | WAIT, event id)
+            else:  # (RECORD | WAIT, event id, use of the id: added to the run's value)
                 addrs.append(row[0])
                 ioffs.append(row[1])
-                foffs.append(0)
+                foffs.append(row[2])
                 blocks.append(1)
                 native_rows.append(None)
             k = len(addrs)

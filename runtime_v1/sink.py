@@ -14,10 +14,11 @@ take blocks of another stream's launch meanwhile.
 
 Program encoding (model.py builds it): a table row is a task when its address is > 0, with its block_dim
 in `blocks`; RECORD (-1) and WAIT (-2) rows are event ops with the event id in the row's int offset
-(ioffs). Between the stream threads of one instance, a control array (ge.npu.native.new_ctrl, one line per
-event) holds ABORT, the workers' GO / STOP and DONE counters, and line EV0 + e: event e's flag and its
-waiter count. RECORD stores the run's generation (release order); WAIT loads it (acquire) until it equals
-the generation, so flags are never reset between runs. Waits on event flags time out every millisecond to
+(ioffs), the use of that id in its float offset (foffs: 0 unless ids are multiplexed). Between the stream
+threads of one instance, a control array (ge.npu.native.new_ctrl, one line per event) holds ABORT, the workers' GO / STOP and DONE counters, and line EV0 + e: event e's flag and its
+waiter count. RECORD stores the run's value plus the row's use (release order); WAIT loads it (acquire)
+until it equals that, so flags are never reset between runs (the executor passes generation * stride as
+`generation`: ge.plan.event_uses). Waits on event flags time out every millisecond to
 re-check ABORT (an abort changes no flag).
 """
 from __future__ import annotations
@@ -72,15 +73,16 @@ def interpret_sync(addrs, ioffs, foffs, blocks, itab, ftab, bases, team, slot, c
                 break
         elif a == RECORD:
             word = EV0 + LINE * ioffs[t]
-            store_seqcst(base + 8 * word, generation)
+            store_seqcst(base + 8 * word, generation + foffs[t])
             wake(ctrl, base + 8 * word)
         else:
             word = EV0 + LINE * ioffs[t]
-            if load_acquire(base + 8 * word) == generation:
+            value = generation + foffs[t]
+            if load_acquire(base + 8 * word) == value:
                 continue
             if slot >= 0:   # waiting: this core may serve another stream's blocks meanwhile
                 unhold(team)
-            ok = wait(ctrl, word, generation, ABORT, True)
+            ok = wait(ctrl, word, value, ABORT, True)
             if slot >= 0:
                 hold(team)
             if not ok:

@@ -16,6 +16,10 @@ Multi-stream (streams.py): a plan with several streams whose steps all live in t
 or as views (no dynamic node, no caching-allocator span: those frees are ordered by plan step, which only
 one stream keeps) runs one host thread per stream, joined by the plan's events; the kernels release the GIL,
 so streams overlap on real cores. Any other plan, or a budget of one thread, runs in plan order.
+
+State (Options.state_pairs, the plan's variable segment): one device region per executor holds each pair's
+two blocks; a run reads the input from one (unless the caller feeds it) and writes the output into the
+other, then they swap. Runs of such a plan take turns (the state is the executor's, not an instance's).
 """
 from __future__ import annotations
 
@@ -28,10 +32,12 @@ from ge.npu.aicore import hold, team, unhold
 from ge.npu.pool import InstancePool
 from ge.npu.programs import stream_threads, thread_of, thread_programs
 from ge.npu.thunks import ThunkError
+from ge.plan import aligned_empty, event_uses, zero_copy_aligned
 
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .dynamic import DynamicNode
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST, STATIC, lower
+from .states import States
 from .streams import StreamRunner
 from .tiled import TiledCall
 
@@ -52,9 +58,9 @@ class Instance:
                 base = ex.device.view(off, ex.arena_bytes)
             else:  # only empty tensors (or none) in the feature map
                 base = np.empty(0, np.uint8)
-            for t in ex.lowered.arena:
+            for t in ex.lowered.arena:   # the fixed segment (if any) follows the feature map in the arena
                 spec = ex.plan.tensors[t]
-                off = mem.tensors[t].offset
+                off = mem.tensors[t].offset + (ex.fixed_at if mem.tensors[t].segment == "fixed" else 0)
                 bufs[t] = base[off:off + spec.nbytes].view(spec.dtype)
         self.bufs = bufs
         # the AI cores: a launch slot per stream thread when some launch may be tiled
@@ -62,7 +68,11 @@ class Instance:
         self.slots = self.cores.acquire_slots(ex.stream_threads) if self.cores is not None else None
         self.team = self.cores.ctrl if self.cores is not None else None
         self.steps = [self._bind(ex, s, base) for s in ex.lowered.steps]
-        self.runner = StreamRunner(ex.programs, len(ex.plan.events), self.team) if ex.programs else None
+        # GE's 32-byte zero-copy rule at the I/O boundary (ge.plan.zero_copy_aligned); summed by stats()
+        self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "zero_copy_outputs",
+                                       "misaligned_outputs"), 0)
+        self.runner = StreamRunner(ex.programs, len(ex.plan.events), self.team,
+                                   uses=event_uses(ex.plan.events)) if ex.programs else None
 
     def core(self, ex, step: int):
         """(team, slot) of the thread that runs `step`, or None when the plan launches nothing tiled."""
@@ -105,10 +115,11 @@ class Instance:
     def _workspaces(ex, s, base) -> list:
         specs = s.node.launch.workspaces
         planned = ex.plan.memory.workspaces[s.node.step] if (base is not None and ex.plan.memory) else ()
+        shift = ex.fixed_at if planned and s.node.step in ex.plan.memory.fixed_workspaces else 0
         out = []
         for k, w in enumerate(specs):
             if k < len(planned) and planned[k][1]:
-                off = planned[k][0]
+                off = planned[k][0] + shift
                 out.append(base[off:off + w.nbytes].view(w.dtype))
             else:
                 out.append(np.empty(w.size, w.dtype))
@@ -137,7 +148,10 @@ class Executor:
         self.device = device or DeviceMemory(opts.device_memory_bytes)
         self.max_instances = max_instances or opts.executor_instances
         self.lowered = lower(plan)
-        self.arena_bytes = plan.memory.segments["feature_map"] if plan.memory is not None else 0
+        seg = plan.memory.segments if plan.memory is not None else {}
+        # one arena: the feature map, then the fixed segment (tasks keeping their addresses: no difference here)
+        self.fixed_at = -(-seg.get("feature_map", 0) // 512) * 512
+        self.arena_bytes = self.fixed_at + seg.get("fixed", 0) if seg.get("fixed") else seg.get("feature_map", 0)
         self._consts: list = [None] * len(plan.tensors)
         for i, a in plan.constants.items():
             self._consts[i] = np.ascontiguousarray(a).reshape(-1)
@@ -146,6 +160,7 @@ class Executor:
         self._outputs = tuple((t, t in self.lowered.copy_out) for t in plan.outputs)
         self._shared = ThreadSafeScalableAllocator(self.device, on_oom=_weak(self._recycle_idle)) \
             if shared_allocator else None
+        self._states = States(plan, self.device) if plan.states else None
         self.stream_threads = self._stream_threads()
         self.programs = thread_programs(plan, self.stream_threads) if self.stream_threads > 1 else None
         self.thread_of = thread_of(plan, self.stream_threads)
@@ -182,6 +197,8 @@ class Executor:
         self._instances.close()
         if self._shared is not None:
             self._shared.empty_cache()
+        if self._states is not None:
+            self._states.release()
 
     # -- running --------------------------------------------------------------------------------
     binds_outputs = True  # Session may pass bound outputs: {output position: array}
@@ -191,6 +208,9 @@ class Executor:
 
         `outputs` {output position: array}: an output computed into its own buffer (not a view of
         another tensor) is written straight into that array when dtype and size fit (zero copy)."""
+        if self._states is not None:   # one state: runs take turns
+            with self._states.lock, self._instances.lease() as inst:
+                return self._states.after(self._run(inst, feeds, outputs), self.plan)
         with self._instances.lease() as inst:
             return self._run(inst, feeds, outputs)
 
@@ -198,6 +218,12 @@ class Executor:
         """One run recording each step's slice and each event on `tracer` (ge.npu.Tracer): one track per
         stream, and the blocks of tiled steps per AI core. A single-stream plan is traced on one host thread;
         it must be static (no dynamic step)."""
+        if self._states is not None:
+            with self._states.lock:
+                return self._states.after(self._traced(feeds, tracer), self.plan)
+        return self._traced(feeds, tracer)
+
+    def _traced(self, feeds, tracer) -> list[np.ndarray]:
         with self._instances.lease() as inst:
             runner = inst.runner
             if runner is None:
@@ -205,9 +231,9 @@ class Executor:
                     raise GEError("tracing needs a plan without dynamic-shape or caching-allocator steps")
                 runner = StreamRunner(thread_programs(self.plan, 1), len(self.plan.events), inst.team)
             bufs, shapes = inst.bufs.copy(), self._shapes.copy()
-            for t, a in feeds.items():
-                bufs[t] = a.reshape(-1)
-                shapes[t] = a.shape
+            _feed(inst, feeds, bufs, shapes)
+            if self._states is not None:
+                self._states.bind(feeds, bufs, shapes, None)
             labels = [(n.stream, n.name) for n in self.plan.nodes]
             if inst.cores is None:
                 return self._run_streams(inst, bufs, shapes, None, runner, tracer, labels)
@@ -224,11 +250,11 @@ class Executor:
         shapes = self._shapes.copy()
         spans = [None] * len(bufs)
         alloc = inst.alloc
-        for t, a in feeds.items():
-            bufs[t] = a.reshape(-1)
-            shapes[t] = a.shape
+        _feed(inst, feeds, bufs, shapes)
         if bound:
-            bound = self._bind_outputs(bound, bufs)
+            bound = self._bind_outputs(bound, bufs, inst.counters)
+        if self._states is not None:
+            self._states.bind(feeds, bufs, shapes, bound)
         if inst.runner is not None:
             return self._run_streams(inst, bufs, shapes, bound)
         k = -1
@@ -304,14 +330,19 @@ class Executor:
                 out.append(a.copy() if copy else a)
         return out
 
-    def _bind_outputs(self, bound: dict, bufs: list) -> dict:
+    def _bind_outputs(self, bound: dict, bufs: list, counters: dict) -> dict:
         """{output position: array} -> {tensor: (flat view, array)} for the outputs a kernel writes (HOST),
-        placed in `bufs` where the HOST allocation finds them."""
+        placed in `bufs` where the HOST allocation finds them. A misaligned array is not bound (GE's 32-byte
+        rule, as GE's EnsureTensorAtOutMemory falls back to allocate + copy): Session copies into it."""
         out = {}
         for k, a in bound.items():
             t = self.plan.outputs[k]
             if (self.lowered.place.get(t) == HOST and isinstance(a, np.ndarray) and a.flags.c_contiguous
                     and a.flags.writeable and a.dtype == self.plan.tensors[t].dtype):
+                if not zero_copy_aligned(a):
+                    counters["misaligned_outputs"] += 1
+                    continue
+                counters["zero_copy_outputs"] += 1
                 out[t] = (a.reshape(-1), a)
                 bufs[t] = out[t][0]
         return out
@@ -323,10 +354,15 @@ class Executor:
 
     # -- stats ------------------------------------------------------------------------------------
     def stats(self) -> dict:
-        """Steps by kind, instances, stream threads."""
+        """Steps by kind, instances, stream threads, and the I/O binding counters summed over instances."""
         kinds = [s.kind for s in self.lowered.steps]
-        return {"steps": len(kinds), "dynamic_steps": kinds.count(DYNAMIC), "alias_steps": kinds.count(ALIAS),
-                "instances": len(self._instances.all), "stream_threads": self.stream_threads}
+        out = {"steps": len(kinds), "dynamic_steps": kinds.count(DYNAMIC), "alias_steps": kinds.count(ALIAS),
+               "instances": len(self._instances.all), "stream_threads": self.stream_threads}
+        with self._instances.cond:
+            for inst in self._instances.all:
+                for key, v in inst.counters.items():
+                    out[key] = out.get(key, 0) + v
+        return out
 
     def allocator_stats(self) -> dict:
         pool = self._instances
@@ -360,6 +396,22 @@ def _weak(method):
         if m is not None:
             m()
     return call
+
+
+def _feed(inst: Instance, feeds: dict, bufs: list, shapes: list) -> None:
+    """The caller's inputs into the buffer table: read in place when 32-byte aligned (GE's zero-copy
+    rule), else copied into an aligned array first."""
+    c = inst.counters
+    for t, a in feeds.items():
+        if zero_copy_aligned(a):
+            c["zero_copy_inputs"] += 1
+        else:
+            b = aligned_empty(a.shape, a.dtype)
+            np.copyto(b, a)
+            a = b
+            c["copied_inputs"] += 1
+        bufs[t] = a.reshape(-1)
+        shapes[t] = a.shape
 
 
 def _static(fn, ins, tail, bufs, spans, alloc) -> None:

@@ -96,7 +96,7 @@ def _arena_tensors(plan: Plan) -> set[int]:
     if mem is None:
         return set()
     launched = {t for n in plan.nodes if n.launch is not None for t in n.outputs if t >= 0}
-    return {m.index for m in mem.tensors if m.segment == "feature_map" and m.index in launched}
+    return {m.index for m in mem.tensors if m.segment in ("feature_map", "fixed") and m.index in launched}
 
 
 def _releases(plan, root, members, out_roots, place) -> dict[int, tuple]:

@@ -7,7 +7,8 @@ A plan with several streams (PlanNode.stream) and its sync events (Plan.events) 
      streams in plan order, waiting before a step for the events recorded on other threads and recording
      after it those other threads wait for.
   3. Events count generations, as ge.npu.Event does: run r records generation r + 1 and waits for it, so
-     the tables are built once and replayed per run, never reset.
+     the tables are built once and replayed per run, never reset. A multiplexed id (several events, one
+     use after the other: ge.plan.event_uses) records (r + 1) * stride + k at its k-th use.
   4. Failure: the failing thread notes (step, error) and aborts the run; every waiting thread wakes and
      stops, the caller gets the error of the earliest failing step, and the next run starts clean.
 The calling thread runs the first group itself; the others are persistent workers of the instance (started
@@ -28,8 +29,13 @@ from ge.npu.aicore import hold, unhold
 class StreamRunner:
     """Runs `body(step)` over the programs on threads, with generation-counted events (steps 3-4)."""
 
-    def __init__(self, programs, num_events: int, team=None, name: str = "ge-stream"):
-        self.programs, self.team = programs, team
+    def __init__(self, programs, num_events: int, team=None, name: str = "ge-stream", uses=(1, {})):
+        self.team = team
+        stride, use = uses   # per (kind, step, id) its use k: programs carry (id, k) pairs
+        self.stride = stride
+        self.programs = [tuple((step, tuple((e, use.get(("wait", step, e), 0)) for e in w),
+                                tuple((e, use.get(("record", step, e), 0)) for e in r)) for step, w, r in p)
+                         for p in programs]
         self.gen = [0] * num_events
         self.conds = [threading.Condition() for _ in range(num_events)]
         self.run_id = 0
@@ -79,15 +85,17 @@ class StreamRunner:
                 self._done.release()
 
     def _run_group(self, g: int) -> None:
-        target, body, gen, conds, team = self.run_id, self.body, self.gen, self.conds, self.team
+        run, body, gen, conds, team = self.run_id, self.body, self.gen, self.conds, self.team
+        base = run * self.stride
         step = -1
         if self.tracer is not None:
-            body = self._traced(body, target)
+            body = self._traced(body, run)
         if team is not None:
             hold(team)
         try:
             for step, waits, records in self.programs[g]:
-                for e in waits:
+                for e, k in waits:
+                    target = base + k
                     if gen[e] < target:
                         if team is not None:
                             unhold(team)
@@ -99,9 +107,9 @@ class StreamRunner:
                 if self.abort:
                     return
                 body(step)
-                for e in records:
+                for e, k in records:
                     with conds[e]:
-                        gen[e] = target
+                        gen[e] = base + k
                         conds[e].notify_all()
         except BaseException as exc:  # noqa: BLE001 - reported to the caller of run()
             with self._lock:
@@ -116,7 +124,7 @@ class StreamRunner:
         waits, records = {}, {}
         for prog in self.programs:
             for step, w, r in prog:
-                waits[step], records[step] = w, r
+                waits[step], records[step] = [e for e, _ in w], [e for e, _ in r]
 
         def slice_(step, kind, name, t0, flow=None):
             s = labels[step][0]

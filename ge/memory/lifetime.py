@@ -50,10 +50,14 @@ import numpy as np
 
 from ..errors import GEError
 from ..npu.memory import align_up
-from ..plan import CONST, INPUT
+from ..plan import CONST, INPUT, fixed_address_steps
+from .variables import check_states
 
 NEVER = 2 ** 62  # the end of a life that never ends
 WEIGHTS, FEATURE_MAP, ATOMIC, IO, DYNAMIC = "weights", "feature_map", "atomic", "io", "dynamic"
+VARIABLE = "variable"   # state carried across runs (variables.py)
+FIXED = "fixed"         # feature map of tasks that keep their addresses (resident; feature_map is refreshable)
+PLANNED = (FEATURE_MAP, FIXED)   # the segments whose blocks are reused by lifetime
 
 
 MAX_OP_NO_REUSE_MEM = 10  # GE's limit on the entries of OP_NO_REUSE_MEM
@@ -146,14 +150,20 @@ def _segments(plan, root):
     dynamic = {t for n in plan.nodes if n.is_dynamic for t in n.outputs if t >= 0}
     dynamic |= {t.index for t in plan.tensors if not t.is_static}
     io_roots = {root[t] for t in plan.outputs} | {root[t] for t in plan.inputs}
+    # per-op clean (atomic_clean_policy 1): zeroed right before its producer, an atomic output is reusable
     atomic = {n.outputs[k] for n in plan.nodes if n.launch is not None and not n.no_task
-              for k in n.launch.atomic if n.outputs[k] >= 0}
+              for k in n.launch.atomic if n.outputs[k] >= 0} if plan.options.atomic_clean_policy == 0 else set()
+    states = {t for pair in check_states(plan, root) for t in pair}
+    fixed = {root[t] for s in fixed_address_steps(plan) for t in (*plan.nodes[s].inputs, *plan.nodes[s].outputs)
+             if t >= 0}
     seg = {}
     for t in plan.tensors:
         r = root[t.index]
         kind = plan.tensors[r].kind
-        seg[t.index] = (WEIGHTS if kind == CONST else IO if kind == INPUT or r in io_roots
-                        else DYNAMIC if r in dynamic else ATOMIC if r in atomic else FEATURE_MAP)
+        seg[t.index] = (WEIGHTS if kind == CONST else VARIABLE if r in states
+                        else IO if kind == INPUT or r in io_roots
+                        else DYNAMIC if r in dynamic else ATOMIC if r in atomic
+                        else FIXED if r in fixed else FEATURE_MAP)
     return seg
 
 
@@ -220,7 +230,7 @@ def compute_lifetimes(plan) -> Lifetimes:
     first, writers = {}, {}
     for node in plan.nodes:
         for t in node.outputs:
-            if t < 0 or seg[t] != FEATURE_MAP:
+            if t < 0 or seg[t] not in PLANNED:
                 continue
             r = parts[t][0] if t in parts else t if root[t] == t else None
             if r is not None and not (node.no_task and r == t):

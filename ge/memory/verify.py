@@ -13,8 +13,12 @@ Checks:
      may alias) counts as reading its source; a workspace is defined and used at its node's step. Under the
      plan's stream and event order (happens-before: same stream in order, or joined by events), two groups
      may share a byte only when every use of one happens before every definition of the other. On one
-     stream this is "disjoint step intervals"; across streams it needs events. Weights, io and atomic blocks
-     never share a byte at all (atomic: outputs a kernel accumulates into, zeroed once per run).
+     stream this is "disjoint step intervals"; across streams it needs events. Weights, io, atomic and
+     variable blocks never share a byte at all (atomic: outputs a kernel accumulates into, zeroed once per
+     run; variable: state carried across runs, Options.state_pairs).
+  2b. The fixed segment (tasks that keep their load-time addresses, Options.fixed_address_ops) is checked as
+     feature_map is, on its own bytes; every feature-map block such a task touches, and its workspaces,
+     must be there (else a re-based feature map would move memory the task still points at).
   3. No-reuse nodes (Options.no_reuse_ops / env OP_NO_REUSE_MEM): the block group of each feature-map output
      they compute (an alias node computes nothing: its output stays a view of its source), and each of their
      workspaces, shares no byte with any other item, whatever the times.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 from ..errors import GEError
 from ..npu.memory import ALIGN
+from ..plan import fixed_address_steps
 from .lifetime import no_reuse_steps
 
 
@@ -77,14 +82,25 @@ def _groups(plan, mem, errors):
 
 def _check_placement(plan, mem, block, errors):
     size = dict(mem.segments)
-    io = {block[t] for t in (*plan.inputs, *plan.outputs)}
+    index = {t.name: t.index for t in plan.tensors}
+    states = {block[index[n]] for pair in plan.options.state_pairs for n in pair if n in index}
+    io = {block[t] for t in (*plan.inputs, *plan.outputs)} - states
     atomic = {block[n.outputs[k]] for n in plan.nodes if n.launch is not None and not n.no_task
-              for k in n.launch.atomic}
+              for k in n.launch.atomic} if plan.options.atomic_clean_policy == 0 else set()  # 1: per op
+    steps = fixed_address_steps(plan)
+    fixed = {block[t] for s in steps for t in (*plan.nodes[s].inputs, *plan.nodes[s].outputs) if t >= 0}
+    for s in steps:
+        if any(nbytes for _, nbytes in mem.workspaces[s]) and s not in mem.fixed_workspaces:
+            errors.append(f"the workspaces of '{plan.nodes[s].name}' (it keeps its addresses) are not in fixed")
     for t, m in zip(plan.tensors, mem.tensors):
-        want = ("weights" if t.index in plan.constants else "io" if block[t.index] in io
+        want = ("weights" if t.index in plan.constants else "variable" if block[t.index] in states
+                else "io" if block[t.index] in io
                 else "atomic" if block[t.index] in atomic and t.is_static else None)
         if want and m.segment != want:
             errors.append(f"tensor '{t.name}' is in {m.segment}, expected {want}")
+        if m.segment == "feature_map" and block[t.index] in fixed:
+            errors.append(f"tensor '{t.name}' is in feature_map, but a task that keeps its addresses uses it: "
+                          "expected fixed")
         if m.segment == "dynamic" or not t.is_static:
             continue
         if m.offset is None:
@@ -131,7 +147,8 @@ def _items(plan, mem, block, view):
     producer = {t: n for n in plan.nodes for t in n.outputs if t >= 0}
     life: dict[int, list] = {}
     for t, m in zip(plan.tensors, mem.tensors):
-        if m.segment in ("weights", "io", "atomic") or (m.segment == "feature_map" and t.is_static and t.nbytes):
+        if m.segment in ("weights", "io", "atomic", "variable") or (
+                m.segment in ("feature_map", "fixed") and t.is_static and t.nbytes):
             g = block[t.index]
             item = life.setdefault(g, [g, m.segment, m.offset, 0, set(), set()])
             if m.offset is not None and item[2] is not None:  # the group's byte span
@@ -152,7 +169,8 @@ def _items(plan, mem, block, view):
     for n, ws in zip(plan.nodes, mem.workspaces):
         for k, (off, nbytes) in enumerate(ws):
             if nbytes:
-                items.append([("ws", n.step, k), "feature_map", off, nbytes, {n.step}, {n.step}])
+                seg = "fixed" if n.step in mem.fixed_workspaces else "feature_map"
+                items.append([("ws", n.step, k), seg, off, nbytes, {n.step}, {n.step}])
     return items
 
 
@@ -189,7 +207,7 @@ def verify_memory(plan, mem) -> None:
     own = {block[t] for t, s in launched.items() if s in steps} | {
         (s, k) for s in steps for k, (_, nbytes) in enumerate(mem.workspaces[s]) if nbytes}
     for i, a in enumerate(items):
-        if a[1] == "feature_map" and a[2] % ALIGN:
+        if a[1] in ("feature_map", "fixed") and a[2] % ALIGN:
             errors.append(f"workspace {a[0]} offset {a[2]} is not aligned")
         for b in items[i + 1:]:
             if a[1] != b[1] or a[2] + a[3] <= b[2] or b[2] + b[3] <= a[2]:
@@ -198,7 +216,7 @@ def verify_memory(plan, mem) -> None:
                 errors.append(f"feature_map: {_name(plan, a)} and {_name(plan, b)} share bytes ({a[2]}+{a[3]} "
                               f"vs {b[2]}+{b[3]}) but one belongs to a no-reuse node")
                 continue
-            if a[1] == "feature_map" and a[4] and b[4] and (
+            if a[1] in ("feature_map", "fixed") and a[4] and b[4] and (
                     order.all_before(a[5], b[4]) or order.all_before(b[5], a[4])):
                 continue  # one's last use happens before the other's first definition
             errors.append(f"{a[1]}: {_name(plan, a)} {_span(a)} and {_name(plan, b)} {_span(b)} share bytes "

@@ -2,16 +2,21 @@
 
 `schedule(order, engines, options)` is the one entry the compiler calls once the engines are known (from
 the bound kernels): GE's stream assignment (streams.py) on the order's data edges, then the fewest events
-(events.py), checked to cover every dependency.
+(events.py), then GE's physical split of streams past the per-stream task cap (split.py,
+`Options.max_tasks_per_stream`; events planned again with the pieces chained), checked to cover every
+dependency.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 
 from ..errors import GEError
 from .dependencies import dependencies
 from .events import EventPlan, plan_events, verify_events
+from .multiplex import multiplex_events
+from .split import split_streams
 from .streams import StreamAssignment, assign_streams, single_stream_reason
 
 log = logging.getLogger("ge.schedule")
@@ -26,15 +31,71 @@ class Schedule:
 def schedule(order, engines, options) -> Schedule:
     """Streams and events for `order` (a topological order of ir Nodes) with one engine per node."""
     preds, _ = dependencies(order)
-    a = assign_streams(engines, preds, max_streams=options.max_streams,
-                       single_stream_reason=single_stream_reason(order, options), names=[n.name for n in order],
+    labels, groups = node_labels(order, options)
+    reason = single_stream_reason(order, options)
+    if reason and options.enable_single_stream and any(labels):
+        k = next(i for i, lab in enumerate(labels) if lab)
+        raise GEError(f"enable_single_stream (ge.enableSingleStream) with a stream label: node '{order[k].name}' "
+                      f"has stream label '{labels[k]}'; GE's SingleStreamPass refuses the two together (E10056)")
+    if reason and any(labels + groups):
+        log.info("stream labels and parallel groups have no effect on one stream (%s)", reason)
+    a = assign_streams(engines, preds, max_streams=options.max_streams, single_stream_reason=reason,
+                       names=[n.name for n in order],
                        memory_priority=options.topo_sorting_mode == "memory_priority",
-                       exact_ge=options.exact_ge_streams)
+                       exact_ge=options.exact_ge_streams, labels=labels, groups=groups)
     events = plan_events(preds, a.streams) if a.num_streams > 1 else EventPlan((), 0, 0, 0)
+    if options.max_tasks_per_stream and a.single_stream_reason is None:
+        a, events, preds = _split(a, events, preds, options.max_tasks_per_stream)
+    cap = options.max_events
+    if events.events and (options.event_multiplexing or (cap and len(events.events) > cap)):
+        reused = multiplex_events(events.events, a.streams)   # also when the device's events run out
+        log.info("event multiplexing: %d events on %d ids", len(reused), len({e.id for e in reused}))
+        events = dataclasses.replace(events, events=reused)
+    ids = len({e.id for e in events.events})
+    if cap and ids > cap:
+        raise GEError(f"the plan needs {ids} event ids even with multiplexing ({len(events.events)} events on "
+                      f"{a.num_streams} streams), the device has max_events {cap}: raise max_events or lower "
+                      "max_streams")
     problems = verify_events(preds, a.streams, events.events)
     if problems:
         raise GEError(f"stream events do not cover the order's dependencies: {problems[:3]}")
     return Schedule(a, events)
+
+
+def node_labels(order, options) -> tuple[list, list]:
+    """Per position its stream label and parallel group: the node's `_stream_label` / `_parallel_group`
+    attribute (GE's ATTR_NAME_STREAM_LABEL / ATTR_NAME_PARALLEL_GROUP), or Options.stream_labels /
+    parallel_groups by node name, which win. A name the options give that no node has is an error."""
+    names = {n.name for n in order}
+    out = []
+    for attr, option in (("_stream_label", "stream_labels"), ("_parallel_group", "parallel_groups")):
+        given = dict(getattr(options, option))
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise GEError(f"option {option} names node '{unknown[0]}', which the compiled graph does not have "
+                          f"(nodes: {', '.join(sorted(names)[:8])}{', ...' if len(names) > 8 else ''})")
+        values = []
+        for n in order:
+            v = given.get(n.name, n.attrs.get(attr))
+            values.append(v.decode() if isinstance(v, bytes) else (str(v) if v is not None else None))
+        out.append(values)
+    return out[0], out[1]
+
+
+def _split(a, events, preds, cap):
+    """GE's SplitStreams on the assignment; the chain edges join the dependencies the events must cover."""
+    s = split_streams(a.streams, a.engines, events.events, cap)
+    if not s.chain:
+        return a, events, preds
+    preds = [list(p) for p in preds]
+    for u, v in s.chain:
+        preds[v] = sorted({*preds[v], u})
+    reasons = tuple(r if new == old else f"{r}; split from s{old} (task cap {cap})"
+                    for r, new, old in zip(a.reasons, s.streams, a.streams))
+    a = dataclasses.replace(a, streams=s.streams, reasons=reasons, num_streams=len(set(s.streams)))
+    log.info("split: %d streams past the cap of %d tasks -> %d streams", sum(len(p) > 1 for p in
+             s.pieces.values()), cap, a.num_streams)
+    return a, plan_events(preds, a.streams), preds
 
 
 __all__ = ["Schedule", "dependencies", "schedule"]

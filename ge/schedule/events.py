@@ -156,9 +156,17 @@ def verify_events(preds, streams, events) -> list[str]:
             problems.append(f"e{e.id} goes backwards: {e.record_after} -> {e.wait_before}")
         if streams[e.record_after] == streams[e.wait_before]:
             problems.append(f"e{e.id} joins one stream s{streams[e.record_after]}")
-    if [e.id for e in events] != list(range(len(events))):
+    ids = sorted({e.id for e in events})
+    if ids != list(range(len(ids))):
         problems.append("event ids are not dense from 0")
     hb = HappensBefore(streams, events)
+    last: dict[int, object] = {}   # a reused id (multiplexing): each use waited for before the next is recorded
+    for e in sorted(events, key=lambda e: (e.record_after, e.wait_before)):
+        p = last.get(e.id)
+        if p is not None and not (p.wait_before == e.record_after or hb.before(p.wait_before, e.record_after)):
+            problems.append(f"e{e.id} is recorded at {e.record_after} before its previous use is waited for "
+                            f"at {p.wait_before}")
+        last[e.id] = e
     for v, ps in enumerate(preds):
         for u in ps:
             if not hb.before(u, v):

@@ -4,7 +4,11 @@ LogicalStreamAllocator::RunPasses).
 Works node by node (GE works on same-engine clusters; a node is the finest cluster). Positions in the
 order are the clock; `preds`/`succs` are data edges between positions.
 
-Step 1 (IndependentStreamPass): each independent engine (HCCL) gets one stream of its own for all its nodes.
+Step 0 (AssignByLabelPass): nodes with a stream label (`_stream_label` attribute or Options.stream_labels)
+        get one fresh stream per distinct label, which nothing else reuses (GE: USER_STREAM_LABEL and
+        StreamLabel before the engine rules; a labelled predecessor is not reusable).
+Step 1 (IndependentStreamPass): each independent engine (HCCL) gets one stream of its own for all its
+        unlabelled nodes.
 Step 2 (AssignByDependencyPass): for each node in order, a predecessor p is reusable when p is not on an
         independent stream, p has no *other* successor of p's own engine that could run in parallel with the
         node (GE: no other such successor at all; one that depends on the node, like the residual input of
@@ -15,8 +19,11 @@ Step 2 (AssignByDependencyPass): for each node in order, a predecessor p is reus
         (beyond GE, which round-robins) a stream whose last node is an ancestor of this one: it is idle by
         the time this node can start, so no parallelism is lost (one ending at a predecessor first: no event).
         Else a new stream, up to `max_streams` in all; past that, the least loaded (fewest nodes, lowest id).
-Step 3 (UpdateForSkippedEnginePass): a no-task node (GE_LOCAL) whose neighbours all share a stream moves there.
-Step 4 (OptimizeIneffectiveMultiStreamPass): a node none of whose neighbours shares its stream moves to a
+Step 2b (UpdateForParallelGroupPass): unlabelled nodes with a parallel group (`_parallel_group` attribute or
+        Options.parallel_groups) that share a stream move to one new stream per (stream, group name).
+Step 3 (UpdateForSkippedEnginePass): an unlabelled no-task node (GE_LOCAL) whose neighbours all share a
+        stream moves there.
+Step 4 (OptimizeIneffectiveMultiStreamPass), for nodes with neither label nor group: a node none of whose neighbours shares its stream moves to a
         neighbour's stream S when the node of S just before it (by position) is one of its ancestors and the
         node of S just after it one of its descendants (GE: "no other node of S lies between its neighbours
         on S"; a node that data orders around it anyway is no obstacle). The move then adds no order the data
@@ -76,10 +83,12 @@ def single_stream_reason(order, options) -> str | None:
 
 
 def assign_streams(engines, preds, *, max_streams: int = 8, single_stream_reason: str | None = None,
-                   names=None, memory_priority: bool = False, exact_ge: bool = False) -> StreamAssignment:
+                   names=None, memory_priority: bool = False, exact_ge: bool = False, labels=None,
+                   groups=None) -> StreamAssignment:
     """Streams for an execution order given per position its engine and its predecessors' positions.
     `exact_ge`: GE's Step 2 without this module's two refinements (for comparison): every other same-engine
-    successor blocks reuse, and no reuse of finished streams."""
+    successor blocks reuse, and no reuse of finished streams. `labels` / `groups`: per position its stream
+    label / parallel group, or None (Steps 0 and 2b)."""
     n = len(engines)
     names = tuple(names) if names is not None else tuple(f"#{i}" for i in range(n))
     if single_stream_reason is None and max_streams == 1:
@@ -89,8 +98,12 @@ def assign_streams(engines, preds, *, max_streams: int = 8, single_stream_reason
         return StreamAssignment((0,) * n, tuple(engines), ("single stream",) * n, 1 if n else 0,
                                 single_stream_reason, 0, names)
     a = _Assigner(list(engines), [list(p) for p in preds], names, max_streams, memory_priority, exact_ge)
+    a.label = list(labels) if labels is not None else [None] * n
+    a.group = list(groups) if groups is not None else [None] * n
+    a.by_label()
     a.independent()
     a.by_dependency()
+    a.by_parallel_group()
     a.skipped_engine()
     moved = a.ineffective_multi_stream()
     streams = a.renumber()
@@ -117,7 +130,7 @@ class _Assigner:
         self.reason = [""] * self.n
         self.load: dict[int, int] = {}
         self.stream_engines: dict[int, set] = {}
-        self.independent_streams: set[int] = set()
+        self.own_streams: set[int] = set()
         self.max_streams, self.memory_priority, self.exact_ge = max_streams, memory_priority, exact_ge
         self.anc = [0] * self.n   # bitset of data ancestors per position
         for i, ps in enumerate(preds):
@@ -134,18 +147,41 @@ class _Assigner:
     def _new_stream(self) -> int:
         return max(self.load, default=-1) + 1
 
+    def by_label(self):
+        streams: dict[str, int] = {}
+        for i in range(self.n):
+            if self.label[i] is not None:
+                if self.label[i] not in streams:
+                    s = streams[self.label[i]] = self._new_stream()
+                    self.load[s] = 0
+                    self.own_streams.add(s)
+                self._put(i, streams[self.label[i]], f"stream label '{self.label[i]}'")
+
     def independent(self):
         for e in dict.fromkeys(self.eng):
             if info(e).independent:
+                todo = [i for i in range(self.n) if self.eng[i] == e and self.stream[i] < 0]
+                if not todo:
+                    continue
                 s = self._new_stream()
                 self.load[s] = 0
-                self.independent_streams.add(s)
-                for i in range(self.n):
-                    if self.eng[i] == e:
-                        self._put(i, s, f"{e} is independent: its own stream")
+                self.own_streams.add(s)
+                for i in todo:
+                    self._put(i, s, f"{e} is independent: its own stream")
+
+    def by_parallel_group(self):
+        streams: dict[tuple, int] = {}
+        for i in range(self.n):
+            g = self.group[i]
+            if g is None or self.label[i] is not None:
+                continue
+            key = (self.stream[i], g)
+            if key not in streams:
+                streams[key] = self._new_stream()
+            self._move(i, streams[key], f"parallel group '{g}'")
 
     def by_dependency(self):
-        cap = max(1, self.max_streams - len(self.independent_streams))
+        cap = max(1, self.max_streams - len(self.own_streams))
         for i in range(self.n):
             if self.stream[i] >= 0:
                 continue
@@ -160,14 +196,14 @@ class _Assigner:
                 s = self._finished_streams(i)[0]
                 self._put(i, s, f"reuses the stream of '{self.names[self.last[s]]}', done before it" +
                           self._why_new(i))
-            elif len(self.load) - len(self.independent_streams) < cap:
+            elif len(self.load) - len(self.own_streams) < cap:
                 self._put(i, self._new_stream(), "new stream" + self._why_new(i))
             else:
                 s = min(self._compute_streams(), key=lambda s: (self.load[s], s))
                 self._put(i, s, f"max_streams {self.max_streams} reached: least loaded stream")
 
     def _compute_streams(self) -> list[int]:
-        return [s for s in self.load if s not in self.independent_streams]
+        return [s for s in self.load if s not in self.own_streams]
 
     def _finished_streams(self, i) -> list[int]:
         """Streams whose last node is an ancestor of i (idle by the time i can start): those ending at a
@@ -176,10 +212,10 @@ class _Assigner:
         return sorted(done, key=lambda s: (self.last[s] not in self.preds[i], self.load[s], s))
 
     def _shared_preds(self, i) -> list[int]:
-        return [p for p in self.preds[i] if self.stream[p] not in self.independent_streams]
+        return [p for p in self.preds[i] if self.stream[p] not in self.own_streams]
 
     def _reusable(self, p, i) -> bool:
-        if self.stream[p] in self.independent_streams:
+        if self.stream[p] in self.own_streams:
             return False
         ep, ei = self.eng[p], self.eng[i]
         if not self.memory_priority and self._siblings(p, i):
@@ -201,10 +237,10 @@ class _Assigner:
 
     def skipped_engine(self):
         for i in range(self.n):
-            if self.eng[i] != GE_LOCAL:
+            if self.eng[i] != GE_LOCAL or self.label[i] is not None:
                 continue
             around = {self.stream[j] for j in self.preds[i] + self.succs[i]}
-            if len(around) == 1 and not around & (self.independent_streams | {self.stream[i]}):
+            if len(around) == 1 and not around & (self.own_streams | {self.stream[i]}):
                 s = around.pop()
                 self._move(i, s, f"no task: all neighbours on the stream of '{self._on(i, s)}'")
 
@@ -235,13 +271,13 @@ class _Assigner:
 
     def _better_stream(self, i, members) -> int | None:
         own = self.stream[i]
-        if own in self.independent_streams:
+        if own in self.own_streams or self.label[i] is not None or self.group[i] is not None:
             return None
         neighbours = self.preds[i] + self.succs[i]
         if not neighbours or any(self.stream[j] == own for j in neighbours):
             return None
         best = None
-        for s in sorted({self.stream[j] for j in neighbours} - self.independent_streams):
+        for s in sorted({self.stream[j] for j in neighbours} - self.own_streams):
             on_s = members[s]
             k = bisect.bisect_left(on_s, i)
             if k > 0 and not (self.anc[i] >> on_s[k - 1]) & 1:

@@ -8,6 +8,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import ge
+from ge.plan import aligned_empty
 from ge.errors import DeviceMemoryError, ExecutionError, GEError
 from ge.npu.memory import DeviceMemory
 from runtime_v2 import Executor
@@ -202,7 +203,8 @@ def test_constant_value_inputs_stay_out_of_the_shape_cache_key():
 def test_bound_outputs_are_computed_in_place(shape):
     sess = ge.Session(chain(6, shape), runtime="v2")
     x = np.linspace(-1, 1, 48, dtype=np.float32).reshape(3, 16)
-    buf = np.full((3, 16), np.nan, np.float32)
+    buf = aligned_empty((3, 16), np.float32)   # 32-byte aligned: GE's zero-copy rule (ge.plan.zero_copy_aligned)
+    buf[...] = np.nan
     feeds = sess._check_feeds({"x": x})
     y, = sess._executor.run(feeds, outputs={0: buf})
     assert y is buf                                   # the kernel wrote there: no copy, no new array

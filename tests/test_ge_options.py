@@ -1,0 +1,57 @@
+"""GE's option names: each one ge accepts sets a field or is GE's default; each one ge knows and does not do is
+refused with its reason; README's GE-options table lists every name ge accepts or refuses."""
+import re
+from pathlib import Path
+
+import pytest
+
+import ge
+from ge.errors import GEError
+from ge.options import GE_ALIASES, GE_REFUSED, MEMORY_POLICY
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.mark.parametrize("key", ["ac_parallel_enable", "AC_PARALLEL_ENABLE"])
+@pytest.mark.parametrize("value", ["", "0", 0])
+def test_ac_parallel_enable_default_is_accepted(key, value):
+    """GE_REFERENCE 3.3 step 2 / 5: ac_parallel_enable "" or "0" is GE's default (no AICPU stream of its own on
+    dynamic-shape graphs), which is what ge does: accepted, nothing changes."""
+    assert ge.Options.from_dict({key: value}) == ge.Options()
+
+
+def test_ac_parallel_enable_1_is_refused_with_the_reason():
+    """GE_REFERENCE 3.3 step 2: "1" gives AICPU subgraphs of dynamic graphs their own stream; runtime_v2 runs
+    dynamic-shape plans on one host thread, so ge refuses it and says why (never dropped silently)."""
+    with pytest.raises(GEError, match=r"ac_parallel_enable=1 is not supported by ge: .*one host thread"):
+        ge.Options.from_dict({"AC_PARALLEL_ENABLE": "1"})
+    with pytest.raises(GEError, match="takes '', '0' or '1'"):
+        ge.Options.from_dict({"ac_parallel_enable": "yes"})
+
+
+@pytest.mark.parametrize("key", sorted(GE_REFUSED))
+def test_known_ge_options_ge_does_not_do_are_refused_by_name(key):
+    """GE_REFERENCE 5: options ge does not implement fail naming the option and the reason."""
+    with pytest.raises(GEError, match=re.escape(f"GE option {key}=") + ".*not supported by ge: " +
+                       re.escape(GE_REFUSED[key][:20])):
+        ge.Options.from_dict({key: "1"})
+
+
+def test_memory_priority_policy_combines_with_bfs_dfs_and_refuses_rdfs():
+    """GE_REFERENCE 1.1: MemoryPriority replaces the ready stack of BFS and DFS; with RDFS/StableRDFS ge
+    says it has no such combination instead of dropping one option."""
+    for mode in ("0", "1"):
+        o = ge.Options.from_dict({"ge.topoSortingMode": mode, "ge.exec.memoryOptimizationPolicy": "MemoryPriority"})
+        assert o.topo_sorting_mode == "memory_priority"
+    assert ge.Options.from_dict({"ge.exec.memoryOptimizationPolicy": ""}) == ge.Options()
+    with pytest.raises(GEError, match="MemoryPriority with topo_sorting_mode '3'"):
+        ge.Options.from_dict({"ge.topoSortingMode": "3", "ge.exec.memoryOptimizationPolicy": "MemoryPriority"})
+
+
+def test_readme_table_lists_every_ge_option():
+    """The acceptance of issue 21: the README's GE-options table lists every GE option ge accepts or refuses."""
+    text = README.read_text()
+    start = text.index("### GE options")
+    table = text[start:text.index("\n#", start + 5)]
+    for key in (*GE_ALIASES, *GE_REFUSED, *MEMORY_POLICY):
+        assert f"`{key}`" in table, f"README's GE-options table does not list {key}"
