@@ -49,8 +49,11 @@ def pool2d(x, y, rc, mode, ident, geom, block_idx, block_dim):
     cols = min(W, span - PW)   # input columns they read
     buf = np.full(max(span, PW + W) + 3 * L, ident, y.dtype)  # a padded row of column results
     r0, r1 = block_range(NC * OH, 1, block_idx, block_dim)
+    q, oh = r0 // OH, r0 % OH - 1
     for row in range(r0, r1):
-        q, oh = row // OH, row % OH
+        oh += 1
+        if oh == OH:  # the next plane (no division per row: it cost a third of a 13-wide row's time)
+            q, oh = q + 1, 0
         top = oh * SH - PH  # the window's first input row
         kh0, kh1 = max(0, -top), min(KH, H - top)
         xo = q * H * W + top * W
