@@ -54,6 +54,11 @@ def run_ge(model, feeds, cores: int = 1):
     return run_kernel(kernel, ctx, arrays)
 
 
+def ge_only(op_type, inputs, attrs=None, opset=17, const_inputs=()):
+    """The kernel's answer alone, for bad input (the oracle would raise its own error first)."""
+    return run_ge(*make_model(op_type, inputs, attrs, opset, const_inputs=const_inputs))
+
+
 def run_sessions(model, feeds) -> dict:
     """{runtime: outputs} of the model on each runtime that can run it (v1 needs static shapes)."""
     out = {}

@@ -109,3 +109,38 @@ def test_unsupported_op_names_node_and_lists_registered():
     with pytest.raises(ge.UnsupportedOpError) as e:
         ge.Session(m)
     assert e.value.node == "fancy" and e.value.op_type == "FancyOp" and "Add" in str(e.value)
+
+
+def test_several_omitted_outputs_get_distinct_names():
+    """Regression: every omitted optional output ("") of a node got the same internal name, and the load
+    failed with an untyped ValueError ('Attention_0_unused' is defined twice)."""
+    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 2, 3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("Attention", ["q", "q", "q"], ["y", "", "", ""])
+    m = helper.make_model(helper.make_graph([node], "g", [q], [y]), opset_imports=[helper.make_opsetid("", 23)])
+    g = import_onnx(m)
+    names = [v.name for v in g.nodes[0].outputs]
+    assert len(set(names)) == 4 and names[0] == "y"
+
+
+def test_omitted_outputs_run():
+    """LayerNormalization with its Mean and InvStdDev outputs both omitted loads and runs."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    scale = numpy_helper.from_array(np.ones(3, np.float32), "s")
+    node = helper.make_node("LayerNormalization", ["x", "s"], ["y", "", ""])
+    m = helper.make_model(helper.make_graph([node], "g", [x], [y], [scale]),
+                          opset_imports=[helper.make_opsetid("", 17)])
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = ge.Session(m).run(None, {"x": a})[0]
+    want = (a - a.mean(1, keepdims=True)) / np.sqrt(a.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_output_named_twice_in_one_node_is_model_load_error():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("Split", ["x"], ["y", "y"], axis=0, num_outputs=2)
+    m = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 18)])
+    with pytest.raises(ge.ModelLoadError, match="defined twice"):
+        import_onnx(m)

@@ -221,12 +221,14 @@ def import_onnx(model) -> Graph:
             node_name = f"{node_name}_{i}"
         used.add(node_name)
         ins = [graph.values[x] if x else None for x in n.input]
-        for out in n.output:
-            if out in graph.values:
+        for k, out in enumerate(n.output):
+            if out and (out in graph.values or out in n.output[:k]):
                 raise ModelLoadError(f"{name}: value '{out}' is defined twice (again by node '{node_name}')")
-        node = graph.add_node(n.op_type, ins, [o or graph.fresh_name(f"{node_name}_unused")
-                                               for o in n.output],
-                              node_attributes(n), node_name, n.domain if n.domain != "ai.onnx" else "")
+        # an omitted optional output ("") gets a name of its own, suffixed by its position: fresh_name
+        # alone would give every omitted output of the node the same (not yet added) name
+        outs = [o or graph.fresh_name(f"{node_name}_unused{k}") for k, o in enumerate(n.output)]
+        node = graph.add_node(n.op_type, ins, outs, node_attributes(n), node_name,
+                              n.domain if n.domain != "ai.onnx" else "")
         for v in node.outputs:
             typed(v.name, v)
     for vi in g.output:

@@ -1,4 +1,4 @@
-"""Activation kernels (float32/float64): Sigmoid, Tanh, the Relu variants, Softplus, Mish, Gelu...
+"""Activation kernels (float32/float64): Sigmoid, Tanh, the Relu variants, Softplus, Mish, Gelu, Shrink, Swish...
 
 One kernel, `activation(x, out, op, alpha, beta)`, holds a flat loop per op (broadcast.map1), picked by op
 code outside the loops; alpha and beta carry the op's attributes, cast to the input dtype. Constants are
@@ -110,8 +110,18 @@ def _gelu_tanh(v, p, q):
     return v / (type(v)(1) + exp(type(v)(-2) * z))
 
 
+@njit
+def _shrink(v, p, q):
+    return v - q if v > p else (v + q if v < -p else type(v)(0))
+
+
+@njit
+def _swish(v, p, q):
+    return v * _sigmoid(p * v, p, q)
+
+
 (SIGMOID, TANH, LEAKY_RELU, ELU, CELU, SELU, THRESHOLDED_RELU, HARD_SIGMOID, HARD_SWISH, SOFTPLUS,
- SOFTSIGN, MISH, GELU, GELU_TANH, SILU) = range(15)
+ SOFTSIGN, MISH, GELU, GELU_TANH, SILU, SHRINK, SWISH) = range(17)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -146,6 +156,10 @@ def activation(x, out, op, alpha, beta, block_idx, block_dim):
         _map(_gelu, x, out, p, q)
     elif op == SILU:
         _map(_silu, x, out, p, q)
+    elif op == SHRINK:
+        _map(_shrink, x, out, p, q)
+    elif op == SWISH:
+        _map(_swish, x, out, p, q)
     else:
         _map(_gelu_tanh, x, out, p, q)
 
@@ -154,7 +168,7 @@ def activation(x, out, op, alpha, beta, block_idx, block_dim):
 # hold; float64 runs libm, several times slower, so its launches tile later than they could)
 _NS = {SIGMOID: 0.9, TANH: 1.1, LEAKY_RELU: 0.15, ELU: 0.8, CELU: 0.8, SELU: 0.8, THRESHOLDED_RELU: 0.15,
        HARD_SIGMOID: 0.15, HARD_SWISH: 0.2, SOFTPLUS: 3.2, SOFTSIGN: 0.2, MISH: 0.85, GELU: 2.2, GELU_TANH: 1.1,
-       SILU: 1.0}
+       SILU: 1.0, SHRINK: 0.15, SWISH: 1.0}
 
 _ACTIVATIONS = {  # op: (code, alpha, beta): attribute names with their defaults, or fixed values
     "Sigmoid": (SIGMOID, 0.0, 0.0), "Tanh": (TANH, 0.0, 0.0), "LeakyRelu": (LEAKY_RELU, ("alpha", 0.01), 0.0),
@@ -163,6 +177,8 @@ _ACTIVATIONS = {  # op: (code, alpha, beta): attribute names with their defaults
     "ThresholdedRelu": (THRESHOLDED_RELU, ("alpha", 1.0), 0.0),
     "HardSigmoid": (HARD_SIGMOID, ("alpha", 0.2), ("beta", 0.5)), "HardSwish": (HARD_SWISH, 1 / 6, 0.5),
     "Softplus": (SOFTPLUS, 0.0, 0.0), "Softsign": (SOFTSIGN, 0.0, 0.0), "Mish": (MISH, 0.0, 0.0),
+    "Shrink": (SHRINK, ("lambd", 0.5), ("bias", 0.0)),  # the spec's integer inputs are not supported
+    "Swish": (SWISH, ("alpha", 1.0), 0.0),  # opset 24: x * sigmoid(alpha x)
 }
 
 

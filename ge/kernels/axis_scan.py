@@ -1,4 +1,4 @@
-"""Ops that walk lines along one axis: TopK and CumSum.
+"""Ops that walk lines along one axis: TopK, CumSum and CumProd.
 
 The tensor is seen as (outer, n, inner); a line is n elements `inner` apart.
 
@@ -7,7 +7,8 @@ the worst kept element, so one pass costs O(n log k); popping the heap then writ
 results best first. Order is (value, index): equal values keep the lower index first, and NaN ranks
 above every number, as in the reference's lexsort. The output is always sorted (allowed for sorted=0).
 
-CumSum runs the scan a whole inner row at a time, so the innermost loop is a plain vector add.
+CumSum and CumProd run the scan a whole inner row at a time, so the innermost loop is a plain vector
+add (or multiply); the op is picked outside the row loops.
 
 Blocks (AI cores): TopK splits its outer * inner lines (a k-slot heap per block); CumSum splits the
 (outer, inner) columns as flat ranges (blocks.row_range), so a column's scan stays in one block.
@@ -117,9 +118,9 @@ def _prepare_topk(ctx: KernelContext) -> Launch:
 
 
 @njit(nogil=True, cache=True)
-def cumsum(x, out, outer, n, inner, exclusive, reverse, block_idx, block_dim):
-    """Blocks split the (outer, inner) columns as flat ranges (blocks.row_range): a column's scan stays
-    in one block."""
+def cumsum(x, out, outer, n, inner, exclusive, reverse, prod, block_idx, block_dim):
+    """Running sums (prod: products). Blocks split the (outer, inner) columns as flat ranges
+    (blocks.row_range): a column's scan stays in one block."""
     lo, hi = row_range(outer * inner, inner, G, block_idx, block_dim)
     for o in range(lo // max(inner, 1), (hi + inner - 1) // max(inner, 1)):
         j0, j1 = max(lo - o * inner, 0), min(hi - o * inner, inner)
@@ -129,15 +130,19 @@ def cumsum(x, out, outer, n, inner, exclusive, reverse, block_idx, block_dim):
             d = (o * n + j) * inner + j0
             if s == 0:
                 if exclusive:
-                    out[d:d + w] = 0
+                    out[d:d + w] = 1 if prod else 0
                 else:
                     copy_run(x, d, out, d, w)
                 continue
             p = d + inner if reverse else d - inner  # the previous row in scan order
             src = p if exclusive else d
             row, prev, add = out[d:d + w], out[p:p + w], x[src:src + w]  # views vectorize
-            for i in range(w):
-                row[i] = prev[i] + add[i]
+            if prod:
+                for i in range(w):
+                    row[i] = prev[i] * add[i]
+            else:
+                for i in range(w):
+                    row[i] = prev[i] + add[i]
 
 
 def _infer_cumsum(ctx: KernelContext) -> list[TensorSpec]:
@@ -145,11 +150,12 @@ def _infer_cumsum(ctx: KernelContext) -> list[TensorSpec]:
     return [ctx.inputs[0]]
 
 
+@register("CumProd", infer=_infer_cumsum, value_inputs=(1,), since=26)
 @register("CumSum", infer=_infer_cumsum, value_inputs=(1,))
 def _prepare_cumsum(ctx: KernelContext) -> Launch:
     shape = ctx.inputs[0].shape
     axis = normalize_axis(ctx, int_values(ctx, 1)[0], len(shape))
     args = (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]),
-            int(bool(ctx.attr("exclusive", 0))), int(bool(ctx.attr("reverse", 0))))
+            int(bool(ctx.attr("exclusive", 0))), int(bool(ctx.attr("reverse", 0))), int(ctx.op_type == "CumProd"))
     nb = blocks(ctx, args[0] * args[2], _NS_CUMSUM * args[1])
     return tiled(cumsum, args, nb, inputs=(0,))

@@ -1,5 +1,5 @@
 """Pad in every mode: constant, reflect, edge and wrap (opsets 1-25; pads/value attributes before 11,
-inputs since, axes since 18).
+inputs since, axes since 18), and CenterCropPad, which is a constant pad whose pads centre the new shape.
 
 Negative pads crop first and the kept part is then padded. Constant padding walks the output once,
 row by row: a row outside the kept box is filled, a row inside is fill, copy, fill (one pass, and
@@ -139,3 +139,39 @@ def _prepare_pad(ctx: KernelContext) -> Launch:
             raise ctx.error(f"{mode} padding needs a non-empty input, got shape {shape} and pads {begin + end}")
         tables.append((lo + _source_index(np.arange(m) - max(b, 0), keep, mode)) * s)
     return gather_launch(ctx, gather_args(out, tables), inputs=(0,))
+
+
+# -- CenterCropPad ----------------------------------------------------------------------------------
+
+def _center_pads(ctx: KernelContext):
+    """CenterCropPad's begin/end pads per dim (negative: a crop); an odd difference puts its extra
+    element at the end, as the reference does."""
+    x = ctx.inputs[0]
+    r = len(x.shape)
+    sizes = int_values(ctx, 1)
+    axes = ctx.attr("axes")
+    axes = list(range(r)) if axes is None else [normalize_axis(ctx, a, r) for a in axes]
+    if len(sizes) != len(axes) or min(sizes, default=0) < 0:
+        raise ctx.error(f"shape {sizes} does not fit axes {axes}")
+    begin, end = [0] * r, [0] * r
+    for a, size in zip(axes, sizes):
+        d = size - x.shape[a]
+        begin[a] = d // 2 if d >= 0 else -(-d // 2)
+        end[a] = d - begin[a]
+    return begin, end
+
+
+def _infer_center_crop_pad(ctx: KernelContext) -> list[TensorSpec]:
+    x = ctx.inputs[0]
+    ctx.require_dtype(0, DTYPES)
+    begin, end = _center_pads(ctx)
+    return [TensorSpec([n + b + e for n, b, e in zip(x.shape, begin, end)], x.dtype)]
+
+
+@register("CenterCropPad", infer=_infer_center_crop_pad, value_inputs=(1,), since=18)
+def _prepare_center_crop_pad(ctx: KernelContext) -> Launch:
+    shape, out = ctx.inputs[0].shape, ctx.outputs[0].shape
+    begin, end = _center_pads(ctx)
+    args = _constant_args(shape, out, begin, end, 0, ctx.inputs[0].dtype)
+    ns = walk_ns(int(args[1][-1]), True, ctx.outputs[0].dtype.itemsize)
+    return tiled(pad_constant, args, blocks(ctx, ctx.outputs[0].size, ns), inputs=(0,))

@@ -124,6 +124,7 @@ class OpKernel:
 
 
 _REGISTRY: dict[tuple[str, str], list[OpKernel]] = {}
+_REFUSED: dict[tuple[str, str], str] = {}  # ops ge declines on purpose: the reason lookup reports
 MAX_OPSET = 10 ** 6
 
 
@@ -139,12 +140,23 @@ def register(op_type: str | list[str], *, infer, domain: str = "", since: int = 
     return deco
 
 
+def refuse(op_type: str | list[str], reason: str, domain: str = "") -> None:
+    """Declare ops ge will not run (they stay unregistered) with the reason their UnsupportedOpError gives."""
+    for op in [op_type] if isinstance(op_type, str) else op_type:
+        _REFUSED[(op, domain)] = reason
+
+
 def lookup(op_type: str, domain: str = "", opset: int = MAX_OPSET, node: str = "?") -> OpKernel:
     domain = "" if domain == "ai.onnx" else domain
-    for k in _REGISTRY.get((op_type, domain), ()):
+    kernels = _REGISTRY.get((op_type, domain), ())
+    for k in kernels:
         if k.since <= opset <= k.until:
             return k
-    raise UnsupportedOpError(op_type, domain, opset, node, registered_ops())
+    reason = _REFUSED.get((op_type, domain), "")
+    if kernels:
+        reason = "ge has kernels for opsets " + ", ".join(
+            f"{k.since}+" if k.until == MAX_OPSET else f"{k.since}-{k.until}" for k in kernels)
+    raise UnsupportedOpError(op_type, domain, opset, node, registered_ops(), reason)
 
 
 def registered_ops() -> list[str]:
