@@ -1,9 +1,9 @@
 """The GEMM's register tiles (gemm.py drives them): sweeps of one panel of B by the row tiles of A.
 
 A tile is 8 rows x 2 vectors of C (16 zmm registers, simd.py's explicit vectors) kept in registers over a
-k block: per k, 2 vector loads of B, 8 broadcasts of A and 16 FMAs, ~130 GF/s float32 on one core of this
-Xeon with everything in L1/L2 (the FMA loop alone: ~170), level with OpenBLAS's AVX-512 kernel on the
-same shapes. A panel's second vector is masked when N ends inside it (or the panel is one masked vector);
+k block: per k, 2 vector loads of B, 8 broadcasts of A and 16 FMAs. Float32 on one core with everything in
+L1/L2: 86-95 GF/s on the AMD EPYC (Zen 4: one 512-bit FMA per cycle; the FMA loop alone 99 GF/s), ~130 on
+the Xeon this was first tuned on (FMA loop ~170), level with OpenBLAS's AVX-512 kernel on the same shapes. A panel's second vector is masked when N ends inside it (or the panel is one masked vector);
 the rows left over from the tiles of 8 run as a tile of 4 (8 FMA chains, full speed) and then one at a time
 (2 chains: latency-bound, a quarter of a tile's speed; M = 197, ViT's tokens, lost 5% to 5 such rows).
 
