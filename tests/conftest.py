@@ -13,3 +13,15 @@ SUMMARY: list[str] = []
 def pytest_terminal_summary(terminalreporter):
     for line in SUMMARY:
         terminalreporter.write_line(line)
+
+
+# The longest files first (with a cold Numba cache: the node cases, then the conv kernels' compiles): under
+# xdist's loadfile each file runs on one worker, and a long file started last kept one worker busy alone for
+# minutes at the end of the run (largest-first keeps both busy to the end).
+_FIRST = ("tests/test_onnx_node_cases.py", "tests/kernels/test_conv.py", "tests/test_light_models_vs_ort.py",
+          "tests/test_light_models.py", "tests/kernels/test_elementwise.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {f: i for i, f in enumerate(_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(_FIRST)))

@@ -66,7 +66,7 @@ def _finish(v, bias, act, c0, c1, lo, hi):
 
 @njit(nogil=True, cache=True, inline="always")
 def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
-    """Rows r .. r+R of a plane wider than a vector (R = 4, 2 or 1, a literal: 8, 4 or 2 FMA chains), two
+    """Rows r .. r+R of a plane wider than a vector (R = 4 or 1, a literal: 8 or 2 FMA chains), two
     vectors of columns at a time, the second masked at the row's end."""
     L = vlanes(y)
     po, yr = r * Wq, yo + r * OW
@@ -134,7 +134,7 @@ def _narrow(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
 def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
     """y[yo + r*OW + j] = act(sum over taps t of w[wo+t] * p[r*Wq + taps[t] + j] + bias), r < rows, j < OW,
     act one of IN_REGISTERS (NONE otherwise). Eight FMA chains at a time: four rows x two vectors, or
-    eight rows x one vector on planes a vector wide; the rows left over in tiles of half as many (a single
+    eight rows x one vector on planes a vector wide; narrow planes' leftover rows in tiles of 4 and 2 (a single
     row's one or two chains wait on the FMA latency: 672 x 14 x 14 5x5 left 6 of 14 rows to them; 0.257 ->
     0.205 ms, one core). A row's last loads may run up to two vectors past it (into the workspace's slack: read, never
     stored)."""
@@ -148,11 +148,9 @@ def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
         while r + 4 <= rows:
             _wide(p, Wq, taps, w, wo, y, yo, OW, r, 4, bv, act, c0, c1, lo, hi)
             r += 4
-        if r + 2 <= rows:
-            _wide(p, Wq, taps, w, wo, y, yo, OW, r, 2, bv, act, c0, c1, lo, hi)
-            r += 2
-        if r < rows:
-            _wide(p, Wq, taps, w, wo, y, yo, OW, r, 1, bv, act, c0, c1, lo, hi)
+        while r < rows:  # planes this wide rarely leave rows (28, 56, 112 are multiples of 4): one variant less
+            _wide(p, Wq, taps, w, wo, y, yo, OW, r, 1, bv, act, c0, c1, lo, hi)  # to compile (~7 s per dtype)
+            r += 1
     else:
         while r + 8 <= rows:
             _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 8, bv, act, c0, c1, lo, hi)
