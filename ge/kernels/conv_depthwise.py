@@ -80,7 +80,6 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
             if R > 1:
                 a1 = vfma(wv, vload(p, s + Wq), a1)
                 b1 = vfma(wv, vload(p, s + Wq + L), b1)
-            if R > 2:
                 a2 = vfma(wv, vload(p, s + 2 * Wq), a2)
                 b2 = vfma(wv, vload(p, s + 2 * Wq + L), b2)
                 a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
@@ -91,7 +90,6 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
         if R > 1:
             vstore_n(y, yr + OW + j, _finish(a1, bv, act, c0, c1, lo, hi), n0)
             vstore_n(y, yr + OW + j + L, _finish(b1, bv, act, c0, c1, lo, hi), n1)
-        if R > 2:
             vstore_n(y, yr + 2 * OW + j, _finish(a2, bv, act, c0, c1, lo, hi), n0)
             vstore_n(y, yr + 2 * OW + j + L, _finish(b2, bv, act, c0, c1, lo, hi), n1)
             vstore_n(y, yr + 3 * OW + j, _finish(a3, bv, act, c0, c1, lo, hi), n0)
