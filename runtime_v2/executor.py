@@ -400,10 +400,11 @@ def _weak(method):
 
 def _feed(inst: Instance, feeds: dict, bufs: list, shapes: list) -> None:
     """The caller's inputs into the buffer table: read in place when 32-byte aligned (GE's zero-copy
-    rule), else copied into an aligned array first."""
+    rule) and writable, else copied into an aligned array first (Numba types a read-only array apart:
+    reading one in place would compile each kernel it reaches a second time)."""
     c = inst.counters
     for t, a in feeds.items():
-        if zero_copy_aligned(a):
+        if zero_copy_aligned(a) and a.flags.writeable:
             c["zero_copy_inputs"] += 1
         else:
             b = aligned_empty(a.shape, a.dtype)

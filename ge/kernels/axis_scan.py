@@ -24,6 +24,7 @@ from numba import njit
 
 from .blocks import G, blocks, own, per_block, row_range, tiled
 from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register
+from .specialize import by_type
 from .strided import DTYPES, copy_run, int_values
 from .tiling import block_range
 
@@ -48,6 +49,7 @@ def _before(va, ia, vb, ib, largest):
     return ia < ib
 
 
+@by_type
 @njit(nogil=True, cache=True)
 def _sift_down(x, heap, size, i, base, inner, largest):
     """Restore the heap below slot i: every parent ranks after its children (root = worst kept)."""

@@ -27,6 +27,9 @@ serves all ranks. Per image and group, `prepare` picks one of six ways (conv_low
              accumulated over all taps in registers (K = kH*kW is all overhead for a GEMM).
   DIRECT     other depthwise convs: each output plane accumulates w[k] * shifted input plane, tap by tap,
              in vectorizable row loops.
+float64 convs take `lowered` only (POINTWISE, SHIFTED, IM2COL, DIRECT): IMPLICIT's and DEPTHWISE's register
+tiles made float64's conv compile 149 s cold, 69 s without them, for a type onnxruntime's CPU Conv does not
+offer at all (float64 is here for checking, not speed).
 Every output element of a conv is one FMA chain (gemm.py) over k = (channel, tap) in the same order,
 whatever its channel or position (tiles change nothing), so channels with equal weights stay bitwise
 equal; SHIFTED and IM2COL even give the same bits. Workspaces: SHIFTED needs the padded rows
@@ -67,6 +70,7 @@ from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shi
 from .epilogue import activation_args, epilogue
 from .gemm import MIN_BLOCK_MACS, gemm_block, workspace
 from .registry import KernelContext, Launch, TensorSpec, register
+from .specialize import by_type
 from .tiling import block_dim_for, block_range, largest_share
 
 POINTWISE, IM2COL, DIRECT, SHIFTED, DEPTHWISE, PACKED = range(6)
@@ -84,6 +88,7 @@ MIN_BLOCK_TAPS = 1 << 18  # DEPTHWISE, DIRECT: a block's least multiply-adds (se
 
 # -- kernels ----------------------------------------------------------------------------------------
 
+@by_type
 @njit(nogil=True, cache=True)
 def _share(pairs, Mg, spatial, grain, split, block_idx, block_dim):
     """(q0, q1, c0, c1, s0, s1): a block's pairs, output channels and spatial units."""
@@ -98,34 +103,52 @@ def _share(pairs, Mg, spatial, grain, split, block_idx, block_dim):
 
 
 @njit(nogil=True, cache=True)
+def _block(ws, y, geom, mode, split, block_idx, block_dim):
+    """A block's workspace slice and its (pairs, output channels, spatial units) shares."""
+    N, M, OD, OH, OW, G = geom[0], geom[5], geom[6], geom[7], geom[8], geom[21]
+    per = ws.size // block_dim
+    pointwise = mode == POINTWISE
+    grain = (8 if mode != PACKED else 128 // y.itemsize) if split == CHANNELS else (128 // y.itemsize if pointwise else 1)
+    S = OD * OH * OW
+    return (ws[block_idx * per:(block_idx + 1) * per],) + _share(N * G, M // G, S if pointwise else OD * OH, grain,
+                                                                split, block_idx, block_dim)
+
+
+@njit(nogil=True, cache=True)
 def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim):
     """y = act(conv(x, w) + b + z), block block_idx's share. geom: N C D H W, M OD OH OW, KD KH KW,
     strides, pads, dilations, G. tile: output rows per GEMM (IM2COL, SHIFTED); lw: a block's workspace
     for the lowering (its GEMM packs B after it)."""
+    if mode != PACKED and mode != DEPTHWISE:
+        lowered(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim)
+        return
+    C, H, W, M, OH, OW = geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
+    KH, KW, sh, sw, ph, pw, dh, dw, G = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17], geom[19], geom[20], geom[21]
+    wsb, q0, q1, c0, c1, s0, s1 = _block(ws, y, geom, mode, split, block_idx, block_dim)
+    if mode == PACKED:
+        implicit(x, w, b, z, y, wsb, lw, q0, q1, c0, c1, s0, s1, G, C // G, M // G, H, W, OH, OW, KH, KW,
+                 sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1)
+    else:  # one call for all the block's planes (see conv_depthwise's doc)
+        depthwise(x, w, b, z, y, wsb, np.empty(KH * KW, np.int64), q0, q1, G, M // G, H, W, OH, OW, KH, KW, sh, sw,
+                  ph, pw, tile, has_b, has_z, act, p0, p1)
+
+
+@njit(nogil=True, cache=True)
+def lowered(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim):
+    """conv's POINTWISE, SHIFTED, IM2COL and DIRECT (float64's only kernel: see the module doc)."""
     N, C, D, H, W = geom[0], geom[1], geom[2], geom[3], geom[4]
     M, OD, OH, OW = geom[5], geom[6], geom[7], geom[8]
     KD, KH, KW, sd, sh, sw = geom[9], geom[10], geom[11], geom[12], geom[13], geom[14]
     pd, ph, pw, dd, dh, dw, G = geom[15], geom[16], geom[17], geom[18], geom[19], geom[20], geom[21]
     Cg, Mg = C // G, M // G
     K, S_in, S = Cg * KD * KH * KW, D * H * W, OD * OH * OW
-    per = ws.size // block_dim
-    wsb = ws[block_idx * per:(block_idx + 1) * per]
+    wsb, q0, q1, c0, c1, s0, s1 = _block(ws, y, geom, mode, split, block_idx, block_dim)
     pk = wsb[lw:]
     pointwise = mode == POINTWISE
-    grain = (8 if mode != PACKED else 128 // y.itemsize) if split == CHANNELS else (128 // y.itemsize if pointwise else 1)
-    q0, q1, c0, c1, s0, s1 = _share(N * G, Mg, S if pointwise else OD * OH, grain, split, block_idx, block_dim)
     e0, e1 = (s0, s1) if pointwise else (s0 * OW, s1 * OW)  # the block's positions in each output plane
     lohi = np.empty(2 * KW, np.int64)  # valid output columns of each kw tap, for DIRECT
     for kw in range(KW):
         lohi[kw], lohi[KW + kw] = _valid(kw * dw - pw, sw, W, OW)
-    if mode == PACKED:
-        implicit(x, w, b, z, y, wsb, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H, W, OH, OW, KH, KW,
-                 sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1)
-        return
-    if mode == DEPTHWISE:  # one call for all the block's planes (see conv_depthwise's doc)
-        depthwise(x, w, b, z, y, wsb, np.empty(KH * KW, np.int64), q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, sw,
-                  ph, pw, tile, has_b, has_z, act, p0, p1)
-        return
     phased = mode == IM2COL and sw > 1 and KW > 1
     for q in range(q0, q1):
         n, g = q // G, q % G
@@ -260,13 +283,13 @@ def _round16(n: int) -> int:
     return -(-n // 16) * 16
 
 
-def _mode(geom, Cg: int, Mg: int, KT: int, packed: bool) -> int:
+def _mode(geom, Cg: int, Mg: int, KT: int, packed: bool, double: bool) -> int:
     D, KD, OD = (int(v) for v in geom[[2, 9, 6]])
     undilated_2d = D == KD == OD == 1 and (geom[18:21] == 1).all()
     if packed:
         return PACKED
     if Cg == 1 and Mg <= 4:
-        return DEPTHWISE if undilated_2d and USE_DEPTHWISE else DIRECT
+        return DEPTHWISE if undilated_2d and USE_DEPTHWISE and not double else DIRECT
     if KT == 1 and (geom[12:15] == 1).all() and not geom[15:18].any():  # 1x1, stride 1, no pad
         return POINTWISE
     return SHIFTED if undilated_2d and USE_SHIFTED else IM2COL
@@ -277,7 +300,7 @@ def wants_packed(weight_shape, group: int, dtype) -> bool:
     1-D or 2-D, not depthwise, a panel's worth of output channels a group and at most 10% of lanes idle
     (measured: 24 and 40 channels ran 20-30% slower than POINTWISE / SHIFTED, 16 level, 80 and more faster)."""
     M, Cg, lanes = weight_shape[0], weight_shape[1], 64 // np.dtype(dtype).itemsize
-    if len(weight_shape) not in (3, 4) or group < 1 or M % group or np.dtype(dtype) not in _FLOATS:
+    if len(weight_shape) not in (3, 4) or group < 1 or M % group or np.dtype(dtype) != np.float32:
         return False
     Mg = M // group
     return USE_IMPLICIT and not (Cg == 1 and Mg <= 4) and Mg >= 2 * lanes and padded_channels(Mg, lanes) * 10 <= Mg * 11
@@ -335,7 +358,10 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     Cg, Mg, KT = C // G, M // G, int(np.prod(geom[9:12]))
     dtype = ctx.inputs[0].dtype
     P = 128 // dtype.itemsize  # a GEMM panel: 2 vectors of columns
-    mode = _mode(geom, Cg, Mg, KT, ctx.attr("weight_shape") is not None)
+    double = dtype == np.float64
+    if double and ctx.attr("weight_shape") is not None:
+        raise ctx.error("packed weights (weight_shape) are float32 only")
+    mode = _mode(geom, Cg, Mg, KT, ctx.attr("weight_shape") is not None, double)
     S, rows = OD * OH * OW, OD * OH
     bd, split = _conv_tiling(ctx.cores, mode, N * G, Mg, Cg * KT, rows, S, P)
     mb = largest_share(Mg, 8 if mode != PACKED else P, bd) if split == CHANNELS else Mg
@@ -354,7 +380,7 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     inputs = (0, 1, 2 if has_b else 1, 3 if has_z else 0)
     if has_z and ctx.inputs[3].shape != ctx.outputs[0].shape:
         raise ctx.error(f"Z has shape {ctx.inputs[3].shape}, expected the output's {ctx.outputs[0].shape}")
-    return Launch(conv, (geom, mode, int(has_b), int(has_z), act, p0, p1, tile, split, lw),
+    return Launch(lowered if double else conv, (geom, mode, int(has_b), int(has_z), act, p0, p1, tile, split, lw),
                   (TensorSpec((bd * max(per, 1),), dtype),), inputs, tiled=True, block_dim=bd)
 
 

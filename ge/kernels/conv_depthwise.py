@@ -19,6 +19,7 @@ from numba import njit
 from .conv_lowering import _channel_stride, _pad_copy
 from .epilogue import CLIP, HARD_SIGMOID, HARD_SWISH, NONE, RELU, epilogue
 from .simd import vadd, vbcast, vfma, vlanes, vload, vmax, vmin, vmul, vsplat, vstore_n, vzero
+from .specialize import by_type
 
 
 @njit(nogil=True, cache=True)
@@ -128,6 +129,7 @@ def _narrow(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
         vstore_n(y, yr + 7 * OW, _finish(a7, bv, act, c0, c1, lo, hi), OW)
 
 
+@by_type
 @njit(nogil=True, cache=True)
 def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
     """y[yo + r*OW + j] = act(sum over taps t of w[wo+t] * p[r*Wq + taps[t] + j] + bias), r < rows, j < OW,

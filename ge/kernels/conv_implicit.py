@@ -29,6 +29,7 @@ from numba import njit
 from .conv_lowering import _channel_stride, _pad_copy
 from .epilogue import epilogue
 from .simd import vbcast, vfma, vlanes, vload, vprefetch_l2, vstore_hi, vstore_n, vtrans8, vzero
+from .specialize import by_type
 
 A_BYTES = 1 << 19  # a tile of output rows reads at most this much input (padded copy or in place): half of L2;
 # 1 << 18 swept every panel twice on a 512 x 14 x 14 3x3 conv: 9.3 -> 8.6 ms (onnxruntime 8.5), ResNet-50 the same
@@ -169,6 +170,7 @@ def _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R, pf):
     _store(y, yo, S, vtrans8(c0, c1, c2, c3, c4, c5, c6, c7), 0, min(R, npos - t0), nch)
 
 
+@by_type
 @njit(nogil=True, cache=True)
 def _panels(a, ao, pb, npos, koff, K, w, wo, y, yo, S, Mp, Mg, c0, c1):
     """Channels [c0, c1) of npos positions (a tile of output rows, y[yo:] its first position of channel

@@ -38,6 +38,7 @@ from numba import njit
 
 from .blocks import G, blocks, own, per_block, row_range, tiled
 from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register
+from .specialize import by_type
 from .tiling import block_range
 
 # walk modes: how an element folds into its slot
@@ -107,6 +108,7 @@ def slot_part(shape, so, ds, n_slots, block_idx, block_dim):
     return lo, hi, lo * so[ds], hi * so[ds]
 
 
+@by_type
 @njit(nogil=True, cache=True, fastmath={"reassoc"})
 def fold(x, out, m, mode, shape, so, ds, lo, hi):
     """Fold x into out over the collapsed `shape`, dim ds cut to [lo, hi); `so` are out's strides (0 on

@@ -209,11 +209,17 @@ def run_blocks(launch: Launch, args: list) -> None:
     serial_blocks(launch)(*args)
 
 
+def writable(a: np.ndarray) -> np.ndarray:
+    """a, or a copy when it is read-only: Numba types a read-only array apart, so passing one would compile
+    a second copy of the kernel (conv: ~100 s cold). Constants from numpy_helper.to_array are read-only."""
+    return a if a.flags.writeable else a.copy()
+
+
 def call(launch: Launch, arrays: list, outs: list[np.ndarray]) -> None:
     """Call a launch on whole arrays (flattened here), allocating its workspaces."""
     picked = (launch.inputs if launch.inputs is not None
               else [i for i, a in enumerate(arrays) if a is not None])
-    flat_in = [np.ascontiguousarray(arrays[i]).reshape(-1) for i in picked]
+    flat_in = [writable(np.ascontiguousarray(arrays[i]).reshape(-1)) for i in picked]
     ws = [np.empty(w.size, w.dtype) for w in launch.workspaces]
     for k in launch.atomic:
         outs[k][...] = 0

@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit
 
 from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register
+from .specialize import by_type
 from .strided import DTYPES, copy_run
 
 # -- NonZero ----------------------------------------------------------------------------------------
@@ -126,6 +127,7 @@ def _order(x, a, b, outer, n, inner):
     return 0
 
 
+@by_type
 @njit(nogil=True, cache=True)
 def _merge_sort(keys, perm, tmp, x, outer, n, inner, by_slice):
     """Stable bottom-up merge sort of perm: by slice order of x (by_slice) or by keys[perm[i]]."""

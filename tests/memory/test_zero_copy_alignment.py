@@ -68,3 +68,18 @@ def test_output_bound_only_when_32_byte_aligned(runtime, offset):
     assert (st["zero_copy_outputs"], st["misaligned_outputs"]) == ((1, 0) if aligned else (0, 1))
     if runtime == "v1":
         assert st["copied_outputs"] == (0 if aligned else 1)
+
+
+def test_a_read_only_input_is_copied_on_v2():
+    """runtime_v2 calls its kernels from Python: a read-only feed read in place would make Numba compile every
+    kernel it reaches a second time (a read-only array is another type), so v2 copies it (v1's native loop
+    reads it through its address: bound)."""
+    x = aligned_empty((4, 8), np.float32)
+    x[...] = np.random.default_rng(7).standard_normal((4, 8))
+    x.flags.writeable = False
+    for runtime, counts in (("v1", (1, 0)), ("v2", (0, 1))):
+        sess = ge.Session(_model(), runtime=runtime)
+        (y,) = sess.run(None, {"x": x})
+        np.testing.assert_allclose(y, _expected(x), rtol=1e-6)
+        st = sess._executor.stats()
+        assert (st["zero_copy_inputs"], st["copied_inputs"]) == counts, runtime
