@@ -35,6 +35,7 @@ from ge.npu.thunks import ThunkError
 from ge.plan import aligned_empty, event_uses, zero_copy_aligned
 
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
+from .control import HostNode
 from .dynamic import DynamicNode
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST, STATIC, lower
 from .states import States
@@ -156,7 +157,9 @@ class Executor:
         for i, a in plan.constants.items():
             self._consts[i] = np.ascontiguousarray(a).reshape(-1)
         self._shapes = [t.shape if t.is_static else None for t in plan.tensors]
-        self._dynamic = {s.node.step: DynamicNode(plan, s) for s in self.lowered.steps if s.kind == DYNAMIC}
+        self._bodies: list = []   # executors of control-flow bodies (control.py), closed with this one
+        self._dynamic = {s.node.step: HostNode(plan, s, self._body_executor) if s.node.kernel.host
+                         else DynamicNode(plan, s) for s in self.lowered.steps if s.kind == DYNAMIC}
         self._outputs = tuple((t, t in self.lowered.copy_out) for t in plan.outputs)
         self._shared = ThreadSafeScalableAllocator(self.device, on_oom=_weak(self._recycle_idle)) \
             if shared_allocator else None
@@ -170,6 +173,11 @@ class Executor:
         self._instances = InstancePool(lambda: me()._new_instance(), self.max_instances,
                                        lambda inst: inst.release(device, shared))
         weakref.finalize(self, _collected, self._instances.all, device, shared)
+
+    def _body_executor(self, body_plan) -> "Executor":
+        ex = Executor(body_plan, self.device, max_instances=self.max_instances)
+        self._bodies.append(ex)
+        return ex
 
     def _stream_threads(self) -> int:
         """Threads for the plan's streams (1: the plan runs in plan order on the calling thread)."""
@@ -194,6 +202,8 @@ class Executor:
             self._shared.empty_cache()
 
     def close(self) -> None:
+        for ex in self._bodies:
+            ex.close()
         self._instances.close()
         if self._shared is not None:
             self._shared.empty_cache()
@@ -325,6 +335,8 @@ class Executor:
         for t, copy in self._outputs:
             if bound and t in bound and bufs[t] is bound[t][0]:
                 out.append(bound[t][1])
+            elif not isinstance(bufs[t], np.ndarray):  # a sequence or optional
+                out.append(list(bufs[t]) if isinstance(bufs[t], list) else bufs[t])
             else:
                 a = bufs[t].reshape(shapes[t])
                 out.append(a.copy() if copy else a)
@@ -403,6 +415,9 @@ def _feed(inst: Instance, feeds: dict, bufs: list, shapes: list) -> None:
     rule), else copied into an aligned array first."""
     c = inst.counters
     for t, a in feeds.items():
+        if not isinstance(a, np.ndarray):   # a sequence (list) or an empty optional (None): host values
+            bufs[t], shapes[t] = a, None
+            continue
         if zero_copy_aligned(a):
             c["zero_copy_inputs"] += 1
         else:

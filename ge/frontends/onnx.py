@@ -217,8 +217,8 @@ class _Importer:
                 v.dtype = from_onnx(code, f"value '{value_name}' of {self.name}") if code else None
                 try:
                     v.shape = _dims(tp, self.fresh) if kind in ("tensor", "optional") else None
-                except ModelLoadError as e:
-                    raise ModelLoadError(f"{self.name}: value '{value_name}': {e}") from None
+                except ModelLoadError:   # an inferred -1 (onnx's inference inside bodies): unknown
+                    v.shape = None
         return v
 
     def fill(self, g, graph: Graph, outer) -> None:
