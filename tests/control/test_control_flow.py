@@ -136,8 +136,10 @@ def test_torch_like_scripted_loop_with_a_sequence():
 
 
 def test_runtime_v1_refuses_control_flow_naming_the_node():
-    with pytest.raises(GEError, match="If node 'branch'.*runtime='v2'"):
+    with pytest.raises(GEError, match="runtime_v1 cannot run If node 'branch'.*runtime='v2'"):
         ge.Session(_if_model(), runtime="v1")
+    with pytest.raises(GEError, match="cannot save plan .*If node 'branch'"):
+        ge.save(ge.compile(_if_model()), "/tmp/never.gem")
 
 
 def _branch(m, name):
@@ -173,3 +175,28 @@ def test_unknown_captured_name_names_the_node():
     _branch(m, "then_branch").node[0].input[1] = "nowhere"
     with pytest.raises(ModelLoadError, match="Mul node 'Mul_0' reads 'nowhere'.*If node 'branch'"):
         ge.Session(m)
+
+
+def test_nested_if_in_a_loop_captures_through_two_scopes():
+    """The If inside the Loop body reads `x` of the main graph: the body captures it, the If captures it
+    from the body."""
+    then = h.make_graph([h.make_node("Add", ["y_in", "x"], ["t"])], "then", [],
+                        [h.make_tensor_value_info("t", F, [2])])
+    other = h.make_graph([h.make_node("Sub", ["y_in", "x"], ["e"])], "else", [],
+                         [h.make_tensor_value_info("e", F, [2])])
+    body = h.make_graph([
+        h.make_node("Mod", ["i", "two"], ["r"]), h.make_node("Equal", ["r", "zero"], ["even"]),
+        h.make_node("If", ["even"], ["y_out"], then_branch=then, else_branch=other, name="inner"),
+        h.make_node("Identity", ["cond_in"], ["cond_out"]),
+    ], "body", [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("cond_in", T.BOOL, []),
+                h.make_tensor_value_info("y_in", F, [2])],
+        [h.make_tensor_value_info("cond_out", T.BOOL, []), h.make_tensor_value_info("y_out", F, [2])])
+    m = _model([h.make_node("Loop", ["M", "", "y0"], ["y"], body=body, name="outer")],
+               [h.make_tensor_value_info("M", T.INT64, []), h.make_tensor_value_info("y0", F, [2]),
+                h.make_tensor_value_info("x", F, [2])], [h.make_tensor_value_info("y", F, [2])],
+               [h.make_tensor("two", T.INT64, [], [2]), h.make_tensor("zero", T.INT64, [], [0])])
+    feeds = {"M": np.array(5, np.int64), "y0": np.zeros(2, np.float32), "x": np.array([1, 3], np.float32)}
+    _check(m, feeds)
+    g = import_onnx(m)
+    verify(g)
+    assert "capture %x:f32[2]" in str(g)
