@@ -218,7 +218,9 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
 
 
 def _compile_body(graph: Graph, options: Options) -> Plan:
-    """A body into a plan of its own: passes, order, kernels, streams and memory, as for a model."""
+    """A body into a plan of its own: passes, order, kernels, streams and memory, as for a model (the
+    model's state pairs name the model's values, not the body's)."""
+    options = options.replace(state_pairs=())
     graph = optimize(graph, options)
     return build_plan(graph, topological_order(graph, options.topo_sorting_mode), options)
 

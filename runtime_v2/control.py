@@ -66,7 +66,7 @@ class HostNode:
                 v = _check(spec, v, f"{attr} input '{spec.name}'")
                 # (not np.ascontiguousarray: it makes a 0-d array 1-d)
                 feeds[t] = v.copy() if isinstance(v, np.ndarray) and not v.flags.c_contiguous else v
-            return ex.run(feeds)
+            return ex.run_body(feeds)
         return run
 
 
