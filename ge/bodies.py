@@ -3,7 +3,8 @@
 Step 1: copy the body (the compiler may compile a graph more than once; the IR body stays as imported).
 Step 2: type its inputs from the node: captures take their outer values' types as the passes left them;
         Loop's iteration number and condition are i64[] and b8[]; carried values (Loop, Scan states) start
-        as the node's initial values; Scan's slices are the scan inputs without their scan axis.
+        as the node's initial values; Scan's slices are the scan inputs without their scan axis;
+        SequenceMap's are its sequences' elements (shape unknown) or its tensors.
 Step 3: a carried value whose shape the body changes (a growing sequence of concatenations) gets
         symbolic dims where the body's output disagrees with its input, found by inferring a trial copy
         (at most 3 rounds, then rank unknown): the body is compiled once for every iteration's shape.
@@ -77,6 +78,9 @@ def _formal_types(node, b) -> bool:
         changed |= _retype(b.inputs[1], np.dtype(np.bool_), (), "tensor")
         for inner, v in zip(b.inputs[2:], formal[2:]):
             changed |= _retype(inner, v)
+    elif node.op_type == "SequenceMap":   # a sequence's element: its dtype, shape unknown
+        for inner, v in zip(b.inputs, formal):
+            changed |= _retype(inner, v.dtype, v.shape if v.is_tensor else None, "tensor")
     elif node.op_type == "Scan":
         m = int(node.attrs.get("num_scan_inputs", 0))
         lead = 1 if len(formal) > len(b.inputs) else 0        # Scan-8: sequence_lens, a batch axis

@@ -72,6 +72,10 @@ def check_bodies(node, opset: int, where: str) -> None:
             bad(f"its body gives {len(body.outputs)} outputs (condition, {n_states} carried values, then scan "
                 f"outputs), which does not match the node's {n_out} outputs ({n_states} carried values and "
                 f"{len(body.outputs) - 1 - n_states} scan outputs expected)")
+    elif node.op_type == "SequenceMap":
+        body = b.get("body")
+        if body is None or len(body.inputs) != n_in or len(body.outputs) != n_out:
+            bad(f"its body must take its {n_in} inputs and give its {n_out} outputs")
     elif node.op_type == "Scan":
         body = b.get("body")
         if body is None:

@@ -124,3 +124,18 @@ def scan8(call: HostCall, args):
         per_batch.append(_scan(call, [s[b] for s in states], [x[b, :steps] for x in xs],
                                [0] * m, dirs, None, None))
     return [np.stack([r[k] for r in per_batch]) for k in range(len(call.out_dtypes))]
+
+
+@register_host("SequenceMap")
+def sequence_map(call: HostCall, args):
+    """The body once per position of the sequence inputs (a tensor input goes whole to every run); each
+    body output is collected into an output sequence."""
+    seqs = [a for a in args if isinstance(a, list)]
+    lengths = {len(a) for a in seqs}
+    if len(lengths) > 1:
+        raise call.error(f"the input sequences differ in length: {sorted(lengths)}")
+    body, outs = call.bodies["body"], [[] for _ in call.out_dtypes]
+    for k in range(lengths.pop() if lengths else 0):
+        for acc, r in zip(outs, body([a[k] if isinstance(a, list) else a for a in args])):
+            acc.append(np.array(r))
+    return outs
