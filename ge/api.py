@@ -32,7 +32,9 @@ class NodeArg:
 def _node_arg(t) -> NodeArg:
     name = _ONNX_TYPE_NAMES.get(t.dtype.name, t.dtype.name)
     to_onnx(t.dtype)  # only types ONNX knows reach here
-    return NodeArg(t.name, list(t.shape), f"tensor({name})", t.dtype)
+    kind = {"sequence": "seq(tensor({}))", "optional": "optional(tensor({}))",
+            "optional_sequence": "optional(seq(tensor({})))"}.get(t.value_kind, "tensor({})")
+    return NodeArg(t.name, list(t.shape), kind.format(name), t.dtype)
 
 
 def _strip_port(name: str, known) -> str:
@@ -250,6 +252,9 @@ class Session:
             if t.name not in feeds:
                 raise InputError(f"missing input '{t.name}' ({t.dtype}{list(t.shape)})")
             a = feeds[t.name]
+            if t.value_kind != "tensor":
+                out[t.index] = self._host_feed(t, a)
+                continue
             if not isinstance(a, np.ndarray):
                 a = np.asarray(a)
             if a.dtype != t.dtype:
@@ -262,5 +267,21 @@ class Session:
                 if got != want:
                     raise InputError(f"input '{t.name}' has shape {list(a.shape)}, expected "
                                      f"{list(t.shape)}" + (f" with {dims}" if dims else ""))
-            out[t.index] = np.ascontiguousarray(a)
+            out[t.index] = a if a.flags.c_contiguous else a.copy()  # (np.ascontiguousarray makes 0-d 1-d)
         return out
+
+    @staticmethod
+    def _host_feed(t, a):
+        """A sequence (list of arrays) or optional (None or its element) input, its element dtype checked."""
+        if a is None and t.value_kind.startswith("optional"):
+            return None
+        seq = t.value_kind in ("sequence", "optional_sequence")
+        if seq != isinstance(a, (list, tuple)):
+            raise InputError(f"input '{t.name}' is a {t.value_kind}: give "
+                             f"{'a list of arrays' if seq else 'an array'}{' or None' * (t.value_kind != 'sequence')}")
+        items = [np.asarray(x) for x in a] if seq else [np.asarray(a)]
+        for x in items:
+            if x.dtype != t.dtype:
+                raise InputError(f"input '{t.name}' ({t.value_kind}) holds dtype {x.dtype}, expected {t.dtype}")
+        items = [x if x.flags.c_contiguous else x.copy() for x in items]
+        return items if seq else items[0]

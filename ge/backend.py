@@ -19,7 +19,9 @@ class GEBackendRep(BackendRep):
             if isinstance(inputs, np.ndarray):
                 inputs = [inputs]
             feeds = dict(zip(names, inputs))
-        return tuple(self.session.run(None, {k: np.asarray(v) for k, v in feeds.items()}))
+        # sequences (lists) and empty optionals (None) pass as they are
+        return tuple(self.session.run(None, {k: v if v is None or isinstance(v, list) else np.asarray(v)
+                                             for k, v in feeds.items()}))
 
 
 class GEBackend(Backend):

@@ -16,6 +16,7 @@ from .errors import DeviceMemoryError, GEError
 from .ir import Graph
 from .kernels.bind import node_context, node_kernel, static_spec
 from .kernels.registry import UnknownValueError
+from .bodies import compile_bodies, host_kernel
 from .memory import continuous, plan_memory
 from .npu import progress
 from .npu.aicore import aicore_num
@@ -180,7 +181,8 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
             _check_size(graph, v, options)
             i = index[id(v)] = len(tensors)
             shape = v.shape if v.shape is not None else ("?",)
-            tensors.append(PlanTensor(i, v.name, v.dtype, tuple(shape), kind))
+            tensors.append(PlanTensor(i, v.name, v.dtype, tuple(shape) if v.is_tensor else ("?",), kind,
+                                      v.kind))
             if v.is_const:
                 constants[i] = v.const
         return index[id(v)]
@@ -188,13 +190,18 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
     inputs = tuple(tensor_of(v) for v in graph.inputs)
     nodes = []
     for step, node in enumerate(order):
-        kernel = node_kernel(graph, node)
+        kernel = host_kernel(node, node_kernel(graph, node))
         ins = tuple(tensor_of(v) for v in node.inputs)
         outs = tuple(tensor_of(v) for v in node.outputs)
-        launch, dynamic = _bind_launch(graph, node, kernel, options.aicore_num)
+        if kernel.host is not None:   # control flow, sequences: on the host, bodies compiled into plans
+            launch, dynamic = None, True
+            bodies = compile_bodies(node, lambda g: _compile_body(g, options))
+        else:
+            launch, dynamic = _bind_launch(graph, node, kernel, options.aicore_num)
+            bodies = ()
         nodes.append(PlanNode(step, node.name, node.op_type, node.domain, node_context(
             graph, node, kernel).opset, dict(node.attrs), ins, outs, kernel, launch, dynamic,
-            kernel.engine))
+            kernel.engine, bodies=bodies))
     outputs = tuple(tensor_of(v) for v in graph.outputs)
     nodes, events, reason = _assign_streams(order, nodes, options)
     plan = Plan(graph.name, tuple(tensors), tuple(nodes), inputs, outputs, constants, options,
@@ -208,6 +215,14 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
     memory = plan_memory(plan)
     log.debug("plan %s: %s", plan.name, memory.summary())
     return dataclasses.replace(plan, memory=memory)
+
+
+def _compile_body(graph: Graph, options: Options) -> Plan:
+    """A body into a plan of its own: passes, order, kernels, streams and memory, as for a model (the
+    model's state pairs name the model's values, not the body's)."""
+    options = options.replace(state_pairs=())
+    graph = optimize(graph, options)
+    return build_plan(graph, topological_order(graph, options.topo_sorting_mode), options)
 
 
 def _check_size(graph, v, options) -> None:

@@ -164,6 +164,7 @@ class PlanTensor:
     dtype: np.dtype
     shape: tuple  # ints, or str for symbolic dims
     kind: str     # input | const | activation
+    value_kind: str = "tensor"  # | sequence | optional | optional_sequence (host values; dtype: the element's)
 
     @property
     def is_static(self) -> bool:
@@ -192,6 +193,9 @@ class PlanNode:
     # the memory plan does the node's work: a Concat whose inputs are written straight into their slices of
     # its output (GE's no-task node with continuous input memory); runtimes skip it, `launch` is kept
     no_task: bool = False
+    # control flow (If/Loop/Scan): per body (attribute name, its own Plan, how many of its inputs are the
+    # captured outer values: the node's last inputs, body after body); the node is dynamic, runs on the host
+    bodies: tuple = ()
 
     @property
     def is_alias(self) -> bool:

@@ -293,6 +293,14 @@ def feature_bytes(plan: Plan) -> int:
 
 
 def _check_static(plan: Plan) -> None:
+    host = next((n for n in plan.nodes if n.kernel.host is not None), None)
+    if host is not None:
+        # GE's v1 runs static control flow as stream activation (StreamSwitch / StreamActive, LabelSet /
+        # LabelGoto tasks); ge's task tables do not have those tasks yet: runtime_v2 runs it host-driven
+        raise GEError(f"runtime_v1 cannot run {host.op_type} node '{host.name}': control flow, sequences and "
+                      "optionals run host-driven, and runtime_v1's task tables have no stream-activation "
+                      "tasks (StreamSwitch / StreamActive / LabelGoto) yet; use runtime='v2' (or 'auto', "
+                      "which picks it). An If on a constant condition is folded away and runs on either")
     dyn = [n for n in plan.nodes if n.is_dynamic]
     if dyn:
         n = dyn[0]

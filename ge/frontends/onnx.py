@@ -19,7 +19,8 @@ from onnx import external_data_helper, shape_inference
 from ..errors import ModelLoadError, UnsupportedOpError
 from ..ir import Graph
 from ..ir.dtypes import from_onnx
-from .onnx_attrs import node_attributes, tensor_to_array
+from .onnx_attrs import attribute_value, tensor_to_array
+from .onnx_bodies import check_bodies, free_names, node_free_names, value_kind
 
 MAX_PROTO_BYTES = (2 << 30) - 1
 MAX_DEPTH, MAX_NODES, MAX_ATTRS = 16, 1 << 20, 1024         # subgraph nesting, nodes in all, attributes a node
@@ -173,69 +174,148 @@ def import_onnx(model) -> Graph:
         inferred = shape_inference.infer_shapes(proto, strict_mode=False).graph
     except Exception:  # noqa: BLE001 - inference is a hint only; ge infers again
         inferred = g
-    infos = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.input) + list(inferred.output)}
+    infos = {}
+    _collect_infos(inferred, infos)
     counter = iter(range(1 << 30))
 
     def fresh():
         return f"unk__{next(counter)}"
 
     graph = Graph(g.name or Path(name).stem, opsets)
+    _Importer(name, opsets, infos, fresh).fill(g, graph, None)
+    return graph
 
-    def typed(value_name, v):
-        vi = infos.get(value_name)
-        if vi is not None and vi.type.HasField("tensor_type"):
-            code = vi.type.tensor_type.elem_type
-            v.dtype = from_onnx(code, f"value '{value_name}' of {name}") if code else None
-            try:
-                v.shape = _dims(vi.type, fresh)
-            except ModelLoadError as e:
-                raise ModelLoadError(f"{name}: value '{value_name}': {e}") from None
+
+def _collect_infos(g, infos: dict) -> None:
+    """value_info of a graph and of every body in it (ONNX names are unique across a model's scopes)."""
+    for vi in list(g.value_info) + list(g.input) + list(g.output):
+        infos.setdefault(vi.name, vi)
+    for n in g.node:
+        for a in n.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                _collect_infos(sub, infos)
+
+
+class _Importer:
+    """Fills an ir.Graph from a GraphProto; a body (graph attribute) becomes a Graph of its own whose reads
+    of enclosing values are captures (ir.graph's module doc), resolved scope by scope outwards."""
+
+    def __init__(self, name, opsets, infos, fresh):
+        self.name, self.opsets, self.infos, self.fresh = name, opsets, infos, fresh
+        self.captured: dict[int, list] = {}   # id(body Graph) -> the outer values of its captures, in order
+
+    def typed(self, value_name, v):
+        vi = self.infos.get(value_name)
+        if vi is not None and vi.HasField("type"):
+            kind, tp = value_kind(vi.type)
+            if not kind:
+                raise ModelLoadError(f"{self.name}: value '{value_name}' has a type ge does not support "
+                                     f"({vi.type.WhichOneof('value')})")
+            v.kind = kind
+            if tp is not None:
+                code = tp.tensor_type.elem_type
+                v.dtype = from_onnx(code, f"value '{value_name}' of {self.name}") if code else None
+                try:
+                    v.shape = _dims(tp, self.fresh) if kind in ("tensor", "optional") else None
+                except ModelLoadError:   # an inferred -1 (onnx's inference inside bodies): unknown
+                    v.shape = None
         return v
 
-    for t in g.initializer:
-        if t.name in graph.values:
-            raise ModelLoadError(f"{name}: initializer '{t.name}' is defined twice")
-        v = graph.add_value(t.name)
-        v.const = tensor_to_array(t)
-        v.dtype, v.shape = v.const.dtype, v.const.shape
-    initializers = {t.name for t in g.initializer}
-    for vi in g.input:
-        if vi.name in initializers:
-            continue  # an initializer listed as input (IR < 4): a constant, not a feed
-        if vi.name in graph.values:
-            raise ModelLoadError(f"{name}: graph input '{vi.name}' is declared twice")
-        if not vi.type.HasField("tensor_type"):
-            raise ModelLoadError(f"{name}: input '{vi.name}' is not a tensor (sequences/maps are unsupported)")
-        v = graph.add_input(vi.name, None, None)
-        v.dtype = from_onnx(vi.type.tensor_type.elem_type, f"input '{vi.name}' of {name}")
-        try:
-            v.shape = _dims(vi.type, fresh)
-        except ModelLoadError as e:
-            raise ModelLoadError(f"{name}: input '{vi.name}': {e}") from None
+    def fill(self, g, graph: Graph, outer) -> None:
+        """`outer(value name) -> Value | None` resolves names of enclosing scopes (None at the top)."""
+        name = self.name
+        for t in g.initializer:
+            if t.data_location == onnx.TensorProto.EXTERNAL and outer is not None:
+                raise ModelLoadError(f"{name}: body initializer '{t.name}' has external data; refused")
+            if t.name in graph.values:
+                raise ModelLoadError(f"{name}: initializer '{t.name}' is defined twice")
+            v = graph.add_value(t.name)
+            v.const = tensor_to_array(t)
+            v.dtype, v.shape = v.const.dtype, v.const.shape
+        initializers = {t.name for t in g.initializer}
+        for vi in g.input:
+            if vi.name in initializers:
+                continue  # an initializer listed as input (IR < 4): a constant, not a feed
+            if vi.name in graph.values:
+                raise ModelLoadError(f"{name}: graph input '{vi.name}' is declared twice")
+            kind, tp = value_kind(vi.type) if vi.HasField("type") else ("tensor", None)
+            if not kind or (outer is None and tp is None):
+                raise ModelLoadError(f"{name}: input '{vi.name}' is not a tensor, sequence or optional "
+                                     f"({vi.type.WhichOneof('value')} is unsupported)")
+            v = graph.add_input(vi.name, None, None)
+            v.kind = kind
+            if tp is not None and tp.tensor_type.elem_type:
+                v.dtype = from_onnx(tp.tensor_type.elem_type, f"input '{vi.name}' of {name}")
+                try:
+                    v.shape = _dims(tp, self.fresh) if kind in ("tensor", "optional") else None
+                except ModelLoadError as e:
+                    raise ModelLoadError(f"{name}: input '{vi.name}': {e}") from None
+            elif outer is not None:
+                self.typed(vi.name, v)
 
-    used: set[str] = set()
-    for i, n in enumerate(_topological(g.node, set(graph.values), name)):
-        _check_schema(n, opsets.get(n.domain if n.domain != "ai.onnx" else "", 0), name)
-        node_name = n.name or f"{n.op_type}_{i}"
-        if node_name in used:  # names must be unique in ge; ONNX only recommends it
-            node_name = f"{node_name}_{i}"
-        used.add(node_name)
-        ins = [graph.values[x] if x else None for x in n.input]
-        for k, out in enumerate(n.output):
-            if out and (out in graph.values or out in n.output[:k]):
-                raise ModelLoadError(f"{name}: value '{out}' is defined twice (again by node '{node_name}')")
-        # an omitted optional output ("") gets a name of its own, suffixed by its position: fresh_name
-        # alone would give every omitted output of the node the same (not yet added) name
-        outs = [o or graph.fresh_name(f"{node_name}_unused{k}") for k, o in enumerate(n.output)]
-        node = graph.add_node(n.op_type, ins, outs, node_attributes(n), node_name,
-                              n.domain if n.domain != "ai.onnx" else "")
-        for v in node.outputs:
-            typed(v.name, v)
-    for vi in g.output:
-        if vi.name not in graph.values:
-            raise ModelLoadError(f"{name}: graph output '{vi.name}' is never produced")
-        graph.outputs.append(graph.values[vi.name])
-    return graph
+        def resolve(x):
+            """A value of this graph, or an enclosing one's (captured into this body)."""
+            v = graph.values.get(x)
+            if v is None and outer is not None:
+                src = outer(x)
+                if src is not None:
+                    v = graph.add_capture(x, src.dtype, src.shape, src.kind)
+                    self.captured[id(graph)].append(src)
+            return v
+        self.captured[id(graph)] = []
+        local = set(graph.values) | {o for n in g.node for o in n.output}
+        used: set[str] = set()
+        available = set(graph.values) | (free_names(g) - local if outer is not None else set())
+        for i, n in enumerate(_topological(g.node, available, name, local)):
+            opset = self.opsets.get(n.domain if n.domain != "ai.onnx" else "", 0)
+            _check_schema(n, opset, name)
+            node_name = n.name or f"{n.op_type}_{i}"
+            if node_name in used:  # names must be unique in ge; ONNX only recommends it
+                node_name = f"{node_name}_{i}"
+            used.add(node_name)
+            ins = [(resolve(x) or self._unknown(n, node_name, x)) if x else None for x in n.input]
+            for k, out in enumerate(n.output):
+                if out and (out in graph.values or out in n.output[:k]):
+                    raise ModelLoadError(f"{name}: value '{out}' is defined twice (again by node '{node_name}')")
+            bodies, attrs = {}, {}
+            for a in n.attribute:
+                if a.HasField("g"):
+                    bodies[a.name] = self.body(a.g, n, node_name, a.name, resolve)
+                elif a.graphs:
+                    raise ModelLoadError(f"{name}: {n.op_type} node '{node_name}': attribute '{a.name}' is a "
+                                         "list of graphs; ge supports single-graph bodies only")
+                else:
+                    attrs[a.name] = attribute_value(a)
+            captured = [src for b in bodies.values() for src in self.captured[id(b)]]
+            # an omitted optional output ("") gets a name of its own, suffixed by its position: fresh_name
+            # alone would give every omitted output of the node the same (not yet added) name
+            outs = [o or graph.fresh_name(f"{node_name}_unused{k}") for k, o in enumerate(n.output)]
+            node = graph.add_node(n.op_type, ins + captured, outs, attrs, node_name,
+                                  n.domain if n.domain != "ai.onnx" else "")
+            node.bodies = bodies
+            if bodies:
+                check_bodies(node, opset, name)
+            for v in node.outputs:
+                self.typed(v.name, v)
+        for vi in g.output:
+            v = resolve(vi.name)
+            if v is None:
+                raise ModelLoadError(f"{name}: graph output '{vi.name}' is never produced")
+            graph.outputs.append(v)
+
+    def body(self, g, n, node_name, attr, resolve) -> Graph:
+        sub = Graph(f"{node_name}.{attr}", self.opsets)
+        try:
+            self.fill(g, sub, resolve)
+        except ModelLoadError as e:
+            if "in the body" in str(e):
+                raise
+            raise ModelLoadError(f"{e} (in the body '{attr}' of {n.op_type} node '{node_name}')") from None
+        return sub
+
+    def _unknown(self, n, node_name, x):
+        raise ModelLoadError(f"{self.name}: {n.op_type} node '{node_name}' reads '{x}', which no enclosing "
+                             "graph defines")
 
 
 def _check_schema(n, opset: int, model_name: str) -> None:
@@ -278,22 +358,24 @@ def _check_opset(g, opset: int) -> None:
                                  f"the model imports ONNX opset {opset}; the newest ge knows is {newest}")
 
 
-def _topological(nodes, available: set[str], model_name: str):
-    """Nodes in an order where every input is defined first (ONNX requires it; some exporters don't)."""
+def _topological(nodes, available: set[str], model_name: str, local: set[str] | None = None):
+    """Nodes in an order where every input is defined first (ONNX requires it; some exporters don't).
+    A control node also waits for the values of this graph (`local`) its bodies read."""
     pending = list(nodes)
     out = []
     available = set(available) | {""}
+    deps = {id(n): list(n.input) + sorted(node_free_names(n) & (local or set())) for n in nodes}
     while pending:
         rest = []
         for n in pending:
-            if all(x in available for x in n.input):
+            if all(x in available for x in deps[id(n)]):
                 out.append(n)
                 available.update(n.output)
             else:
                 rest.append(n)
         if len(rest) == len(pending):
             n = rest[0]
-            missing = [x for x in n.input if x not in available]
+            missing = [x for x in deps[id(n)] if x not in available]
             produced = {o for r in rest for o in r.output}
             why = "a cycle" if all(x in produced for x in missing) else "an input nobody defines"
             raise ModelLoadError(f"{model_name}: node '{n.name or n.op_type}' ({n.op_type}) reads "

@@ -38,6 +38,13 @@ def attribute_value(a, subgraph=None):
         return subgraph(a.g) if subgraph else a.g
     if a.type == T.GRAPHS:
         return [subgraph(g) if subgraph else g for g in a.graphs]
+    if a.type == T.TYPE_PROTO:  # Optional's element type as "kind:dtype", e.g. "sequence:float32"
+        from ..ir.dtypes import from_onnx
+        from .onnx_bodies import value_kind
+        kind, tp = value_kind(a.tp)
+        if kind not in ("tensor", "sequence") or tp is None:
+            raise ModelLoadError(f"attribute '{a.name}': type {a.tp.WhichOneof('value')} is unsupported")
+        return f"{kind}:{from_onnx(tp.tensor_type.elem_type, 'attribute ' + a.name).name}"
     raise ModelLoadError(f"attribute '{a.name}' has an unsupported type {a.type}")
 
 

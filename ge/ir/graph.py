@@ -3,6 +3,13 @@
 Change a graph only through Graph methods (add_node, erase_node, replace_all_uses_with, ...) so that
 producer/user links never go stale. Shapes are tuples of ints, or of strings for symbolic dims; a shape
 of None means the rank is unknown.
+
+Control flow (If, Loop, Scan): a node may own subgraphs (`Node.bodies`, ONNX graph attributes), as torch.fx
+nodes own submodules. A body reads outer values by reference only through its `captures`: one body-local
+stand-in per outer value, and the node lists the outer values themselves as its last inputs (the
+captures of each body in turn), so uses, lifetimes and dead-code elimination see them as ordinary reads.
+A value is a tensor unless `kind` says "sequence" or "optional" (dtype: the element type; an optional of
+a sequence is "optional_sequence"): only the sequence and optional ops (and control bodies) carry them.
 """
 from __future__ import annotations
 
@@ -24,6 +31,11 @@ class Value:
     producer: Node | None = None
     users: list[Node] = field(default_factory=list)
     const: np.ndarray | None = None
+    kind: str = "tensor"  # | "sequence" | "optional" | "optional_sequence"
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
 
     @property
     def is_const(self) -> bool:
@@ -46,6 +58,17 @@ class Node:
     outputs: list[Value]
     attrs: dict[str, Any] = field(default_factory=dict)
     domain: str = ""
+    bodies: dict[str, "Graph"] = field(default_factory=dict)  # subgraphs by attribute name (control flow)
+
+    @property
+    def n_captured(self) -> int:
+        """How many of the last inputs are outer values the bodies capture."""
+        return sum(len(b.captures) for b in self.bodies.values())
+
+    @property
+    def formal_inputs(self) -> list:
+        """The inputs the op itself defines (the ONNX node's inputs), without the captured values."""
+        return self.inputs[:len(self.inputs) - self.n_captured]
 
     def __repr__(self) -> str:
         from .printer import format_node
@@ -62,6 +85,7 @@ class Graph:
         self.inputs: list[Value] = []
         self.outputs: list[Value] = []
         self.values: dict[str, Value] = {}
+        self.captures: list[Value] = []  # a body's stand-ins for outer values (see the module doc)
         self._counter = itertools.count()
 
     # -- values ------------------------------------------------------------------------------
@@ -88,6 +112,12 @@ class Graph:
     def add_input(self, name: str, dtype, shape: Shape | None) -> Value:
         v = self.add_value(name, dtype, shape)
         self.inputs.append(v)
+        return v
+
+    def add_capture(self, name: str, dtype, shape: Shape | None, kind: str = "tensor") -> Value:
+        v = self.add_value(name, dtype, shape)
+        v.kind = kind
+        self.captures.append(v)
         return v
 
     @property
@@ -160,7 +190,7 @@ class Graph:
 
     def prune_values(self) -> None:
         """Forget constants and values nobody defines or reads."""
-        keep = set(map(id, self.inputs)) | set(map(id, self.outputs))
+        keep = set(map(id, self.inputs)) | set(map(id, self.outputs)) | set(map(id, self.captures))
         for name, v in list(self.values.items()):
             if id(v) not in keep and v.producer is None and not v.users:
                 del self.values[name]

@@ -8,7 +8,11 @@ from .dtypes import short
 
 def format_type(v) -> str:
     dims = "?" if v.shape is None else ",".join(str(d) for d in v.shape)
-    return f"{short(v.dtype)}[{dims}]"
+    kind = getattr(v, "kind", "tensor")
+    if kind == "tensor":
+        return f"{short(v.dtype)}[{dims}]"
+    return {"sequence": "seq<{}>", "optional": "opt<{}>", "optional_sequence": "opt<seq<{}>>"}[kind].format(
+        short(v.dtype))
 
 
 def format_value(v) -> str:
@@ -37,13 +41,17 @@ def format_node(n) -> str:
     return f"{outs} = {op}{'[' + attrs + ']' if attrs else ''}({ins})  # {n.name}"
 
 
-def format_graph(g, max_consts: int = 20) -> str:
+def format_graph(g, max_consts: int = 20, indent: str = "") -> str:
     lines = [f"graph {g.name} (opsets {g.opsets}):"]
     lines += [f"  input {format_value(v)}" for v in g.inputs]
+    lines += [f"  capture {format_value(v)}" for v in getattr(g, "captures", ())]
     consts = g.initializers
     lines += [f"  const {format_value(v)}" for v in consts[:max_consts]]
     if len(consts) > max_consts:
         lines.append(f"  ... {len(consts) - max_consts} more constants")
-    lines += [f"  {format_node(n)}" for n in g.nodes]
+    for n in g.nodes:
+        lines.append(f"  {format_node(n)}")
+        for attr, body in getattr(n, "bodies", {}).items():  # a body prints under its node, indented
+            lines.append(f"    {attr}: " + format_graph(body, max_consts, "    ").lstrip())
     lines.append("  return " + ", ".join(f"%{v.name}" for v in g.outputs))
-    return "\n".join(lines)
+    return "\n".join(indent + line if k else line for k, line in enumerate(lines))

@@ -116,6 +116,10 @@ class OpKernel:
     alias: int | None = None             # output 0 is a view of this input (no task)
     inplace: tuple[tuple[int, int], ...] = ()  # (input, output) pairs the kernel may share
     engine: str = AICORE
+    # a host op (control flow, sequences, optionals): runs on the host over Python values, never a task;
+    # host(node, values, bodies) -> values, where bodies maps a body's attribute name to a callable running
+    # it (ge/kernels/control.py). Its nodes are dynamic: runtime_v2 runs them, runtime_v1 refuses them.
+    host: Callable | None = None
 
     def bind(self, ctx: KernelContext) -> Launch | None:
         """infer then prepare: sets ctx.outputs, returns the launch (None: no task). The one place both run."""
@@ -138,6 +142,24 @@ def register(op_type: str | list[str], *, infer, domain: str = "", since: int = 
                 engine))
         return prepare
     return deco
+
+
+def register_host(op_type: str | list[str], *, since: int = 1, until: int = MAX_OPSET, domain: str = ""):
+    """Decorator on a host function (OpKernel.host): the op runs on the host, its shapes at run time."""
+    def deco(host):
+        for op in [op_type] if isinstance(op_type, str) else op_type:
+            _REGISTRY.setdefault((op, domain), []).append(OpKernel(
+                op, domain, since, until, _host_infer, _host_prepare, engine=AICPU, host=host))
+        return host
+    return deco
+
+
+def _host_infer(ctx: KernelContext):
+    raise UnknownValueError(f"{ctx.op_type} node '{ctx.name}' runs on the host: its outputs are known at run time")
+
+
+def _host_prepare(ctx: KernelContext):
+    raise UnknownValueError(f"{ctx.op_type} node '{ctx.name}' runs on the host, not as a task")
 
 
 def refuse(op_type: str | list[str], reason: str, domain: str = "") -> None:

@@ -81,6 +81,11 @@ def plan_document(plan: Plan) -> tuple[dict, dict[str, np.ndarray]]:
     """(the JSON document, the arrays for weights.npz) of a plan."""
     enc = _Encoder()
     constants = {}
+    host = next((n for n in plan.nodes if n.bodies or n.kernel.host is not None), None)
+    if host is not None:   # bodies are plans of their own; the format has no place for them yet
+        raise GEError(f"cannot save plan '{plan.name}': {host.op_type} node '{host.name}' is control flow or a "
+                      "sequence op (host-driven, with plans of its own); an offline model cannot hold it yet: "
+                      "compile the model where it runs")
     for i, a in plan.constants.items():
         a = np.asarray(a)
         if a.dtype.hasobject:

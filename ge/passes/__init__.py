@@ -5,6 +5,7 @@ from .cancel_transposes import cancel_transposes
 from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
+from .fold_if import fold_if
 from .fuse_activation import fuse_activation
 from .infer_shapes import infer_shapes
 from .pack_conv_weights import pack_conv_weights
@@ -19,6 +20,7 @@ from .remove_identity import remove_identity
 PIPELINE = [
     ("infer_shapes", infer_shapes),
     ("fold_constants", fold_constants),
+    ("fold_if", fold_if),               # an If on a constant condition: the branch it picks
     ("remove_identity", remove_identity),
     ("cancel_transposes", cancel_transposes),
     ("fold_batchnorm", fold_batchnorm),

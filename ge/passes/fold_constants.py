@@ -48,6 +48,8 @@ def fold_constants(graph, options=None) -> bool:
             changed = True
         elif all(v is None or v.is_const for v in node.inputs):  # Constant has no inputs at all
             kernel = node_kernel(graph, node)
+            if kernel.host is not None:  # control flow and sequences: opaque (fold_if takes constant Ifs)
+                continue
             arrays = [None if v is None else v.const for v in node.inputs]
             ctx = node_context(graph, node, kernel, values=arrays)
             _check_fits(node, ctx, kernel, capacity)

@@ -30,9 +30,13 @@ Step 4 (OptimizeIneffectiveMultiStreamPass), for nodes with neither label nor gr
         does not impose, so no parallelism is lost, and events are saved. Repeated to a fixpoint; the stream
         holding most of the node's neighbours wins.
 Step 5 (RefreshContinuousStreams): renumber streams densely, in order of first use.
-Single stream when `enable_single_stream`, `max_streams == 1`, the graph has control flow (If/Loop/Scan or
-v1 control ops), or it has dynamic shapes and the environment does not set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1
-(GE's default for dynamic-shape graphs, §3.3), with the reason logged and returned.
+Single stream when `enable_single_stream`, `max_streams == 1`, or the graph has dynamic shapes and the
+environment does not set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 (GE's default for dynamic-shape graphs, §3.3),
+with the reason logged and returned. Control flow does not force one stream (GE does the opposite: v1
+control flow is stream activation, §3.6): ge's If/Loop/Scan run host-driven with their outputs known at
+run time, so a graph with one is a dynamic graph and follows that rule, and each body, compiled into a plan
+of its own, gets streams of its own by these rules. `enable_single_stream` with control flow is refused,
+as GE refuses it (PARAM_INVALID, §3.3).
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ import logging
 import os
 from dataclasses import dataclass
 
+from ..errors import GEError
 from ..npu.engines import CONTROL_FLOW_OPS, GE_LOCAL, info
 
 log = logging.getLogger("ge.schedule")
@@ -70,15 +75,17 @@ class StreamAssignment:
 def single_stream_reason(order, options) -> str | None:
     """Why `order` (ir Nodes) must run on one stream (None: it may use several): options, control flow, or
     dynamic shapes without ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1."""
-    if options.enable_single_stream:
-        return "enable_single_stream is set"
     flow = next((n for n in order if n.op_type in CONTROL_FLOW_OPS or _has_subgraph(n)), None)
-    if flow is not None:
-        return f"control flow ({flow.op_type} node '{flow.name}')"
-    dynamic = next((n for n in order if any(not v.is_static for v in n.outputs)), None)
+    if options.enable_single_stream:
+        if flow is not None:
+            raise GEError(f"enable_single_stream is set but the graph has control flow ({flow.op_type} node "
+                          f"'{flow.name}'): GE refuses single-stream mode with control-flow ops; unset it")
+        return "enable_single_stream is set"
+    dynamic = flow or next((n for n in order if any(not v.is_static for v in n.outputs)), None)
     if dynamic is not None and os.environ.get("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "") != "1":
-        return (f"dynamic shapes (node '{dynamic.name}'); set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 "
-                "for multi-stream")
+        what = f"control flow: {flow.op_type} node '{flow.name}' runs host-driven" if flow else \
+            f"node '{dynamic.name}'"
+        return f"dynamic shapes ({what}); set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 for multi-stream"
     return None
 
 
@@ -114,6 +121,8 @@ def assign_streams(engines, preds, *, max_streams: int = 8, single_stream_reason
 
 
 def _has_subgraph(node) -> bool:
+    if getattr(node, "bodies", None):
+        return True
     values = [x for v in node.attrs.values() for x in (v if isinstance(v, (list, tuple)) else [v])]
     return any(type(x).__name__ in ("Graph", "GraphProto") for x in values)
 

@@ -4,6 +4,7 @@ import functools
 import numpy as np
 import pytest
 
+from ge.errors import GEError
 from ge.ir import Graph
 from ge.kernels.bind import node_context, node_kernel
 from ge.kernels.registry import is_registered
@@ -111,13 +112,20 @@ def test_single_stream_option_and_ge_alias():
     assert set(s.values()) == {0} and a.single_stream_reason == "max_streams is 1"
 
 
-def test_control_flow_forces_one_stream(caplog):
+def test_control_flow_is_a_dynamic_graph_not_forced_to_one_stream(caplog, monkeypatch):
+    """GE: control flow gets streams (v1: activation); ge's host-driven If makes the graph dynamic, which
+    keeps one stream unless ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1; single-stream mode with it is refused."""
     g = build(["a: x", "b: a", "c: x", "cond: c", "e: b, cond"], ops={"cond": "If"})
+    monkeypatch.delenv("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", raising=False)
     with caplog.at_level("INFO", logger="ge.schedule"):
         s, a, _ = streams_of(g)
     assert set(s.values()) == {0}
-    assert a.single_stream_reason == "control flow (If node 'cond')"
-    assert "control flow" in caplog.text
+    assert a.single_stream_reason.startswith("dynamic shapes (control flow: If node 'cond' runs host-driven)")
+    monkeypatch.setenv("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "1")
+    s, a, _ = streams_of(g)
+    assert a.single_stream_reason is None and len(set(s.values())) == 2
+    with pytest.raises(GEError, match="GE refuses single-stream mode with control-flow ops"):
+        streams_of(g, Options(enable_single_stream=True))
 
 
 def test_max_streams_caps_and_reuses_the_least_loaded():
@@ -228,11 +236,12 @@ def test_resnet50_needs_one_stream_after_fusion():
     assert assign(g, order, exact_ge=True)[0].num_streams == 8
 
 
-def test_a_node_with_a_subgraph_attribute_is_control_flow():
+def test_a_node_with_a_subgraph_attribute_is_control_flow(monkeypatch):
+    monkeypatch.delenv("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", raising=False)
     g = build(["a: x", "b: a", "c: x", "d: c", "e: b, d"], ops={"d": "MyLoopLike"})
     g.nodes[3].attrs["body"] = [Graph("body")]
     _, a, _ = streams_of(g)
-    assert a.num_streams == 1 and a.single_stream_reason == "control flow (MyLoopLike node 'd')"
+    assert a.num_streams == 1 and "control flow: MyLoopLike node 'd'" in a.single_stream_reason
 
 
 def test_dynamic_shapes_run_on_one_stream_unless_the_environment_asks(monkeypatch):
