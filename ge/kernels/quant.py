@@ -30,50 +30,56 @@ from .tiling import block_range
 QTYPES = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
           for t in (np.int8, np.uint8, np.int16, np.uint16)}
 DQ_TYPES = {**QTYPES, np.dtype(np.int32): (int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max))}
-_NS = 1.0  # ns per element (a division, a rounding and the index walk), one thread, float32 -> uint8
+_NS = 0.3  # ns per element, one thread, 1M elements per tensor: Quantize 0.12, Dequantize 0.27 (per-element index walk: 10.6, 9.1)
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _start(lo, D, inner, bs, so, sd, si):
-    """(o, d, i) of flat element lo and the scale index of (o, d, i)."""
-    i = lo % inner
-    d = (lo // inner) % D
-    o = lo // (inner * D)
-    return o, d, i, o * so + (d // bs) * sd + i * si
+def _run(e, hi, D, inner, bs, so, sd, si):
+    """The run of flat elements from e that shares one row (o, d): its end, and the scale index at e."""
+    i = e % inner
+    d = (e // inner) % D
+    o = e // (inner * D)
+    return min(hi, e - i + inner), o * so + (d // bs) * sd + i * si
 
 
 @njit(nogil=True, cache=True)
 def quantize(x, s, zp, y, D, inner, bs, so, sd, si, has_zp, qmin, qmax, block_idx, block_dim):
-    """y = saturate(rint(x / s) + zp) over block block_idx's flat range of y."""
+    """y = saturate(rint(x / s) + zp) over block block_idx's flat range of y, one row run at a time (a
+    scale that is constant along the run keeps the loop vectorized)."""
     lo, hi = block_range(y.size, G, block_idx, block_dim)
-    o, d, i, j = _start(lo, D, inner, bs, so, sd, si)
-    for e in range(lo, hi):
-        v = np.rint(x[e] / s[j]) + (np.float64(zp[j]) if has_zp else 0.0)
-        y[e] = min(max(v, qmin), qmax)
-        i += 1
-        if i == inner:
-            i, d = 0, d + 1
-            if d == D:
-                d, o = 0, o + 1
-        j = o * so + (d // bs) * sd + i * si
+    e = lo
+    while e < hi:
+        end, j = _run(e, hi, D, inner, bs, so, sd, si)
+        if si == 0:
+            sc, z = s[j], np.float32(zp[j]) if has_zp else np.float32(0.0)
+            xs, ys = x[e:end], y[e:end]  # views indexed from 0 vectorize (cast.py)
+            lo_, hi_ = np.float32(qmin), np.float32(qmax)
+            for k in range(ys.size):
+                ys[k] = min(max(np.rint(xs[k] / sc) + z, lo_), hi_)
+        else:
+            for k in range(e, end):
+                z = np.float32(zp[j + k - e]) if has_zp else np.float32(0.0)
+                y[k] = min(max(np.rint(x[k] / s[j + k - e]) + z, qmin), qmax)
+        e = end
 
 
 @njit(nogil=True, cache=True)
 def dequantize(x, s, zp, y, D, inner, bs, so, sd, si, has_zp, block_idx, block_dim):
-    """y = (float32(x) - float32(zp)) * s over block block_idx's flat range of y."""
+    """y = (float32(x) - float32(zp)) * s over block block_idx's flat range of y, run by run."""
     lo, hi = block_range(y.size, G, block_idx, block_dim)
-    o, d, i, j = _start(lo, D, inner, bs, so, sd, si)
-    for e in range(lo, hi):
-        q = np.float32(x[e])
-        if has_zp:
-            q -= np.float32(zp[j])
-        y[e] = q * s[j]
-        i += 1
-        if i == inner:
-            i, d = 0, d + 1
-            if d == D:
-                d, o = 0, o + 1
-        j = o * so + (d // bs) * sd + i * si
+    e = lo
+    while e < hi:
+        end, j = _run(e, hi, D, inner, bs, so, sd, si)
+        if si == 0:
+            sc, z = s[j], np.float32(zp[j]) if has_zp else np.float32(0.0)
+            xs, ys = x[e:end], y[e:end]
+            for k in range(ys.size):
+                ys[k] = (np.float32(xs[k]) - z) * sc
+        else:
+            for k in range(e, end):
+                z = np.float32(zp[j + k - e]) if has_zp else np.float32(0.0)
+                y[k] = (np.float32(x[k]) - z) * s[j + k - e]
+        e = end
 
 
 @njit(nogil=True, cache=True)
@@ -104,7 +110,7 @@ def layout(ctx: KernelContext, x_shape, s_index: int = 1, zp_index: int = 2):
                         f"{list(s.shape)}")
     rank, bs = len(x_shape), int(ctx.attr("block_size", 0) or 0)
     if s.size == 1 and len(s.shape) <= 1 and not bs:
-        return 1, 1, 1, 0, 0, 0
+        return 1, max(1, int(np.prod(x_shape, dtype=np.int64))), 1, 0, 0, 0  # one run
     if not rank:
         raise ctx.error(f"a scalar input needs a one-element scale, got shape {list(s.shape)}")
     axis = normalize_axis(ctx, int(ctx.attr("axis", 1)), rank)
