@@ -63,7 +63,7 @@ def _per(ctx: KernelContext, i: int, what: str, n: int, dtype=None) -> int:
 
 @njit(nogil=True, cache=True)
 def qconv(x, xs, xzp, w, wsc, wzp, ys, yzp, b, y, xw, ww, col, acc, geom, has_xzp, n_wzp, n_ws, has_b,
-          requant, has_yzp, qmin, qmax, tile, block_idx, block_dim):
+          requant, has_yzp, qmin, qmax, relu, tile, block_idx, block_dim):
     N, C, D, H, W, M, OD, OH, OW = geom[0], geom[1], geom[2], geom[3], geom[4], geom[5], geom[6], geom[7], geom[8]
     KD, KH, KW, sd, sh, sw = geom[9], geom[10], geom[11], geom[12], geom[13], geom[14]
     pd, ph, pw, dd, dh, dw, G = geom[15], geom[16], geom[17], geom[18], geom[19], geom[20], geom[21]
@@ -91,7 +91,8 @@ def qconv(x, xs, xzp, w, wsc, wzp, ys, yzp, b, y, xw, ww, col, acc, geom, has_xz
                     if requant:
                         mult = multiplier(xs[0], wsc[mo if n_ws > 1 else 0], ys[0])
                         z = np.float64(yzp[0]) if has_yzp else 0.0
-                        requantize(acc, m * T, T, np.int32(b[mo]) if has_b else 0, mult, z, qmin, qmax, y, yo)
+                        lo = max(qmin, z) if relu else qmin  # Relu after the conv: Q(max(y, 0)) = max(Q(y), yzp)
+                        requantize(acc, m * T, T, np.int32(b[mo]) if has_b else 0, mult, z, lo, qmax, y, yo)
                     else:
                         for i in range(T):
                             y[yo + i] = acc[m * T + i]
@@ -124,6 +125,8 @@ def _infer_qlinear_conv(ctx: KernelContext) -> list[TensorSpec]:
     dt = ctx.inputs[7].dtype if ctx.has(7) else ctx.inputs[0].dtype
     if dt not in _Q8:
         raise ctx.error(f"y_zero_point has dtype {dt}, supported: uint8, int8")
+    if ctx.attr("activation", "") not in ("", "Relu"):
+        raise ctx.error(f"activation {ctx.attr('activation')!r} is not supported: Relu")
     return [TensorSpec(out, dt)]
 
 
@@ -140,7 +143,7 @@ def _conv_launch(ctx: KernelContext, geom, idx, requant: bool) -> Launch:
     dt = ctx.outputs[0].dtype
     qmin, qmax = _Q8.get(dt, (0, 0))
     args = (geom, int(idx[2] is not None), n_wzp, n_ws, int(idx[8] is not None), int(requant),
-            int(idx[7] is not None), float(qmin), float(qmax), min(tile, largest_share(rows, 1, bd)))
+            int(idx[7] is not None), float(qmin), float(qmax), int(ctx.attr("activation", "") == "Relu"), min(tile, largest_share(rows, 1, bd)))
     ws = (per_block(C // G * int(geom[2] * geom[3] * geom[4]), np.int16, bd), per_block(M // G * K, np.int16, bd),
           per_block(K * T, np.int16, bd), per_block(M // G * T, np.int32, bd))
     return Launch(_own_blocks, args, ws, inputs=tuple(0 if i is None else i for i in idx),
@@ -149,7 +152,7 @@ def _conv_launch(ctx: KernelContext, geom, idx, requant: bool) -> Launch:
 
 @njit(nogil=True, cache=True)
 def _own_blocks(x, xs, xzp, w, wsc, wzp, ys, yzp, b, y, xw, ww, col, acc, geom, has_xzp, n_wzp, n_ws, has_b,
-                requant, has_yzp, qmin, qmax, tile, block_idx, block_dim):
+                requant, has_yzp, qmin, qmax, relu, tile, block_idx, block_dim):
     """qconv on this block's slices of the per-block workspaces."""
     C, H, W, D, M, G = geom[1], geom[3], geom[4], geom[2], geom[5], geom[21]
     K = C // G * geom[9] * geom[10] * geom[11]
@@ -157,7 +160,7 @@ def _own_blocks(x, xs, xzp, w, wsc, wzp, ys, yzp, b, y, xw, ww, col, acc, geom, 
     qconv(x, xs, xzp, w, wsc, wzp, ys, yzp, b, y, own(xw, C // G * D * H * W, block_idx, block_dim),
           own(ww, M // G * K, block_idx, block_dim), own(col, K * T, block_idx, block_dim),
           own(acc, M // G * T, block_idx, block_dim), geom, has_xzp, n_wzp, n_ws, has_b, requant, has_yzp,
-          qmin, qmax, tile, block_idx, block_dim)
+          qmin, qmax, relu, tile, block_idx, block_dim)
 
 
 def _prepare_conv_integer(ctx: KernelContext) -> Launch:
@@ -174,6 +177,8 @@ def _prepare_qlinear_conv(ctx: KernelContext) -> Launch:
 
 register("ConvInteger", infer=_infer_conv_integer, since=10)(_prepare_conv_integer)
 register("QLinearConv", infer=_infer_qlinear_conv, since=10)(_prepare_qlinear_conv)
+# fuse_qdq's form: QLinearConv with a Relu clamp (attribute activation, "" or "Relu")
+register("QLinearConv", domain="ge", infer=_infer_qlinear_conv)(_prepare_qlinear_conv)
 
 
 # -- matmuls ------------------------------------------------------------------------------------------

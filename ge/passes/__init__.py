@@ -6,6 +6,7 @@ from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
+from .fuse_qdq import fuse_qdq
 from .infer_shapes import infer_shapes
 from .pack_conv_weights import pack_conv_weights
 from .recognize_activations import recognize_activations
@@ -15,9 +16,11 @@ from .remove_identity import remove_identity
 # (name, pass); shapes are inferred again after passes that create nodes or constants.
 # fold_batchnorm runs after fold_constants (its per-channel operands are folded Unsqueezes) and before
 # fuse_activation (Conv -> BN -> Relu fuses only once the BN is gone); recognize_activations before
-# fuse_activation too (its Gelu / Silu then fold into the producer's epilogue).
+# fuse_activation too (its Gelu / Silu then fold into the producer's epilogue). fuse_qdq runs before
+# fold_constants, which would fold the weights' DequantizeLinears into float constants.
 PIPELINE = [
     ("infer_shapes", infer_shapes),
+    ("fuse_qdq", fuse_qdq),
     ("fold_constants", fold_constants),
     ("remove_identity", remove_identity),
     ("cancel_transposes", cancel_transposes),
