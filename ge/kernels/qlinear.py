@@ -22,6 +22,7 @@ from numba import njit
 from .blocks import own, per_block
 from .conv import _conv_shape
 from .conv_lowering import _im2col
+from .conv_vnni import HAS_VNNI, MR, NR, vnni_conv
 from .gemm_int8 import igemm, multiplier, requantize, shift
 from .matmul import _batch_offsets, _matmul_dims
 from .registry import KernelContext, Launch, TensorSpec
@@ -29,6 +30,7 @@ from .registry import register
 from .tiling import block_dim_for, block_range, largest_share
 
 COL_ELEMS = 1 << 19   # im2col tile: 1 MiB of int16
+USE_VNNI = True  # False: QLinearConv always takes the int16 GEMM (the same bits, ~15x slower: for bisecting)
 MIN_BLOCK_MACS = 1 << 17  # integer MACs run ~5 per ns here: ~25 us a block (blocks.MIN_BLOCK_NS)
 _Q8 = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127)}
 
@@ -172,7 +174,31 @@ def _prepare_conv_integer(ctx: KernelContext) -> Launch:
 def _prepare_qlinear_conv(ctx: KernelContext) -> Launch:
     geom, _ = _conv_parts(ctx, 0, 3)
     opt = [i if ctx.has(i) else None for i in range(9)]
+    if USE_VNNI and wants_vnni(ctx, geom):
+        return _vnni_launch(ctx, geom, opt)
     return _conv_launch(ctx, geom, (0, 1, opt[2], 3, 4, opt[5], 6, opt[7], opt[8]), True)
+
+
+def wants_vnni(ctx: KernelContext, geom) -> bool:
+    """conv_vnni.py's case: 2-D, ungrouped, undilated, int8 weights without a zero point, an 8-bit output."""
+    return (HAS_VNNI and len(ctx.inputs[0].shape) == 4 and int(geom[21]) == 1 and not ctx.has(5)
+            and ctx.inputs[3].dtype == np.int8 and int(geom[18]) == int(geom[19]) == int(geom[20]) == 1)
+
+
+def _vnni_launch(ctx: KernelContext, geom, opt) -> Launch:
+    N, C, H, W, M, OH, OW = (int(geom[i]) for i in (0, 1, 3, 4, 5, 7, 8))
+    KH, KW, sh, sw, ph, pw = (int(geom[i]) for i in (10, 11, 13, 14, 16, 17))
+    C4 = -(-C // 4) * 4
+    Hp, Wp = max(H + ph, (OH - 1) * sh + KH), max(W + pw, (OW - 1) * sw + KW)
+    bd = block_dim_for(OH, ctx.cores, max(1, 4 * MIN_BLOCK_MACS // max(1, N * M * C * KH * KW * OW)))
+    qmin, qmax = _Q8[ctx.outputs[0].dtype]
+    n_ws = _per(ctx, 4, "w_scale", M)
+    args = (geom, 128 if ctx.inputs[0].dtype == np.int8 else 0, int(ctx.has(2)), n_ws, int(ctx.has(8)),
+            int(ctx.has(7)), float(qmin), float(qmax), int(ctx.attr("activation", "") == "Relu"))
+    ws = (per_block(Hp * Wp * C4 + 64, np.uint8, bd), per_block(-(-M // NR) * KH * KW * C4 * NR, np.int8, bd),
+          per_block(M + MR * NR, np.int32, bd))
+    idx = (0, 1, opt[2] or 0, 3, 4, 6, opt[7] or 0, opt[8] or 0)
+    return Launch(vnni_conv, args, ws, inputs=idx, tiled=True, block_dim=bd)
 
 
 register("ConvInteger", infer=_infer_conv_integer, since=10)(_prepare_conv_integer)

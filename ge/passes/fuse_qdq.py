@@ -19,6 +19,7 @@ Algorithm, one sweep over the QuantizeLinear nodes:
           int32 whose scale is xs * ws (as the quantizer writes it; float-rounding close); the Q is per
           tensor with an 8-bit output.
   Step 2: replace Conv [Relu] Q by one node reading the DQs' inputs; the node keeps the Q's output name.
+          An all-zero weight zero point is dropped (absent means 0): the VNNI kernel takes such convs.
           The DQs fall unused when nothing else reads them (eliminate_dead_code removes them).
 Runs before fold_constants, which would otherwise fold the weights' DQs into float constants.
 Limits: Gemm (the classifier of ResNet / SqueezeNet-like models, often without a Q after it) and Add stay
@@ -100,7 +101,8 @@ def _fuse(graph, qn) -> bool:
         bias = _bias(op, x, w)
         if bias is False:
             return False
-        inputs = [x[1], x[2], x[3], w[1], w[2], w[3], ys, yzp] + ([bias] if bias is not None else [])
+        wzp = None if w[3] is not None and w[3].is_const and not w[3].const.any() else w[3]  # 0: absent
+        inputs = [x[1], x[2], x[3], w[1], w[2], wzp, ys, yzp] + ([bias] if bias is not None else [])
         new, domain, attrs = "QLinearConv", "ge", {**op.attrs, "activation": act}
     else:
         if act or len(w[1].shape) != 2 or _size(w[2]) not in (1, w[1].shape[1]):
