@@ -11,6 +11,8 @@ an all-zero one; onnxruntime's quantizer makes weights symmetric int8 by default
           12 zmm accumulators; each k step broadcasts the 4 channel bytes a position reads (contiguous in
           NHWC) and issues 12 vpdpbusd against 2 weight vectors. Sums are exact int32; the tile is then
           corrected (- xzp * row sum), biased and requantized (gemm_int8.requantize's rounding) into NCHW y.
+pack_qconv_weights (a LOWERING pass) does Step 2 once for constant weights: packing per run cost ResNet-50
+more than its GEMMs on the 14x14 and 7x7 stages (3x3 256 -> 256 on 14x14: 5.0 ms, 23 GMAC/s).
 Blocks (AI cores) take ranges of output rows of every image; each has its own padded image and panels.
 """
 from __future__ import annotations
@@ -46,6 +48,11 @@ def pack_input(x, xo, C, H, W, off, fill, xp, C4, Wp, ph, pw):
             dst = xp[((h + ph) * Wp + pw) * C4 + c:]
             for w in range(W):
                 dst[w * C4] = np.uint8(np.int32(src[w]) + off)
+
+
+@njit(nogil=True, cache=True)
+def packed_size(M, C, KH, KW) -> int:
+    return -(-M // NR) * KH * KW * (-(-C // 4) * 4) * NR
 
 
 @njit(nogil=True, cache=True)
@@ -98,9 +105,10 @@ def _tile(xp, wp, tile, a0, astep, rows, p, G4, KH, KW, C4, Wp):
 
 
 @njit(nogil=True, cache=True)
-def vnni_conv(x, xs, xzp, w, wsc, ys, yzp, b, y, xp, wp, ws, geom, off, has_xzp, n_ws, has_b, has_yzp, qmin,
-              qmax, relu, block_idx, block_dim):
-    """y = requantized conv(x, w) for block block_idx's output rows; off: 128 for int8 x, 0 for uint8."""
+def vnni_conv(x, xs, xzp, w, wsc, ys, yzp, b, wsum_in, y, xp, wp, ws, geom, off, has_xzp, n_ws, has_b, has_yzp,
+              qmin, qmax, relu, packed, block_idx, block_dim):
+    """y = requantized conv(x, w) for block block_idx's output rows; off: 128 for int8 x, 0 for uint8.
+    packed: w is already pack_weights' panels and wsum_in their row sums (pack_qconv_weights)."""
     N, C, H, W, M, OH, OW = geom[0], geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
     KH, KW, sh, sw, ph, pw = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17]
     C4 = (C + 3) // 4 * 4
@@ -111,12 +119,14 @@ def vnni_conv(x, xs, xzp, w, wsc, ys, yzp, b, y, xp, wp, ws, geom, off, has_xzp,
         return
     per = xp.size // block_dim
     pxp = xp[block_idx * per:block_idx * per + Hp * Wp * C4 + 64]
-    per = wp.size // block_dim
-    pwp = wp[block_idx * per:block_idx * per + panels * G4 * NR * 4]
     per = ws.size // block_dim
     wsum, tile = ws[block_idx * per:block_idx * per + M], ws[block_idx * per + M:block_idx * per + M + MR * NR]
+    per = wp.size // block_dim
     xz = (np.int32(xzp[0]) if has_xzp else 0) + off
-    pack_weights(w, M, C, KH, KW, C4, pwp, wsum)
+    if packed:
+        pwp, wsum = w, wsum_in
+    else:
+        pack_weights(w, M, C, KH, KW, C4, pwp, wsum)
     z = np.float64(yzp[0]) if has_yzp else 0.0
     lo = max(qmin, z) if relu else qmin
     for n in range(N):

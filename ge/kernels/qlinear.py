@@ -22,7 +22,7 @@ from numba import njit
 from .blocks import own, per_block
 from .conv import _conv_shape
 from .conv_lowering import _im2col
-from .conv_vnni import HAS_VNNI, MR, NR, vnni_conv
+from .conv_vnni import HAS_VNNI, MR, NR, packed_size, vnni_conv
 from .gemm_int8 import igemm, multiplier, requantize, shift
 from .matmul import _batch_offsets, _matmul_dims
 from .registry import KernelContext, Launch, TensorSpec
@@ -36,9 +36,18 @@ _Q8 = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127)}
 
 
 def _float_view(ctx: KernelContext, picks) -> KernelContext:
-    """ctx with only inputs `picks`, as float32 specs: conv.py's and matmul.py's shape rules read them."""
+    """ctx with only inputs `picks`, as float32 specs: conv.py's and matmul.py's shape rules read them (a
+    packed weight, pack_qconv_weights', is seen with its weight_shape)."""
     specs = [TensorSpec(ctx.inputs[i].shape, np.float32) for i in picks]
-    return KernelContext(ctx.op_type, ctx.name, ctx.attrs, specs, [None] * len(specs), ctx.opset,
+    attrs = dict(ctx.attrs)
+    shape = attrs.pop("weight_shape", None)
+    if shape is not None:
+        shape = tuple(int(d) for d in shape)
+        if len(shape) != 4 or min(shape) < 1 or tuple(ctx.inputs[3].shape) != (packed_size(*shape),):
+            raise ctx.error(f"packed weights of shape {list(shape)} need {packed_size(*shape) if len(shape) == 4 else '?'}"
+                            f" elements, got {list(ctx.inputs[3].shape)}")
+        specs[1] = TensorSpec(shape, np.float32)
+    return KernelContext(ctx.op_type, ctx.name, attrs, specs, [None] * len(specs), ctx.opset,
                          n_outputs=1, cores=ctx.cores)
 
 
@@ -174,7 +183,7 @@ def _prepare_conv_integer(ctx: KernelContext) -> Launch:
 def _prepare_qlinear_conv(ctx: KernelContext) -> Launch:
     geom, _ = _conv_parts(ctx, 0, 3)
     opt = [i if ctx.has(i) else None for i in range(9)]
-    if USE_VNNI and wants_vnni(ctx, geom):
+    if ctx.attr("weight_shape") is not None or (USE_VNNI and wants_vnni(ctx, geom)):
         return _vnni_launch(ctx, geom, opt)
     return _conv_launch(ctx, geom, (0, 1, opt[2], 3, 4, opt[5], 6, opt[7], opt[8]), True)
 
@@ -189,15 +198,19 @@ def _vnni_launch(ctx: KernelContext, geom, opt) -> Launch:
     N, C, H, W, M, OH, OW = (int(geom[i]) for i in (0, 1, 3, 4, 5, 7, 8))
     KH, KW, sh, sw, ph, pw = (int(geom[i]) for i in (10, 11, 13, 14, 16, 17))
     C4 = -(-C // 4) * 4
+    packed = ctx.attr("weight_shape") is not None
+    if packed and (not ctx.has(9) or ctx.inputs[9].dtype != np.int32 or tuple(ctx.inputs[9].shape) != (M,)):
+        raise ctx.error(f"packed weights need their int32 row sums [{M}] as input 9")
     Hp, Wp = max(H + ph, (OH - 1) * sh + KH), max(W + pw, (OW - 1) * sw + KW)
     bd = block_dim_for(OH, ctx.cores, max(1, 4 * MIN_BLOCK_MACS // max(1, N * M * C * KH * KW * OW)))
     qmin, qmax = _Q8[ctx.outputs[0].dtype]
     n_ws = _per(ctx, 4, "w_scale", M)
     args = (geom, 128 if ctx.inputs[0].dtype == np.int8 else 0, int(ctx.has(2)), n_ws, int(ctx.has(8)),
-            int(ctx.has(7)), float(qmin), float(qmax), int(ctx.attr("activation", "") == "Relu"))
+            int(ctx.has(7)), float(qmin), float(qmax), int(ctx.attr("activation", "") == "Relu"), int(packed))
     ws = (per_block(Hp * Wp * C4 + 64, np.uint8, bd), per_block(-(-M // NR) * KH * KW * C4 * NR, np.int8, bd),
           per_block(M + MR * NR, np.int32, bd))
-    idx = (0, 1, opt[2] or 0, 3, 4, 6, opt[7] or 0, opt[8] or 0)
+    # stand-ins for absent inputs: x (never read); packed weights bring their row sums as input 9
+    idx = (0, 1, opt[2] or 0, 3, 4, 6, opt[7] or 0, opt[8] or 0, 9 if packed else 0)
     return Launch(vnni_conv, args, ws, inputs=idx, tiled=True, block_dim=bd)
 
 

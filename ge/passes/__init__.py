@@ -9,6 +9,7 @@ from .fuse_activation import fuse_activation
 from .fuse_qdq import fuse_qdq
 from .infer_shapes import infer_shapes
 from .pack_conv_weights import pack_conv_weights
+from .pack_qconv_weights import pack_qconv_weights
 from .recognize_activations import recognize_activations
 from .manager import PassManager
 from .remove_identity import remove_identity
@@ -33,6 +34,7 @@ PIPELINE = [
 # once the pipeline has reached its fixed point: layouts for the kernels (the folds above match plain Convs)
 LOWERING = [
     ("pack_conv_weights", pack_conv_weights),
+    ("pack_qconv_weights", pack_qconv_weights),
     ("eliminate_dead_code", eliminate_dead_code),
 ]
 MAX_FOLD_ROUNDS = 8
