@@ -122,11 +122,26 @@ def vnni_conv(x, xs, xzp, w, wsc, ys, yzp, b, wsum_in, y, xp, wp, ws, geom, off,
     per = ws.size // block_dim
     wsum, tile = ws[block_idx * per:block_idx * per + M], ws[block_idx * per + M:block_idx * per + M + MR * NR]
     per = wp.size // block_dim
+    pwp = wp[block_idx * per:block_idx * per + panels * G4 * NR * 4]
     xz = (np.int32(xzp[0]) if has_xzp else 0) + off
     if packed:
-        pwp, wsum = w, wsum_in
+        _rows(x, xs, wsc, ys, yzp, b, y, pxp, w, wsum_in, tile, geom, off, xz, n_ws, has_b, has_yzp, qmin, qmax,
+              relu, t0, t1)
     else:
         pack_weights(w, M, C, KH, KW, C4, pwp, wsum)
+        _rows(x, xs, wsc, ys, yzp, b, y, pxp, pwp, wsum, tile, geom, off, xz, n_ws, has_b, has_yzp, qmin, qmax,
+              relu, t0, t1)
+
+
+@njit(nogil=True, cache=True)
+def _rows(x, xs, wsc, ys, yzp, b, y, pxp, pwp, wsum, tile, geom, off, xz, n_ws, has_b, has_yzp, qmin, qmax, relu,
+          t0, t1):
+    """Output rows [t0, t1) of every image: Step 1 and Step 3 (xz: the shifted input zero point)."""
+    N, C, H, W, M, OH, OW = geom[0], geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
+    KH, KW, sh, sw, ph, pw = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17]
+    C4 = (C + 3) // 4 * 4
+    Wp = max(W + pw, (OW - 1) * sw + KW)
+    G4, panels, S = KH * KW * (C4 // 4), (M + NR - 1) // NR, OH * OW
     z = np.float64(yzp[0]) if has_yzp else 0.0
     lo = max(qmin, z) if relu else qmin
     for n in range(N):

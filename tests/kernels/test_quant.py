@@ -62,3 +62,15 @@ def test_qlinear_matmul_per_column_batches():
 def test_bad_scales_and_zero_points_name_the_node(op, inputs, attrs, msg):
     with pytest.raises(GEError, match=rf"{op} node 'n'.*{msg}"):
         ge_only(op, inputs, attrs, opset=19)
+
+
+@pytest.mark.parametrize("xt,stride", [(u8, 1), (i8, 2)])
+def test_qlinear_conv_vnni(xt, stride):
+    """int8 weights without a zero point take conv_vnni (vpdpbusd): ragged channel panels (40 = 32 + 8),
+    row tails (OW % 6), 5 input channels (padded to 8), tiled over output rows."""
+    x, w = _q((2, 5, 30, 31), xt), _q((40, 5, 3, 3), i8)
+    ws = (R.random(40) * 0.01 + 0.001).astype(f32)
+    inputs = [x, np.array(0.02, f32), _q((), xt), w, ws, None, np.array(0.3, f32), _q((), xt),
+              R.integers(-500, 500, 40).astype(np.int32)]
+    check_op("QLinearConv", inputs, {"pads": [1, 2, 1, 0], "strides": [stride, stride]}, const_inputs=(3, 4),
+             atol=0)
