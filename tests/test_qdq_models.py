@@ -6,36 +6,10 @@ import onnx
 import pytest
 
 import ge
-from ge.zoo import with_random_weights
+from ge.zoo import quantized_light_model
 
 ort = pytest.importorskip("onnxruntime")
-quantization = pytest.importorskip("onnxruntime.quantization")
-
-
-def _float_model(name: str, path) -> str:
-    """The light model at opset 13 with its BatchNormalizations folded by onnxruntime's basic level (what
-    quantization's pre-processing does), saved to path."""
-    m = with_random_weights(name)
-    m.ir_version = 7   # initializers need not be graph inputs (the converter and quantizer want them apart)
-    m = onnx.version_converter.convert_version(m, 13)
-    inits = {t.name for t in m.graph.initializer}
-    keep = [i for i in m.graph.input if i.name not in inits]
-    del m.graph.input[:]
-    m.graph.input.extend(keep)
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    so.optimized_model_filepath = str(path)
-    ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return str(path)
-
-
-class _Calibration(quantization.CalibrationDataReader):
-    def __init__(self, name, shape, n=2):
-        self.feeds = iter([{name: np.random.default_rng(i).standard_normal(shape).astype(np.float32)}
-                           for i in range(n)])
-
-    def get_next(self):
-        return next(self.feeds, None)
+pytest.importorskip("onnxruntime.quantization")
 
 
 @pytest.fixture(scope="session")
@@ -44,13 +18,9 @@ def qdq_model(tmp_path_factory):
 
     def get(name):
         if name not in made:
-            d = tmp_path_factory.mktemp(f"qdq_{name}")
-            f32 = _float_model(name, d / "f32.onnx")
+            f32, qdq = quantized_light_model(name, str(tmp_path_factory.mktemp(f"qdq_{name}")))
             inp = onnx.load(f32).graph.input[0]
-            shape = [x.dim_value or 1 for x in inp.type.tensor_type.shape.dim]
-            quantization.quantize_static(f32, str(d / "qdq.onnx"), _Calibration(inp.name, shape),
-                                         quant_format=quantization.QuantFormat.QDQ, per_channel=True)
-            made[name] = (f32, str(d / "qdq.onnx"), inp.name, shape)
+            made[name] = (f32, qdq, inp.name, [x.dim_value or 1 for x in inp.type.tensor_type.shape.dim])
         return made[name]
     return get
 
