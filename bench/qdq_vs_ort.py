@@ -7,7 +7,9 @@ Each light model gets random weights, BatchNormalization folded, and onnxruntime
 (quantize_static, per-channel int8 weights, 2 random calibration inputs: ge.zoo.quantized_light_model).
 ge runs runtime_v1 on one AI core; onnxruntime one intra-op thread. The four runs alternate within each
 repetition so a busy machine slows them alike; the best of `reps` is printed, with ratios. --quick: 3 reps.
-Also prints the int8 conv kernel against the int16 GEMM and the float32 conv on ResNet-like shapes.
+First the int8 conv alone on ResNet-like shapes (a DQ -> Conv -> Q model, fused and packed as in a QDQ
+model): conv_vnni's vpdpbusd kernel, the portable int16 GEMM (qlinear.USE_VNNI = False) and ge's float32
+conv.
 """
 from __future__ import annotations
 
@@ -63,18 +65,21 @@ def conv_rows(reps):
         pads = [K // 2] * 4
 
         def session(use_vnni, float_conv=False):
+            """The conv as a QDQ model compiles it (fuse_qdq, weights packed once) or as a float Conv."""
             qlinear.USE_VNNI = use_vnni
             if float_conv:
-                node = helper.make_node("Conv", ["xf", "wf"], ["y"], pads=pads)
+                nodes = [helper.make_node("Conv", ["xf", "wf"], ["y"], pads=pads)]
                 inits = [numpy_helper.from_array(w.astype(np.float32), "wf")]
-                g = helper.make_graph([node], "g", [helper.make_tensor_value_info("xf", 1, x.shape)],
-                                      [helper.make_tensor_value_info("y", 1, None)], inits)
+                io = [helper.make_tensor_value_info("xf", 1, x.shape)]
             else:
-                node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "", "ys", "yz"], ["y"], pads=pads)
+                nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xd"]),
+                         helper.make_node("DequantizeLinear", ["w", "ws"], ["wd"], axis=0),
+                         helper.make_node("Conv", ["xd", "wd"], ["c"], pads=pads),
+                         helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"])]
                 inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in ins.items() if k != "x"]
-                g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 2, x.shape)],
-                                      [helper.make_tensor_value_info("y", 2, None)], inits)
-            plan = ge.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+                io = [helper.make_tensor_value_info("x", 2, x.shape)]
+            g = helper.make_graph(nodes, "g", io, [helper.make_tensor_value_info("y", 0, None)], inits)
+            plan = ge.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)]),
                               ge.Options(aicore_num=1))
             qlinear.USE_VNNI = True
             return ge.Session(plan, runtime="v1")
