@@ -83,3 +83,37 @@ def with_random_weights(name: str, seed: int = 0) -> onnx.ModelProto:
     del g.input[:]
     g.input.extend(inputs)
     return model
+
+
+def quantized_light_model(name: str, directory: str, samples: int = 2, seed: int = 0) -> tuple[str, str]:
+    """(float path, QDQ path): a random-weight light model at opset 13 with its BatchNormalizations folded
+    (onnxruntime's basic level, what quantization's pre-processing does), and its int8 QDQ form from
+    onnxruntime.quantization.quantize_static (per-channel weights, `samples` random calibration inputs).
+    Needs onnxruntime."""
+    import onnxruntime as ort
+    from onnxruntime import quantization
+
+    m = with_random_weights(name, seed)
+    m.ir_version = 7   # initializers need not be graph inputs (the converter and quantizer want them apart)
+    m = onnx.version_converter.convert_version(m, 13)
+    inits = {t.name for t in m.graph.initializer}
+    keep = [i for i in m.graph.input if i.name not in inits]
+    del m.graph.input[:]
+    m.graph.input.extend(keep)
+    f32, qdq = os.path.join(directory, f"{name}_f32.onnx"), os.path.join(directory, f"{name}_qdq.onnx")
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    so.optimized_model_filepath = f32
+    ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    inp = keep[0]
+    shape = [d.dim_value or 1 for d in inp.type.tensor_type.shape.dim]
+    rng = np.random.default_rng(seed)
+    feeds = iter([{inp.name: rng.standard_normal(shape).astype(np.float32)} for _ in range(samples)])
+
+    class Calibration(quantization.CalibrationDataReader):
+        def get_next(self):
+            return next(feeds, None)
+
+    quantization.quantize_static(f32, qdq, Calibration(), quant_format=quantization.QuantFormat.QDQ,
+                                 per_channel=True)
+    return f32, qdq

@@ -7,8 +7,10 @@ from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
 from .fold_if import fold_if
 from .fuse_activation import fuse_activation
+from .fuse_qdq import fuse_qdq
 from .infer_shapes import infer_shapes
 from .pack_conv_weights import pack_conv_weights
+from .pack_qconv_weights import pack_qconv_weights
 from .recognize_activations import recognize_activations
 from .manager import PassManager
 from .remove_identity import remove_identity
@@ -16,9 +18,11 @@ from .remove_identity import remove_identity
 # (name, pass); shapes are inferred again after passes that create nodes or constants.
 # fold_batchnorm runs after fold_constants (its per-channel operands are folded Unsqueezes) and before
 # fuse_activation (Conv -> BN -> Relu fuses only once the BN is gone); recognize_activations before
-# fuse_activation too (its Gelu / Silu then fold into the producer's epilogue).
+# fuse_activation too (its Gelu / Silu then fold into the producer's epilogue). fuse_qdq runs before
+# fold_constants, which would fold the weights' DequantizeLinears into float constants.
 PIPELINE = [
     ("infer_shapes", infer_shapes),
+    ("fuse_qdq", fuse_qdq),
     ("fold_constants", fold_constants),
     ("fold_if", fold_if),               # an If on a constant condition: the branch it picks
     ("remove_identity", remove_identity),
@@ -32,6 +36,7 @@ PIPELINE = [
 # once the pipeline has reached its fixed point: layouts for the kernels (the folds above match plain Convs)
 LOWERING = [
     ("pack_conv_weights", pack_conv_weights),
+    ("pack_qconv_weights", pack_qconv_weights),
     ("eliminate_dead_code", eliminate_dead_code),
 ]
 MAX_FOLD_ROUNDS = 8

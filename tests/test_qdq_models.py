@@ -1,0 +1,53 @@
+"""QDQ-quantized light models (onnxruntime.quantization.quantize_static, QDQ format, made here from the random-
+weight light models) on both runtimes, against onnxruntime on the same file: within one quantization step
+of the output, every Conv fused into an integer QLinearConv, the same bits for any core count."""
+import numpy as np
+import onnx
+import pytest
+
+import ge
+from ge.zoo import quantized_light_model
+
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime.quantization")
+
+
+@pytest.fixture(scope="session")
+def qdq_model(tmp_path_factory):
+    made = {}
+
+    def get(name):
+        if name not in made:
+            f32, qdq = quantized_light_model(name, str(tmp_path_factory.mktemp(f"qdq_{name}")))
+            inp = onnx.load(f32).graph.input[0]
+            made[name] = (f32, qdq, inp.name, [x.dim_value or 1 for x in inp.type.tensor_type.shape.dim])
+        return made[name]
+    return get
+
+
+def _output_step(path) -> float:
+    """The scale of the model's last QuantizeLinear: one step of the quantized output."""
+    m = onnx.load(path)
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in m.graph.initializer}
+    q = [n for n in m.graph.node if n.op_type == "QuantizeLinear"][-1]
+    return float(inits[q.input[1]])
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "resnet50"])
+def test_qdq_model_matches_onnxruntime(name, qdq_model):
+    f32, path, inp, shape = qdq_model(name)
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    want = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {inp: x})[0]
+    tiled, one = ge.compile(path), ge.compile(path, ge.Options(aicore_num=1))
+    n_convs = sum(n.op_type == "Conv" for n in onnx.load(f32).graph.node)
+    assert [n.op_type for n in tiled.nodes].count("QLinearConv") == n_convs
+    assert not any(n.op_type == "Conv" for n in tiled.nodes)
+    step = _output_step(path)
+    got = ge.Session(tiled, runtime="v1").run(None, {inp: x})[0]
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= step * 1.001, f"more than one step ({step}) from onnxruntime"
+    assert got.argmax() == want.argmax()
+    for other in (ge.Session(tiled, runtime="v2"), ge.Session(one, runtime="v1")):
+        np.testing.assert_array_equal(other.run(None, {inp: x})[0], got)
