@@ -40,7 +40,7 @@ def test_qdq_model_matches_onnxruntime(name, qdq_model):
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     want = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, {inp: x})[0]
-    tiled, one = ge.compile(path), ge.compile(path, ge.Options(aicore_num=1))
+    tiled = ge.compile(path)
     n_convs = sum(n.op_type == "Conv" for n in onnx.load(f32).graph.node)
     assert [n.op_type for n in tiled.nodes].count("QLinearConv") == n_convs
     assert not any(n.op_type == "Conv" for n in tiled.nodes)
@@ -49,5 +49,7 @@ def test_qdq_model_matches_onnxruntime(name, qdq_model):
     assert got.shape == want.shape
     assert np.abs(got - want).max() <= step * 1.001, f"more than one step ({step}) from onnxruntime"
     assert got.argmax() == want.argmax()
-    for other in (ge.Session(tiled, runtime="v2"), ge.Session(one, runtime="v1")):
-        np.testing.assert_array_equal(other.run(None, {inp: x})[0], got)
+    if name == "squeezenet":  # the other runtime and one core give the same bits (ResNet-50's twice: CI time)
+        one = ge.compile(path, ge.Options(aicore_num=1))
+        for other in (ge.Session(tiled, runtime="v2"), ge.Session(one, runtime="v1")):
+            np.testing.assert_array_equal(other.run(None, {inp: x})[0], got)
