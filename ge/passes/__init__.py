@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .cancel_transposes import cancel_transposes
+from .compute_in_float32 import compute_in_float32
 from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
@@ -16,7 +17,9 @@ from .remove_identity import remove_identity
 # fold_batchnorm runs after fold_constants (its per-channel operands are folded Unsqueezes) and before
 # fuse_activation (Conv -> BN -> Relu fuses only once the BN is gone); recognize_activations before
 # fuse_activation too (its Gelu / Silu then fold into the producer's epilogue).
+# compute_in_float32 first: kernel infers refuse 16-bit floats in the ops it brackets.
 PIPELINE = [
+    ("compute_in_float32", compute_in_float32),
     ("infer_shapes", infer_shapes),
     ("fold_constants", fold_constants),
     ("remove_identity", remove_identity),
