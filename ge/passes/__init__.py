@@ -9,6 +9,7 @@ from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .infer_shapes import infer_shapes
 from .pack_conv_weights import pack_conv_weights
+from .precision_mode import precision_mode
 from .recognize_activations import recognize_activations
 from .manager import PassManager
 from .remove_identity import remove_identity
@@ -35,11 +36,14 @@ LOWERING = [
     ("pack_conv_weights", pack_conv_weights),
     ("eliminate_dead_code", eliminate_dead_code),
 ]
+# once, before the pipeline: which float32 ops store 16-bit results (Options.precision_mode)
+PRECISION = [("precision_mode", precision_mode)]
 MAX_FOLD_ROUNDS = 8
 
 
 def run_pipeline(graph, options) -> PassManager:
     pm = PassManager(PIPELINE, options.disabled_passes, options.dump_after, options.verify_passes, options)
+    pm.run(graph, PRECISION)
     # folding can make new shapes static, which can make more nodes foldable: run to a fixed point
     for _ in range(MAX_FOLD_ROUNDS):
         n_nodes = len(graph.nodes)
