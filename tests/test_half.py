@@ -113,3 +113,11 @@ def test_types_ge_lacks_name_the_value():
     m = _relu_t(TensorProto.INT4)
     with pytest.raises(ModelLoadError, match="INT4.*'x'"):
         ge.compile(m)
+
+
+@pytest.mark.parametrize("src,dst", [(np.float32, np.float16), (np.float16, np.float32), (np.float64, BF16),
+                                     (BF16, np.float16), (np.int32, np.float16), (np.float16, np.int64)])
+def test_cast_kernels_tiled_and_on_both_runtimes(src, dst):
+    from op_check import check_op
+    x = (np.random.default_rng(2).standard_normal(300_000) * 300).astype(np.float32).astype(src)
+    check_op("Cast", [x], {"to": helper.np_dtype_to_tensor_dtype(np.dtype(dst))}, opset=21, rtol=0, atol=0)
