@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import numbers
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -187,7 +188,7 @@ MODES = ("must_keep_origin_dtype", "force_fp32", "cube_fp16in_fp32out", "force_f
          "allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16")
 LISTS = ("white-list", "black-list", "gray-list")   # GE's modify_mixlist lists and their actions
 ACTIONS = ("to-add", "to-remove")
-PRECISION_V2 = {"origin": "must_keep_origin_dtype", "fp16": "force_fp16", "fp32": "force_fp32",
+PRECISION_V2 = {"origin": "must_keep_origin_dtype", "fp16": "force_fp16",
                 "cube_fp16in_fp32out": "cube_fp16in_fp32out", "mixed_float16": "allow_mix_precision_fp16",
                 "mixed_bfloat16": "allow_mix_precision_bf16"}   # GE's ge.exec.precision_mode_v2 names
 
@@ -225,6 +226,12 @@ def _precision(o: "Options") -> None:
     if mix and not mode.startswith("allow_mix_precision"):
         raise GEError(f"modify_mixlist applies to the allow_mix_precision modes, not '{mode}'")
     keep = o.keep_dtype
+    if isinstance(keep, str) and os.path.isfile(keep):   # GE's keep_dtype file: one OpName:/OpType: a line
+        with open(keep) as f:
+            keep = f.read()
+    if not isinstance(keep, (str, Iterable)) or not all(isinstance(k, str) for k in
+                                                        ([keep] if isinstance(keep, str) else keep)):
+        raise GEError(f"option keep_dtype must be node names or op types, got {keep!r:.40}")
     keep = tuple(s.strip() for s in (keep.replace("\n", ",").split(",") if isinstance(keep, str) else keep)
                  if str(s).strip())
     object.__setattr__(o, "precision_mode", mode)
@@ -378,7 +385,6 @@ GE_ALIASES = {
     "ge.exec.precision_mode_v2": lambda v: ("precision_mode", PRECISION_V2.get(str(v).strip(), str(v))),
     "ge.exec.modify_mixlist": lambda v: ("modify_mixlist", v),
     "modify_mixlist": lambda v: ("modify_mixlist", v),
-    "ge.exec.keep_dtype": lambda v: ("keep_dtype", v),
     "keep_dtype": lambda v: ("keep_dtype", v),
     "aicore_num": lambda v: ("aicore_num", int(v)),
     "ac_parallel_enable": _ac_parallel,
