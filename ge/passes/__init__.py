@@ -36,19 +36,27 @@ LOWERING = [
     ("pack_conv_weights", pack_conv_weights),
     ("eliminate_dead_code", eliminate_dead_code),
 ]
-# once, before the pipeline: which float32 ops store 16-bit results (Options.precision_mode)
-PRECISION = [("precision_mode", precision_mode)]
+# once, after the pipeline's folds and fusions (so a FusedConv is reduced as one op): which float32 ops store
+# 16-bit results (Options.precision_mode), then their Casts bracketed and the weights' Casts folded
+PRECISION = [
+    ("precision_mode", precision_mode),
+    ("compute_in_float32", compute_in_float32),
+    ("infer_shapes", infer_shapes),
+    ("fold_constants", fold_constants),
+    ("eliminate_dead_code", eliminate_dead_code),
+]
 MAX_FOLD_ROUNDS = 8
 
 
 def run_pipeline(graph, options) -> PassManager:
     pm = PassManager(PIPELINE, options.disabled_passes, options.dump_after, options.verify_passes, options)
-    pm.run(graph, PRECISION)
     # folding can make new shapes static, which can make more nodes foldable: run to a fixed point
     for _ in range(MAX_FOLD_ROUNDS):
         n_nodes = len(graph.nodes)
         pm.run(graph)
         if len(graph.nodes) == n_nodes:
             break
+    if options.precision_mode != "must_keep_origin_dtype":
+        pm.run(graph, PRECISION)
     pm.run(graph, LOWERING)
     return pm

@@ -14,7 +14,8 @@ Which nodes store their float32 results in a 16-bit float (precision_reduce), by
 moves op types between the lists; `keep_dtype` (node names or op types, GE's "OpName:x" / "OpType:y") keeps
 those nodes in float32 whatever the mode.
 
-Algorithm, one sweep in order (run once, before the PIPELINE):
+Algorithm, one sweep in order (run once, after the PIPELINE's folds and fusions: Conv + BN + Relu is one
+FusedConv by then, reduced as a whole; on SqueezeNet this keeps the fusions and the in-place Concats):
   Step 1: decide per node (mode, lists, keep_dtype; a gray node looks at its inputs' producers).
   Step 2: a reduced node reads a Cast to the 16-bit type of each float32 input (one per value; on a
           constant it folds once, fold_constants), and its float32 outputs become 16-bit in place.
@@ -35,7 +36,7 @@ from ..kernels import registered_ops
 from ..options import ACTIONS, LISTS, MODES  # noqa: F401 (the modes and lists, checked by Options)
 
 F32 = np.dtype(np.float32)
-WHITE = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "FusedConv", "FusedGemm"})
+WHITE = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "FusedConv", "FusedGemm", "FusedMatMul"})
 BLACK = frozenset({
     "Softmax", "LogSoftmax", "Hardmax", "LayerNormalization", "RMSNormalization", "GroupNormalization",
     "InstanceNormalization", "LpNormalization", "Exp", "Log", "Pow", "Sqrt", "Reciprocal", "Erf", "CumSum",
