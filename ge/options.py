@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import numbers
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -89,6 +90,15 @@ class Options:
     # input shapes fixed at compile (GE's input_shape, atc --input_shape="data:1,3,224,224;mask:1,128"):
     # ((input name, (dims...)), ...); a symbolic dim becomes the given size everywhere it appears
     input_shape: tuple = ()
+    # precision (GE's ge.exec.precision_mode / atc --precision_mode; passes/precision_mode.py): which ops store
+    # float32 results in float16/bfloat16. Default must_keep_origin_dtype: the only mode that never changes
+    # results (on this CPU 16-bit storage saves memory, not compute: kernels compute in float32)
+    precision_mode: str = "must_keep_origin_dtype"
+    # GE's modify_mixlist: {"white-list"|"black-list"|"gray-list": {"to-add"|"to-remove": [op types]}} or
+    # the path of that JSON file; kept as ((list, action, op type), ...)
+    modify_mixlist: tuple = ()
+    # node names or op types ("OpName:x" / "OpType:y" as GE's keep_dtype file) kept in their origin dtype
+    keep_dtype: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict, compare=False)
 
     def __init__(self, **kw):
@@ -134,6 +144,7 @@ class Options:
         object.__setattr__(self, "topo_sorting_mode", mode)
         object.__setattr__(self, "disabled_passes", tuple(self.disabled_passes))
         object.__setattr__(self, "dump_after", tuple(self.dump_after))
+        _precision(self)
         for name in ("no_reuse_ops", "fixed_address_ops"):
             v = getattr(self, name)
             object.__setattr__(self, name, tuple(
@@ -171,6 +182,61 @@ class Options:
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)
+
+
+MODES = ("must_keep_origin_dtype", "force_fp32", "cube_fp16in_fp32out", "force_fp16", "allow_fp32_to_fp16",
+         "allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16")
+LISTS = ("white-list", "black-list", "gray-list")   # GE's modify_mixlist lists and their actions
+ACTIONS = ("to-add", "to-remove")
+PRECISION_V2 = {"origin": "must_keep_origin_dtype", "fp16": "force_fp16",
+                "cube_fp16in_fp32out": "cube_fp16in_fp32out", "mixed_float16": "allow_mix_precision_fp16",
+                "mixed_bfloat16": "allow_mix_precision_bf16"}   # GE's ge.exec.precision_mode_v2 names
+
+
+def _precision(o: "Options") -> None:
+    """Check and normalise precision_mode, modify_mixlist and keep_dtype (GEError listing the valid ones)."""
+    mode = str(o.precision_mode).strip()
+    if mode not in MODES:
+        raise GEError(f"precision_mode '{o.precision_mode}' is not one of {', '.join(MODES)}")
+    mix = o.modify_mixlist
+    if isinstance(mix, str):
+        import json
+        try:
+            with open(mix) as f:
+                mix = json.load(f)
+        except (OSError, ValueError) as e:
+            raise GEError(f"modify_mixlist: cannot read the JSON file '{mix}': {e}") from None
+    if isinstance(mix, dict):
+        triples = []
+        for lst, actions in mix.items():
+            if lst not in LISTS or not isinstance(actions, dict):
+                raise GEError(f"modify_mixlist: '{lst}' is not one of {', '.join(LISTS)} (each a dict of "
+                              f"{' / '.join(ACTIONS)} lists)")
+            for action, ops in actions.items():
+                if action not in ACTIONS or not isinstance(ops, (list, tuple)):
+                    raise GEError(f"modify_mixlist: {lst} '{action}' is not one of {', '.join(ACTIONS)} "
+                                  "(a list of op types)")
+                triples += [(lst, action, op) for op in ops]
+        mix = tuple(triples)
+    mix = tuple(tuple(t) if isinstance(t, list) else t for t in mix)
+    for t in mix:   # (the op types are checked against the registry by the pass)
+        if not (isinstance(t, tuple) and len(t) == 3 and t[0] in LISTS and t[1] in ACTIONS
+                and isinstance(t[2], str)):
+            raise GEError(f"modify_mixlist entry {t!r:.60} is not (list, action, op type)")
+    if mix and not mode.startswith("allow_mix_precision"):
+        raise GEError(f"modify_mixlist applies to the allow_mix_precision modes, not '{mode}'")
+    keep = o.keep_dtype
+    if isinstance(keep, str) and os.path.isfile(keep):   # GE's keep_dtype file: one OpName:/OpType: a line
+        with open(keep) as f:
+            keep = f.read()
+    if not isinstance(keep, (str, Iterable)) or not all(isinstance(k, str) for k in
+                                                        ([keep] if isinstance(keep, str) else keep)):
+        raise GEError(f"option keep_dtype must be node names or op types, got {keep!r:.40}")
+    keep = tuple(s.strip() for s in (keep.replace("\n", ",").split(",") if isinstance(keep, str) else keep)
+                 if str(s).strip())
+    object.__setattr__(o, "precision_mode", mode)
+    object.__setattr__(o, "modify_mixlist", mix)
+    object.__setattr__(o, "keep_dtype", keep)
 
 
 def _flag(v) -> bool:
@@ -314,6 +380,12 @@ GE_ALIASES = {
     "ge.topoSortingMode": lambda v: ("topo_sorting_mode", str(v)),
     "ge.enableSingleStream": lambda v: ("enable_single_stream", _flag(v)),
     "ge.aicoreNum": lambda v: ("aicore_num", int(v)),
+    "ge.exec.precision_mode": lambda v: ("precision_mode", str(v)),
+    "precision_mode": lambda v: ("precision_mode", str(v)),
+    "ge.exec.precision_mode_v2": lambda v: ("precision_mode", PRECISION_V2.get(str(v).strip(), str(v))),
+    "ge.exec.modify_mixlist": lambda v: ("modify_mixlist", v),
+    "modify_mixlist": lambda v: ("modify_mixlist", v),
+    "keep_dtype": lambda v: ("keep_dtype", v),
     "aicore_num": lambda v: ("aicore_num", int(v)),
     "ac_parallel_enable": _ac_parallel,
     "AC_PARALLEL_ENABLE": _ac_parallel,

@@ -18,7 +18,7 @@ from onnx import external_data_helper, shape_inference
 
 from ..errors import ModelLoadError, UnsupportedOpError
 from ..ir import Graph
-from ..ir.dtypes import from_onnx
+from ..ir.dtypes import check, from_onnx
 from .onnx_attrs import attribute_value, tensor_to_array
 from .onnx_bodies import check_bodies, free_names, node_free_names, value_kind
 
@@ -231,7 +231,7 @@ class _Importer:
                 raise ModelLoadError(f"{name}: initializer '{t.name}' is defined twice")
             v = graph.add_value(t.name)
             v.const = tensor_to_array(t)
-            v.dtype, v.shape = v.const.dtype, v.const.shape
+            v.dtype, v.shape = check(v.const.dtype, f"initializer '{t.name}' of {name}"), v.const.shape
         initializers = {t.name for t in g.initializer}
         for vi in g.input:
             if vi.name in initializers:

@@ -1,9 +1,11 @@
-"""Cast and CastLike between bool, int8..uint64, float32 and float64.
+"""Cast and CastLike between bool, int8..uint64, float16, bfloat16, float32 and float64.
 
 One loop, `out[i] = x[i]`: Numba converts on the store as numpy's astype does (floats truncate towards zero
 into ints, ints wrap, anything is True where nonzero; NaN is True). Float-to-int of NaN or out-of-range
-values is undefined, as in ONNX. float16, bfloat16, the float8/4 and int4/2 types and strings are not
-supported. Before opset 6, `to` was a type name string.
+values is undefined, as in ONNX. To and from the 16-bit floats the kernels of half.py convert (round to
+nearest even, rounded once; `saturate` only concerns float8); between two tensors of one 16-bit type the
+copy moves bits. The float8/4 and int4/2 types and strings are not supported. Before opset 6, `to` was a
+type name string.
 
 Blocks (AI cores): `cast` is tiled over flat slices ending on multiples of blocks.G; it is also the
 copy kernel of Clip without bounds and of a one-input Sum/Max/Min/Mean (`copy_launch`).
@@ -15,13 +17,14 @@ from numba import njit
 from onnx import TensorProto
 
 from ..errors import ModelLoadError
-from ..ir.dtypes import from_onnx
+from ..ir.dtypes import BFLOAT16, HALF, from_onnx
 from .blocks import G, flat_launch
+from .half import BF16, F16, f32_to_half, from_half, half_to_half, to_half
 from .registry import KernelContext, Launch, TensorSpec, register
 from .tiling import block_range
 
 SUPPORTED = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-                                   np.uint32, np.uint64, np.float32, np.float64)}
+                                   np.uint32, np.uint64, np.float32, np.float64)} | set(HALF)
 
 
 @njit(nogil=True, cache=True)
@@ -37,7 +40,16 @@ _NS = 0.2  # ns per element, float32 -> int32 over 1x16x112x112, one thread (a c
 
 def copy_launch(ctx: KernelContext, **kw) -> Launch:
     """`cast` as a copy or conversion of input 0 into output 0, tiled over the elements."""
-    return flat_launch(ctx, cast, (), _NS, **kw)
+    src, dst = ctx.inputs[0].dtype, ctx.outputs[0].dtype
+    kind = lambda dt: BF16 if dt == BFLOAT16 else F16  # noqa: E731
+    if src == dst or (src not in HALF and dst not in HALF):
+        return flat_launch(ctx, cast, (), _NS, **kw)
+    if src in HALF and dst in HALF:
+        return flat_launch(ctx, half_to_half, (kind(src), kind(dst)), _NS, **kw)
+    if src in HALF:
+        return flat_launch(ctx, from_half, (kind(src),), _NS, **kw)
+    fn = f32_to_half if src == np.float32 else to_half
+    return flat_launch(ctx, fn, (kind(dst),), _NS, **kw)
 
 
 def _target(ctx: KernelContext) -> np.dtype:

@@ -18,12 +18,13 @@ The contract, shared by both runtimes (ARCHITECTURE.md, "Kernels"):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import ShapeError, UnsupportedOpError
+from ..ir.dtypes import HALF
 from ..npu.engines import AICORE, AICPU, DVPP, HCCL  # noqa: F401 (kernels declare their engine)
 
 
@@ -62,6 +63,9 @@ class Launch:
     # the tiling (see the module doc): fn takes (block_idx, block_dim) last when tiled
     block_dim: int = 1
     tiled: bool = False
+    # a tensor is float16/bfloat16: Python-level calls view those as uint16 (Numba has no 16-bit floats);
+    # set by OpKernel.bind, the thunks do the same from the buffer kinds
+    bits16: bool = False
 
     def __post_init__(self):
         if self.block_dim < 1 or (self.block_dim > 1 and not self.tiled):
@@ -124,7 +128,11 @@ class OpKernel:
     def bind(self, ctx: KernelContext) -> Launch | None:
         """infer then prepare: sets ctx.outputs, returns the launch (None: no task). The one place both run."""
         ctx.outputs = self.infer(ctx)
-        return self.prepare(ctx)
+        launch = self.prepare(ctx)
+        if launch is not None and not launch.bits16 and any(
+                s is not None and s.dtype in HALF for s in (*ctx.inputs, *ctx.outputs, *launch.workspaces)):
+            launch = replace(launch, bits16=True)
+        return launch
 
 
 _REGISTRY: dict[tuple[str, str], list[OpKernel]] = {}
@@ -216,6 +224,8 @@ def cleaning(launch: Launch, n_inputs: int) -> Callable:
 
 def serial_blocks(launch: Launch) -> Callable:
     """launch.fn, or for a tiled launch a call that runs its blocks one after the other on this thread."""
+    if launch.bits16:
+        return _bits16(serial_blocks(replace(launch, bits16=False)))
     if not launch.tiled:
         return launch.fn
     fn, bd = launch.fn, launch.block_dim
@@ -224,6 +234,12 @@ def serial_blocks(launch: Launch) -> Callable:
         for b in range(bd):
             fn(*args, b, bd)
     return blocks
+
+
+def _bits16(fn: Callable) -> Callable:
+    def viewed(*args):
+        fn(*[a.view(np.uint16) if isinstance(a, np.ndarray) and a.dtype in HALF else a for a in args])
+    return viewed
 
 
 def run_blocks(launch: Launch, args: list) -> None:

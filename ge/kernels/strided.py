@@ -29,11 +29,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ir.dtypes import HALF
 from .blocks import G, blocks, row_index, row_range, tiled
 
 # element types the kernels compile for (Numba has no float16 or bfloat16 arrays)
+# (the 16-bit floats move as their uint16 bits; ops that compute on them run bracketed in float32:
+# passes/compute_in_float32.py)
 DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-                                      np.uint32, np.uint64, np.float32, np.float64))
+                                      np.uint32, np.uint64, np.float32, np.float64)) + HALF
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -174,7 +177,10 @@ def int_values(ctx, i: int) -> list[int]:
 
 
 def fill_scalar(value, dtype):
-    """A fill value as the Python type that casts exactly into dtype (int for ints and bools)."""
+    """A fill value as the Python type that casts exactly into dtype (int for ints and bools; the bits for
+    a 16-bit float, whose kernels see uint16)."""
+    if np.dtype(dtype) in HALF:
+        return int(np.asarray(value, dtype).view(np.uint16))
     return float(value) if np.dtype(dtype).kind in "fc" else int(value)
 
 

@@ -17,6 +17,7 @@ from numba import njit
 
 from ..ir.dtypes import from_onnx
 from .registry import AICPU, KernelContext, Launch, TensorSpec, normalize_axis, register, same_as_input
+from ..ir.dtypes import HALF
 from .strided import DTYPES, copy_run, fill_scalar, int_values
 
 
@@ -208,6 +209,8 @@ def _infer_constant(ctx: KernelContext) -> list[TensorSpec]:
 @register("Constant", infer=_infer_constant)
 def _prepare_constant(ctx: KernelContext) -> Launch:
     v = _constant_value(ctx).reshape(-1)
+    if v.dtype in HALF:
+        v = v.view(np.uint16)  # its kernel sees the bits
     vals = v.astype(np.float64) if v.dtype.kind == "f" else v.astype(np.int64)  # exact for every dtype
     return Launch(fill_values, (vals,), inputs=())
 

@@ -40,8 +40,14 @@ BUF, INT, FLOAT = "buf", "int", "float"
 ENCODING_VERSION = 3
 _INT_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
 _FLOAT_TYPES = {"float32", "float64"}
-_BUF_DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+_BUF_DTYPES = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
                "uint32", "uint64", "bool"}
+_BITS16 = {"float16": "uint16", "bfloat16": "uint16"}  # kernels see 16-bit floats as their bit patterns
+
+
+def _buf_name(dtype) -> str:
+    name = np.dtype(dtype).name
+    return _BITS16.get(name, name)
 
 
 class ThunkError(Exception):
@@ -110,7 +116,7 @@ def scalar_kind(value) -> tuple[str, str]:
 
 
 def buffer_kind(dtype) -> tuple[str, str]:
-    name = np.dtype(dtype).name
+    name = _buf_name(dtype)
     if name not in _BUF_DTYPES:
         raise ThunkError(f"buffers of dtype {name} have no table encoding")
     return BUF, name
@@ -141,7 +147,7 @@ def task_args(launch, buffers, place_array, reason: str = "") -> TaskArgs:
     kinds, values, bufs = [], [], []
 
     def buffer(slot, off, count, dtype):
-        kinds.append((BUF, np.dtype(dtype).name))
+        kinds.append((BUF, _buf_name(dtype)))
         values.append((slot, off, count))
         bufs.append((slot, off, count, np.dtype(dtype)))
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import GEError
+from ..ir.dtypes import TOKEN
 from ..options import Options
 from ..plan import GearPlans, MemoryStats, Plan, TensorMemory
 
@@ -66,7 +67,7 @@ class _Encoder:
         if isinstance(v, np.generic):
             if v.dtype.hasobject:
                 raise GEError(f"cannot save {where}: value of dtype {v.dtype}")
-            return {"__np__": v.dtype.str, "v": v.item()}
+            return {"__np__": TOKEN.get(v.dtype, v.dtype.str), "v": v.item()}
         if isinstance(v, list):
             return [self.value(x, where) for x in v]
         if isinstance(v, tuple):
@@ -110,7 +111,7 @@ def plan_document(plan: Plan) -> tuple[dict, dict[str, np.ndarray]]:
                "stats": {f.name: enc.value(getattr(s, f.name), f"memory stat {f.name}")
                          for f in dataclasses.fields(MemoryStats)}}
     doc = {"format": FORMAT, "version": VERSION, "name": plan.name, "options": opts,
-           "tensors": [[t.name, t.dtype.str, list(t.shape), t.kind] for t in plan.tensors],
+           "tensors": [[t.name, TOKEN[t.dtype], list(t.shape), t.kind] for t in plan.tensors],
            "inputs": list(plan.inputs), "outputs": list(plan.outputs), "constants": constants,
            "nodes": nodes,
            "events": [[e.id, e.record_after, e.wait_before, e.src_stream, e.dst_stream] for e in plan.events],
@@ -131,7 +132,7 @@ def gears_document(gp: GearPlans) -> tuple[dict, dict[str, np.ndarray]]:
             arrays.setdefault(key[k], a)
         doc["constants"] = {i: key[k] for i, k in doc["constants"].items()}
         plans[str(gear)] = _rekey(doc, key)
-    spec = lambda t: [t.name, t.dtype.str, list(t.shape), t.kind]  # noqa: E731
+    spec = lambda t: [t.name, TOKEN[t.dtype], list(t.shape), t.kind]  # noqa: E731
     return {"format": GEARS, "version": VERSION, "symbol": gp.symbol, "batched": list(gp.batched),
             "inputs": [spec(t) for t in gp.inputs], "outputs": [spec(t) for t in gp.outputs],
             "plans": plans}, arrays

@@ -17,7 +17,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ..errors import GEError, ModelLoadError
-from ..ir.dtypes import SHORT
+from ..ir.dtypes import BFLOAT16, FROM_TOKEN
 from ..kernels.bind import prepare_launch
 from ..kernels.registry import TensorSpec, lookup
 from ..npu.engines import ENGINES
@@ -25,7 +25,7 @@ from ..options import Options
 from ..plan import GearPlans, MemoryPlan, MemoryStats, Plan, PlanNode, PlanTensor, SyncEvent, TensorMemory
 from .format import FORMAT, GEARS, VERSION, digest_matches
 
-DTYPES = {np.dtype(d).str: np.dtype(d) for d in SHORT}   # the element types ge computes in, by their .str
+DTYPES = FROM_TOKEN   # the element types ge computes in, by their .str (bfloat16 by name)
 KINDS = ("input", "const", "activation")
 SEGMENTS = ("weights", "feature_map", "atomic", "io", "dynamic")
 MAX_RANK, MAX_DIM, MAX_NAME = 32, 1 << 40, 4096
@@ -201,6 +201,8 @@ def build_plan(doc: dict, arrays: dict, at: str = "") -> Plan:
         if not i.isdigit() or int(i) >= n_t:
             raise _bad(where, f"not a tensor index (0..{n_t - 1})")
         a, t = decode({"__array__": key}, arrays, where), tensors[int(i)]
+        if t.dtype == BFLOAT16 and a.dtype == np.dtype("V2"):
+            a = a.view(BFLOAT16)  # npz keeps bfloat16 as 2-byte voids
         if t.kind != "const" or a.dtype != t.dtype or tuple(a.shape) != t.shape:
             raise _bad(where, f"'{t.name}' is {a.dtype}{list(a.shape)} in weights.npz, {t.kind} "
                               f"{t.dtype}{list(t.shape)} in plan.json")

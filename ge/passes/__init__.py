@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .cancel_transposes import cancel_transposes
+from .compute_in_float32 import compute_in_float32
 from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
@@ -11,6 +12,7 @@ from .fuse_qdq import fuse_qdq
 from .infer_shapes import infer_shapes
 from .pack_conv_weights import pack_conv_weights
 from .pack_qconv_weights import pack_qconv_weights
+from .precision_mode import precision_mode
 from .recognize_activations import recognize_activations
 from .manager import PassManager
 from .remove_identity import remove_identity
@@ -20,7 +22,9 @@ from .remove_identity import remove_identity
 # fuse_activation (Conv -> BN -> Relu fuses only once the BN is gone); recognize_activations before
 # fuse_activation too (its Gelu / Silu then fold into the producer's epilogue). fuse_qdq runs before
 # fold_constants, which would fold the weights' DequantizeLinears into float constants.
+# compute_in_float32 first: kernel infers refuse 16-bit floats in the ops it brackets.
 PIPELINE = [
+    ("compute_in_float32", compute_in_float32),
     ("infer_shapes", infer_shapes),
     ("fuse_qdq", fuse_qdq),
     ("fold_constants", fold_constants),
@@ -39,6 +43,15 @@ LOWERING = [
     ("pack_qconv_weights", pack_qconv_weights),
     ("eliminate_dead_code", eliminate_dead_code),
 ]
+# once, after the pipeline's folds and fusions (so a FusedConv is reduced as one op): which float32 ops store
+# 16-bit results (Options.precision_mode), then their Casts bracketed and the weights' Casts folded
+PRECISION = [
+    ("precision_mode", precision_mode),
+    ("compute_in_float32", compute_in_float32),
+    ("infer_shapes", infer_shapes),
+    ("fold_constants", fold_constants),
+    ("eliminate_dead_code", eliminate_dead_code),
+]
 MAX_FOLD_ROUNDS = 8
 
 
@@ -50,5 +63,7 @@ def run_pipeline(graph, options) -> PassManager:
         pm.run(graph)
         if len(graph.nodes) == n_nodes:
             break
+    if options.precision_mode != "must_keep_origin_dtype":
+        pm.run(graph, PRECISION)
     pm.run(graph, LOWERING)
     return pm
