@@ -1,0 +1,344 @@
+"""RNN, GRU and LSTM on the GEMM core: one GEMM for the input projection of all steps, then the recurrence.
+
+One kernel, `_recurrence`, serves the three ops (kind RNN/GRU/LSTM), both layouts and every direction; a
+direction is one block (bidirectional: two, on two AI cores when the plan has them). Per direction:
+  Step 1: W [G*H, I] and R [G*H, H] transposed into the workspace (gemm_block reads B as [K, N] rows);
+  Step 2: XW = X @ W^T for all T*B rows at once (gemm_block, packed: the bulk of the work at large T);
+  Step 3: per time step, HR = H @ R^T (gemm_block on the B rows of H: one 8-row tile at batch 8), then the
+          gates fused row by row: XW + HR + biases, clip, each gate's activation over its contiguous H
+          columns (the activation is picked outside the loop, so the loop vectorizes with fastmath's exp).
+  GRU without linear_before_reset needs (r * H) @ R_h^T after r: its step runs two GEMMs (z/r columns,
+  then the h columns on r * H).
+Sequence lengths: batch row b runs steps 0..len[b]-1 (a reverse direction from t = len[b]-1 down), its
+Y rows past len[b] are zero and Y_h/Y_c hold its state after its last step.
+Activations (attribute `activations`, with activation_alpha/beta consumed in order by the functions that
+take them, ONNX's defaults otherwise) are codes in an int64 array; alphas and betas travel as the int64
+bits of their float64 values (kernel args are ints, floats and int64 arrays).
+Omitted trailing outputs (Y_h, Y_c) are workspaces of the same size, so one signature serves every node;
+an absent B / initial_h / initial_c / P is stood in for by X (never read). sequence_lens, int32, needs its
+own entry (`recurrence_lens`), so nodes without it do not compile an int32 variant.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .activation import _elu, _hard_sigmoid, _leaky_relu, _sigmoid, _softplus, _softsign, _tanh
+from .gemm import gemm_block, gemm_blocks, k_depth, pack_elems
+from .registry import KernelContext, Launch, TensorSpec, register
+
+RNN, GRU, LSTM = 0, 1, 2
+GATES = {RNN: 1, GRU: 3, LSTM: 4}
+FORWARD, REVERSE, BIDIRECTIONAL = 0, 1, 2
+(RELU, TANH, SIGMOID, AFFINE, LEAKY_RELU, THRESHOLDED_RELU, SCALED_TANH, HARD_SIGMOID, ELU, SOFTSIGN,
+ SOFTPLUS) = range(11)
+# name: (code, default alpha or None when it takes none, default beta or None)
+ACTIVATIONS = {"relu": (RELU, None, None), "tanh": (TANH, None, None), "sigmoid": (SIGMOID, None, None),
+               "affine": (AFFINE, 1.0, 0.0), "leakyrelu": (LEAKY_RELU, 0.01, None),
+               "thresholdedrelu": (THRESHOLDED_RELU, 1.0, None), "scaledtanh": (SCALED_TANH, 1.0, 1.0),
+               "hardsigmoid": (HARD_SIGMOID, 0.2, 0.5), "elu": (ELU, 1.0, None), "softsign": (SOFTSIGN, None, None),
+               "softplus": (SOFTPLUS, None, None)}
+DEFAULTS = {RNN: ("Tanh",), GRU: ("Sigmoid", "Tanh"), LSTM: ("Sigmoid", "Tanh", "Tanh")}
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _activate(v, o, n, code, alpha, beta):
+    """v[o:o+n] = act(v[o:o+n]) in place; the function picked once, outside the loop."""
+    p, q = v.dtype.type(alpha), v.dtype.type(beta)
+    z = v.dtype.type(0)
+    if code == SIGMOID:
+        for i in range(o, o + n):
+            v[i] = _sigmoid(v[i], p, q)
+    elif code == TANH:
+        for i in range(o, o + n):
+            v[i] = _tanh(v[i], p, q)
+    elif code == RELU:
+        for i in range(o, o + n):
+            v[i] = max(v[i], z)
+    elif code == AFFINE:
+        for i in range(o, o + n):
+            v[i] = p * v[i] + q
+    elif code == LEAKY_RELU:
+        for i in range(o, o + n):
+            v[i] = _leaky_relu(v[i], p, q)
+    elif code == THRESHOLDED_RELU:
+        for i in range(o, o + n):
+            v[i] = v[i] if v[i] > p else z
+    elif code == SCALED_TANH:
+        for i in range(o, o + n):
+            v[i] = p * _tanh(q * v[i], p, q)
+    elif code == HARD_SIGMOID:
+        for i in range(o, o + n):
+            v[i] = _hard_sigmoid(v[i], p, q)
+    elif code == ELU:
+        for i in range(o, o + n):
+            v[i] = _elu(v[i], p, q)
+    elif code == SOFTSIGN:
+        for i in range(o, o + n):
+            v[i] = _softsign(v[i], p, q)
+    else:
+        for i in range(o, o + n):
+            v[i] = _softplus(v[i], p, q)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _transpose(src, dst, rows, cols):
+    """dst[cols, rows] = src[rows, cols]^T (both flat)."""
+    for i in range(rows):
+        for j in range(cols):
+            dst[j * rows + i] = src[i * cols + j]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, has_b,
+                has_h0, has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx,
+                block_dim):
+    """The whole node for directions block_idx, block_idx + block_dim, ... (see the module doc)."""
+    G = 1 if kind == 0 else (3 if kind == 1 else 4)
+    GH, na = G * H, G if kind != 1 else 2
+    al, be = alphas.view(np.float64), betas.view(np.float64)
+    per = ws.size // D
+    kc = k_depth(H)  # the recurrent GEMM's k blocks (its workspace: one panel)
+    empty = np.empty(0, np.int64)
+    zero = x.dtype.type(0)
+    for d in range(block_idx, D, block_dim):
+        s0 = d * per
+        wt = ws[s0:s0 + I * GH]
+        s0 += I * GH
+        rt = ws[s0:s0 + H * GH]
+        s0 += H * GH
+        xw = ws[s0:s0 + T * B * GH]
+        s0 += T * B * GH
+        hr = ws[s0:s0 + B * GH]
+        s0 += B * GH
+        bw = ws[s0:s0 + GH]
+        br = ws[s0 + GH:s0 + 2 * GH]
+        s0 += 2 * GH
+        hs = ws[s0:s0 + B * H]
+        cs = ws[s0 + B * H:s0 + 2 * B * H]
+        tmp = ws[s0 + 2 * B * H:s0 + 3 * B * H]
+        s0 += 3 * B * H
+        gw = ws[s0:(d + 1) * per]
+        ln = lens[d * B:(d + 1) * B]
+        rev = direction == 1 or d == 1
+        # Step 1: the weights as gemm_block's B, the biases, the initial state
+        _transpose(w[d * GH * I:(d + 1) * GH * I], wt, GH, I)
+        _transpose(r[d * GH * H:(d + 1) * GH * H], rt, GH, H)
+        for j in range(GH):
+            bw[j] = bias[d * 2 * GH + j] if has_b else zero
+            br[j] = bias[d * 2 * GH + GH + j] if has_b else zero
+        for b in range(B):
+            o = (d * B + b) * H if layout == 0 else (b * D + d) * H
+            for j in range(H):
+                hs[b * H + j] = h0[o + j] if has_h0 else zero
+                cs[b * H + j] = c0[o + j] if has_c0 and kind == 2 else zero
+        # Step 2: the input projection of every step, X's rows in its own order
+        gemm_block(x[0:T * B * I], wt, empty, GH, xw, GH, I, I, 1, False, 0, T * B, 0, GH, gw, True)
+        # Y rows past a sequence's end are zeros
+        for b in range(B):
+            for t in range(ln[b], T):
+                o = ((t * D + d) * B + b) * H if layout == 0 else ((b * T + t) * D + d) * H
+                y[o:o + H] = zero
+        # Step 3: the recurrence
+        for s in range(T):
+            gemm_block(hs, rt, empty, GH, hr, GH, H, H, 1, False, 0, B, 0, GH if kind != 1 or lbr else 2 * H,
+                       gw[0:kc * 32], False)
+            for b in range(B):
+                if s >= ln[b]:
+                    continue
+                t = ln[b] - 1 - s if rev else s
+                g = xw[(t * B + b if layout == 0 else b * T + t) * GH:]
+                hb, cb = b * H, b * H
+                for j in range(na * H):
+                    g[j] += hr[b * GH + j] + bw[j] + br[j]
+                if kind == 2 and has_p:  # peepholes on i and f from C(t-1)
+                    pp = p[d * 3 * H:]
+                    for j in range(H):
+                        g[j] += pp[j] * cs[cb + j]
+                        g[2 * H + j] += pp[2 * H + j] * cs[cb + j]
+                if clip > 0:
+                    for j in range(na * H):
+                        if not (kind == 2 and has_p and H <= j < 2 * H):  # o: after its peephole
+                            g[j] = min(max(g[j], -clip), clip)
+                a = d * 3
+                if kind == 0:
+                    _activate(g, 0, H, acts[a], al[a], be[a])
+                    for j in range(H):
+                        hs[hb + j] = g[j]
+                elif kind == 1:
+                    _activate(g, 0, 2 * H, acts[a], al[a], be[a])  # z, r
+                    if lbr:
+                        for j in range(H):
+                            g[2 * H + j] += bw[2 * H + j] + g[H + j] * (hr[b * GH + 2 * H + j] + br[2 * H + j])
+                    else:
+                        for j in range(H):
+                            tmp[hb + j] = g[H + j] * hs[hb + j]
+                else:
+                    _activate(g, 0, H, acts[a], al[a], be[a])  # i
+                    if not input_forget:
+                        _activate(g, 2 * H, H, acts[a], al[a], be[a])  # f
+                    _activate(g, 3 * H, H, acts[a + 1], al[a + 1], be[a + 1])  # c~
+                    for j in range(H):
+                        f = 1 - g[j] if input_forget else g[2 * H + j]
+                        c = f * cs[cb + j] + g[j] * g[3 * H + j]
+                        cs[cb + j] = c
+                        tmp[hb + j] = c
+                        if has_p:  # o's peephole reads C(t), then its clip
+                            po = g[H + j] + p[d * 3 * H + H + j] * c
+                            g[H + j] = min(max(po, -clip), clip) if clip > 0 else po
+                    _activate(g, H, H, acts[a], al[a], be[a])  # o
+                    _activate(tmp, hb, H, acts[a + 2], al[a + 2], be[a + 2])
+                    for j in range(H):
+                        hs[hb + j] = g[H + j] * tmp[hb + j]
+            if kind == 1:  # GRU's candidate h~ and the new state
+                if not lbr:
+                    gemm_block(tmp, rt, empty, GH, hr, GH, H, H, 1, False, 0, B, 2 * H, 3 * H, gw[0:kc * 32],
+                               False)
+                for b in range(B):
+                    if s >= ln[b]:
+                        continue
+                    t = ln[b] - 1 - s if rev else s
+                    g = xw[(t * B + b if layout == 0 else b * T + t) * GH:]
+                    hb = b * H
+                    if not lbr:
+                        for j in range(H):
+                            g[2 * H + j] += hr[b * GH + 2 * H + j] + bw[2 * H + j] + br[2 * H + j]
+                    if clip > 0:
+                        for j in range(2 * H, 3 * H):
+                            g[j] = min(max(g[j], -clip), clip)
+                    _activate(g, 2 * H, H, acts[d * 3 + 1], al[d * 3 + 1], be[d * 3 + 1])
+                    for j in range(H):
+                        z = g[j]
+                        hs[hb + j] = (1 - z) * g[2 * H + j] + z * hs[hb + j]
+            for b in range(B):  # this step's Y rows
+                if s >= ln[b]:
+                    continue
+                t = ln[b] - 1 - s if rev else s
+                o = ((t * D + d) * B + b) * H if layout == 0 else ((b * T + t) * D + d) * H
+                y[o:o + H] = hs[b * H:(b + 1) * H]
+        for b in range(B):
+            o = (d * B + b) * H if layout == 0 else (b * D + d) * H
+            yh[o:o + H] = hs[b * H:(b + 1) * H]
+            if kind == 2:
+                yc[o:o + H] = cs[b * H:(b + 1) * H]
+
+
+@njit(nogil=True, cache=True)
+def recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, has_b, has_h0,
+               has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx, block_dim):
+    """A node without sequence_lens: every sequence runs all T steps."""
+    for d in range(block_idx, D, block_dim):
+        lens[d * B:(d + 1) * B] = T
+    _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, has_b, has_h0,
+                has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx, block_dim)
+
+
+@njit(nogil=True, cache=True)
+def recurrence_lens(x, w, r, bias, h0, c0, p, seq, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, has_b,
+                    has_h0, has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx,
+                    block_dim):
+    """A node with sequence_lens (int32 [B], each in [0, T]: checked by the caller's run)."""
+    for d in range(block_idx, D, block_dim):
+        for b in range(B):
+            lens[d * B + b] = min(max(np.int64(seq[b]), 0), T)
+    _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, has_b, has_h0,
+                has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx, block_dim)
+
+
+# -- host side ----------------------------------------------------------------------------------------
+
+_KINDS = {"RNN": RNN, "GRU": GRU, "LSTM": LSTM}
+_DIRECTIONS = {"forward": FORWARD, "reverse": REVERSE, "bidirectional": BIDIRECTIONAL}
+
+
+def _dims(ctx: KernelContext):
+    """(kind, T, B, I, H, D, layout) after checking the inputs' shapes against each other."""
+    kind = _KINDS[ctx.op_type]
+    G = GATES[kind]
+    x, w, r = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2]
+    if x.dtype not in (np.float32, np.float64) or w.dtype != x.dtype or r.dtype != x.dtype:
+        raise ctx.error(f"X, W and R must all be float32 or float64, got {x.dtype}, {w.dtype}, {r.dtype}")
+    if len(x.shape) != 3 or len(w.shape) != 3 or len(r.shape) != 3:
+        raise ctx.error(f"X, W and R must have rank 3, got {x.shape}, {w.shape}, {r.shape}")
+    layout = int(ctx.attr("layout", 0))
+    direction = ctx.attr("direction", "forward")
+    if layout not in (0, 1) or direction not in _DIRECTIONS:
+        raise ctx.error(f"layout must be 0 or 1 and direction forward, reverse or bidirectional, got "
+                        f"{layout} and {direction!r}")
+    T, B, I = x.shape if layout == 0 else (x.shape[1], x.shape[0], x.shape[2])
+    D = 2 if direction == "bidirectional" else 1
+    H = int(ctx.attr("hidden_size", r.shape[2]))
+    want = {1: (D, G * H, I), 2: (D, G * H, H), 3: (D, 2 * G * H), 4: (B,),
+            5: (D, B, H) if layout == 0 else (B, D, H), 6: (D, B, H) if layout == 0 else (B, D, H), 7: (D, 3 * H)}
+    for i, shape in want.items():
+        if ctx.has(i) and tuple(ctx.inputs[i].shape) != shape:
+            raise ctx.error(f"input {i} has shape {ctx.inputs[i].shape}, expected {shape} "
+                            f"(T={T}, batch={B}, input={I}, hidden={H}, directions={D})")
+        if ctx.has(i) and ctx.inputs[i].dtype != (np.int32 if i == 4 else x.dtype):
+            raise ctx.error(f"input {i} has dtype {ctx.inputs[i].dtype}")
+    if ctx.has(6) and kind != LSTM or ctx.has(7) and kind != LSTM:
+        raise ctx.error("only LSTM takes initial_c and P")
+    return kind, T, B, I, H, D, layout
+
+
+def _out_specs(ctx, T, B, H, D, layout, n):
+    dt = ctx.inputs[0].dtype
+    y = (T, D, B, H) if layout == 0 else (B, T, D, H)
+    state = (D, B, H) if layout == 0 else (B, D, H)
+    return [TensorSpec(s, dt) for s in (y, state, state)[:n]]
+
+
+def _infer(ctx: KernelContext) -> list[TensorSpec]:
+    kind, T, B, I, H, D, layout = _dims(ctx)
+    n = 3 if kind == LSTM else 2
+    if ctx.n_outputs > n:
+        raise ctx.error(f"{ctx.op_type} has at most {n} outputs, the node declares {ctx.n_outputs}")
+    return _out_specs(ctx, T, B, H, D, layout, ctx.n_outputs)
+
+
+def _activations(ctx: KernelContext, kind: int, D: int):
+    """(codes, alpha bits, beta bits): 3 slots per direction, alphas/betas consumed in order by the
+    functions that take them (ONNX's defaults past the lists' ends)."""
+    names = ctx.attr("activations", None) or DEFAULTS[kind] * D
+    names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+    if len(names) != len(DEFAULTS[kind]) * D:
+        raise ctx.error(f"activations lists {len(names)} functions, {ctx.op_type} with {D} direction(s) needs "
+                        f"{len(DEFAULTS[kind]) * D}")
+    alphas, betas = list(ctx.attr("activation_alpha", []) or []), list(ctx.attr("activation_beta", []) or [])
+    codes, al, be = np.zeros(3 * D, np.int64), np.zeros(3 * D), np.zeros(3 * D)
+    per = len(DEFAULTS[kind])
+    for k, name in enumerate(names):
+        if name.lower() not in ACTIVATIONS:
+            raise ctx.error(f"activation {name!r} is not one of {', '.join(sorted(ACTIVATIONS))}")
+        code, a, b = ACTIVATIONS[name.lower()]
+        slot = (k // per) * 3 + k % per
+        codes[slot] = code
+        al[slot] = alphas.pop(0) if a is not None and alphas else (a or 0.0)
+        be[slot] = betas.pop(0) if b is not None and betas else (b or 0.0)
+    return codes, al.view(np.int64), be.view(np.int64)
+
+
+def _prepare(ctx: KernelContext) -> Launch:
+    kind, T, B, I, H, D, layout = _dims(ctx)
+    dt = ctx.inputs[0].dtype
+    G = GATES[kind]
+    GH = G * H
+    proj = int(pack_elems(T * B, GH, I, GH, dt.itemsize, True))
+    per = I * GH + H * GH + T * B * GH + B * GH + 2 * GH + 3 * B * H + max(proj, k_depth(H) * 32)
+    specs = _out_specs(ctx, T, B, H, D, layout, 3)
+    missing = [TensorSpec((specs[k].size if kind == LSTM or k < 2 else 1,), dt) for k in range(ctx.n_outputs, 3)]
+    codes, al, be = _activations(ctx, kind, D)
+    clip = float(ctx.attr("clip", 0.0) or 0.0)
+    bd = min(D, gemm_blocks(D * T * B * GH * (I + H), ctx.cores))
+    args = (kind, T, B, I, H, D, layout, int(ctx.has(3)), int(ctx.has(5)), int(ctx.has(6)), int(ctx.has(7)),
+            _DIRECTIONS[ctx.attr("direction", "forward")], int(ctx.attr("linear_before_reset", 0)),
+            int(ctx.attr("input_forget", 0)), clip, codes, al, be)
+    inputs = (0, 1, 2, *[(i if ctx.has(i) else 0) for i in (3, 5, 6, 7)])
+    fn = recurrence
+    if ctx.has(4):
+        fn, inputs = recurrence_lens, inputs + (4,)
+    return Launch(fn, args, (*missing, TensorSpec((D * per,), dt), TensorSpec((D * B,), np.int64)),
+                  inputs=inputs, tiled=True, block_dim=bd)
+
+
+register(["RNN", "GRU", "LSTM"], infer=_infer, since=7)(_prepare)
