@@ -26,6 +26,7 @@ from numba import njit
 from .activation import _elu, _hard_sigmoid, _leaky_relu, _sigmoid, _softplus, _softsign, _tanh
 from .gemm import gemm_block, gemm_blocks, k_depth, pack_elems
 from .registry import KernelContext, Launch, TensorSpec, register
+from .transpose2d import transpose2d
 
 RNN, GRU, LSTM = 0, 1, 2
 GATES = {RNN: 1, GRU: 3, LSTM: 4}
@@ -42,60 +43,134 @@ DEFAULTS = {RNN: ("Tanh",), GRU: ("Sigmoid", "Tanh"), LSTM: ("Sigmoid", "Tanh", 
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _activate(v, o, n, code, alpha, beta):
-    """v[o:o+n] = act(v[o:o+n]) in place; the function picked once, outside the loop."""
+def _activate(v, code, alpha, beta):
+    """v = act(v) in place; the function picked once, outside the loop."""
     p, q = v.dtype.type(alpha), v.dtype.type(beta)
     z = v.dtype.type(0)
     if code == SIGMOID:
-        for i in range(o, o + n):
+        for i in range(v.size):
             v[i] = _sigmoid(v[i], p, q)
     elif code == TANH:
-        for i in range(o, o + n):
+        for i in range(v.size):
             v[i] = _tanh(v[i], p, q)
     elif code == RELU:
-        for i in range(o, o + n):
+        for i in range(v.size):
             v[i] = max(v[i], z)
     elif code == AFFINE:
-        for i in range(o, o + n):
+        for i in range(v.size):
             v[i] = p * v[i] + q
     elif code == LEAKY_RELU:
-        for i in range(o, o + n):
+        for i in range(v.size):
             v[i] = _leaky_relu(v[i], p, q)
     elif code == THRESHOLDED_RELU:
-        for i in range(o, o + n):
+        for i in range(v.size):
             v[i] = v[i] if v[i] > p else z
     elif code == SCALED_TANH:
-        for i in range(o, o + n):
+        for i in range(v.size):
             v[i] = p * _tanh(q * v[i], p, q)
     elif code == HARD_SIGMOID:
-        for i in range(o, o + n):
+        for i in range(v.size):
             v[i] = _hard_sigmoid(v[i], p, q)
     elif code == ELU:
-        for i in range(o, o + n):
+        for i in range(v.size):
             v[i] = _elu(v[i], p, q)
     elif code == SOFTSIGN:
-        for i in range(o, o + n):
+        for i in range(v.size):
             v[i] = _softsign(v[i], p, q)
     else:
-        for i in range(o, o + n):
+        for i in range(v.size):
             v[i] = _softplus(v[i], p, q)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _transpose(src, dst, rows, cols):
-    """dst[cols, rows] = src[rows, cols]^T (both flat)."""
-    for i in range(rows):
-        for j in range(cols):
-            dst[j * rows + i] = src[i * cols + j]
+def _clip(v, clip):
+    for i in range(v.size):
+        v[i] = min(max(v[i], -clip), clip)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, has_b,
-                has_h0, has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx,
+def _gates(g, hr, bw, br, p, h, c, tmp, kind, H, has_p, lbr, input_forget, clip, acts, al, be):
+    """One batch row's step: g (its XW row, G*H) gets HR and the biases, then the gates; h and c (this row's
+    state) updated in place, except GRU's h (its r * h goes to tmp for the second GEMM, _gru_state ends it)."""
+    n = 2 * H if kind == 1 else g.size
+    for j in range(n):
+        g[j] += hr[j] + bw[j] + br[j]
+    if kind == 0:
+        if clip > 0:
+            _clip(g, clip)
+        _activate(g, acts[0], al[0], be[0])
+        h[:] = g
+        return
+    if kind == 1:
+        gzr, gr, gh, hrh, bwh, brh = g[0:2 * H], g[H:2 * H], g[2 * H:3 * H], hr[2 * H:3 * H], bw[2 * H:], br[2 * H:]
+        if clip > 0:
+            _clip(gzr, clip)
+        _activate(gzr, acts[0], al[0], be[0])
+        if lbr:
+            for j in range(H):
+                gh[j] += bwh[j] + gr[j] * (hrh[j] + brh[j])
+        else:
+            for j in range(H):
+                tmp[j] = gr[j] * h[j]
+        return
+    gi, go, gf, gc = g[0:H], g[H:2 * H], g[2 * H:3 * H], g[3 * H:4 * H]
+    if has_p:  # peepholes on i and f from C(t-1)
+        pi, pf = p[0:H], p[2 * H:3 * H]
+        for j in range(H):
+            gi[j] += pi[j] * c[j]
+            gf[j] += pf[j] * c[j]
+    if clip > 0:
+        _clip(gi, clip)
+        _clip(gf, clip)
+        _clip(gc, clip)
+        if not has_p:
+            _clip(go, clip)
+    _activate(gi, acts[0], al[0], be[0])
+    _activate(gc, acts[1], al[1], be[1])
+    if input_forget:
+        one = g.dtype.type(1)
+        for j in range(H):
+            c[j] = (one - gi[j]) * c[j] + gi[j] * gc[j]
+    else:
+        _activate(gf, acts[0], al[0], be[0])
+        for j in range(H):
+            c[j] = gf[j] * c[j] + gi[j] * gc[j]
+    if has_p:  # o's peephole reads C(t), then its clip
+        po = p[H:2 * H]
+        for j in range(H):
+            go[j] += po[j] * c[j]
+        if clip > 0:
+            _clip(go, clip)
+    _activate(go, acts[0], al[0], be[0])
+    tmp[:] = c
+    _activate(tmp, acts[2], al[2], be[2])
+    for j in range(H):
+        h[j] = go[j] * tmp[j]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _gru_state(g, hr, bw, br, h, H, lbr, clip, act, alpha, beta):
+    """GRU's h~ = g(...) and H = (1 - z) h~ + z H for one batch row (after _gates and the second GEMM)."""
+    gz, gh = g[0:H], g[2 * H:3 * H]
+    if not lbr:
+        hrh, bwh, brh = hr[2 * H:3 * H], bw[2 * H:3 * H], br[2 * H:3 * H]
+        for j in range(H):
+            gh[j] += hrh[j] + bwh[j] + brh[j]
+    if clip > 0:
+        _clip(gh, clip)
+    _activate(gh, act, alpha, beta)
+    one = g.dtype.type(1)
+    for j in range(H):
+        h[j] = (one - gz[j]) * gh[j] + gz[j] * h[j]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, packed,
+                has_b, has_h0, has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx,
                 block_dim):
     """The whole node for directions block_idx, block_idx + block_dim, ... (see the module doc)."""
     G = 1 if kind == 0 else (3 if kind == 1 else 4)
-    GH, na = G * H, G if kind != 1 else 2
+    GH = G * H
     al, be = alphas.view(np.float64), betas.view(np.float64)
     per = ws.size // D
     kc = k_depth(H)  # the recurrent GEMM's k blocks (its workspace: one panel)
@@ -103,10 +178,9 @@ def _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H,
     zero = x.dtype.type(0)
     for d in range(block_idx, D, block_dim):
         s0 = d * per
-        wt = ws[s0:s0 + I * GH]
-        s0 += I * GH
-        rt = ws[s0:s0 + H * GH]
-        s0 += H * GH
+        wt = ws[s0:s0 + I * GH]  # the transposed weights, when not packed
+        rt = ws[s0 + I * GH:s0 + (I + H) * GH]
+        s0 += 0 if packed else (I + H) * GH
         xw = ws[s0:s0 + T * B * GH]
         s0 += T * B * GH
         hr = ws[s0:s0 + B * GH]
@@ -121,9 +195,13 @@ def _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H,
         gw = ws[s0:(d + 1) * per]
         ln = lens[d * B:(d + 1) * B]
         rev = direction == 1 or d == 1
-        # Step 1: the weights as gemm_block's B, the biases, the initial state
-        _transpose(w[d * GH * I:(d + 1) * GH * I], wt, GH, I)
-        _transpose(r[d * GH * H:(d + 1) * GH * H], rt, GH, H)
+        # Step 1: the weights as gemm_block's B (transposed by pack_rnn_weights, else here), the biases,
+        # the initial state
+        if packed:
+            wt, rt = w[d * GH * I:(d + 1) * GH * I], r[d * GH * H:(d + 1) * GH * H]
+        else:
+            transpose2d(w[d * GH * I:(d + 1) * GH * I], wt, 1, GH, I, 0, 1)
+            transpose2d(r[d * GH * H:(d + 1) * GH * H], rt, 1, GH, H, 0, 1)
         for j in range(GH):
             bw[j] = bias[d * 2 * GH + j] if has_b else zero
             br[j] = bias[d * 2 * GH + GH + j] if has_b else zero
@@ -139,83 +217,33 @@ def _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H,
             for t in range(ln[b], T):
                 o = ((t * D + d) * B + b) * H if layout == 0 else ((b * T + t) * D + d) * H
                 y[o:o + H] = zero
-        # Step 3: the recurrence
+        # Step 3: the recurrence (slices per gate, so every loop counts from 0 and vectorizes)
         for s in range(T):
             gemm_block(hs, rt, empty, GH, hr, GH, H, H, 1, False, 0, B, 0, GH if kind != 1 or lbr else 2 * H,
                        gw[0:kc * 32], False)
             for b in range(B):
-                if s >= ln[b]:
-                    continue
-                t = ln[b] - 1 - s if rev else s
-                g = xw[(t * B + b if layout == 0 else b * T + t) * GH:]
-                hb, cb = b * H, b * H
-                for j in range(na * H):
-                    g[j] += hr[b * GH + j] + bw[j] + br[j]
-                if kind == 2 and has_p:  # peepholes on i and f from C(t-1)
-                    pp = p[d * 3 * H:]
-                    for j in range(H):
-                        g[j] += pp[j] * cs[cb + j]
-                        g[2 * H + j] += pp[2 * H + j] * cs[cb + j]
-                if clip > 0:
-                    for j in range(na * H):
-                        if not (kind == 2 and has_p and H <= j < 2 * H):  # o: after its peephole
-                            g[j] = min(max(g[j], -clip), clip)
-                a = d * 3
-                if kind == 0:
-                    _activate(g, 0, H, acts[a], al[a], be[a])
-                    for j in range(H):
-                        hs[hb + j] = g[j]
-                elif kind == 1:
-                    _activate(g, 0, 2 * H, acts[a], al[a], be[a])  # z, r
-                    if lbr:
-                        for j in range(H):
-                            g[2 * H + j] += bw[2 * H + j] + g[H + j] * (hr[b * GH + 2 * H + j] + br[2 * H + j])
-                    else:
-                        for j in range(H):
-                            tmp[hb + j] = g[H + j] * hs[hb + j]
-                else:
-                    _activate(g, 0, H, acts[a], al[a], be[a])  # i
-                    if not input_forget:
-                        _activate(g, 2 * H, H, acts[a], al[a], be[a])  # f
-                    _activate(g, 3 * H, H, acts[a + 1], al[a + 1], be[a + 1])  # c~
-                    for j in range(H):
-                        f = 1 - g[j] if input_forget else g[2 * H + j]
-                        c = f * cs[cb + j] + g[j] * g[3 * H + j]
-                        cs[cb + j] = c
-                        tmp[hb + j] = c
-                        if has_p:  # o's peephole reads C(t), then its clip
-                            po = g[H + j] + p[d * 3 * H + H + j] * c
-                            g[H + j] = min(max(po, -clip), clip) if clip > 0 else po
-                    _activate(g, H, H, acts[a], al[a], be[a])  # o
-                    _activate(tmp, hb, H, acts[a + 2], al[a + 2], be[a + 2])
-                    for j in range(H):
-                        hs[hb + j] = g[H + j] * tmp[hb + j]
+                if s < ln[b]:
+                    t = ln[b] - 1 - s if rev else s
+                    row = (t * B + b if layout == 0 else b * T + t) * GH
+                    _gates(xw[row:row + GH], hr[b * GH:(b + 1) * GH], bw, br, p[d * 3 * H:(d + 1) * 3 * H],
+                           hs[b * H:(b + 1) * H], cs[b * H:(b + 1) * H], tmp[b * H:(b + 1) * H], kind, H,
+                           has_p, lbr, input_forget, clip, acts[d * 3:d * 3 + 3], al[d * 3:d * 3 + 3],
+                           be[d * 3:d * 3 + 3])
             if kind == 1:  # GRU's candidate h~ and the new state
                 if not lbr:
                     gemm_block(tmp, rt, empty, GH, hr, GH, H, H, 1, False, 0, B, 2 * H, 3 * H, gw[0:kc * 32],
                                False)
                 for b in range(B):
-                    if s >= ln[b]:
-                        continue
-                    t = ln[b] - 1 - s if rev else s
-                    g = xw[(t * B + b if layout == 0 else b * T + t) * GH:]
-                    hb = b * H
-                    if not lbr:
-                        for j in range(H):
-                            g[2 * H + j] += hr[b * GH + 2 * H + j] + bw[2 * H + j] + br[2 * H + j]
-                    if clip > 0:
-                        for j in range(2 * H, 3 * H):
-                            g[j] = min(max(g[j], -clip), clip)
-                    _activate(g, 2 * H, H, acts[d * 3 + 1], al[d * 3 + 1], be[d * 3 + 1])
-                    for j in range(H):
-                        z = g[j]
-                        hs[hb + j] = (1 - z) * g[2 * H + j] + z * hs[hb + j]
+                    if s < ln[b]:
+                        t = ln[b] - 1 - s if rev else s
+                        row = (t * B + b if layout == 0 else b * T + t) * GH
+                        _gru_state(xw[row:row + GH], hr[b * GH:(b + 1) * GH], bw, br, hs[b * H:(b + 1) * H], H,
+                                   lbr, clip, acts[d * 3 + 1], al[d * 3 + 1], be[d * 3 + 1])
             for b in range(B):  # this step's Y rows
-                if s >= ln[b]:
-                    continue
-                t = ln[b] - 1 - s if rev else s
-                o = ((t * D + d) * B + b) * H if layout == 0 else ((b * T + t) * D + d) * H
-                y[o:o + H] = hs[b * H:(b + 1) * H]
+                if s < ln[b]:
+                    t = ln[b] - 1 - s if rev else s
+                    o = ((t * D + d) * B + b) * H if layout == 0 else ((b * T + t) * D + d) * H
+                    y[o:o + H] = hs[b * H:(b + 1) * H]
         for b in range(B):
             o = (d * B + b) * H if layout == 0 else (b * D + d) * H
             yh[o:o + H] = hs[b * H:(b + 1) * H]
@@ -224,25 +252,25 @@ def _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H,
 
 
 @njit(nogil=True, cache=True)
-def recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, has_b, has_h0,
-               has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx, block_dim):
+def recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, packed, has_b,
+               has_h0, has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx, block_dim):
     """A node without sequence_lens: every sequence runs all T steps."""
     for d in range(block_idx, D, block_dim):
         lens[d * B:(d + 1) * B] = T
-    _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, has_b, has_h0,
-                has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx, block_dim)
+    _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, packed, has_b,
+                has_h0, has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx, block_dim)
 
 
 @njit(nogil=True, cache=True)
-def recurrence_lens(x, w, r, bias, h0, c0, p, seq, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, has_b,
-                    has_h0, has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx,
+def recurrence_lens(x, w, r, bias, h0, c0, p, seq, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, packed,
+                    has_b, has_h0, has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx,
                     block_dim):
     """A node with sequence_lens (int32 [B], each in [0, T]: checked by the caller's run)."""
     for d in range(block_idx, D, block_dim):
         for b in range(B):
             lens[d * B + b] = min(max(np.int64(seq[b]), 0), T)
-    _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, has_b, has_h0,
-                has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx, block_dim)
+    _recurrence(x, w, r, bias, h0, c0, p, y, yh, yc, ws, lens, kind, T, B, I, H, D, layout, packed, has_b,
+                has_h0, has_c0, has_p, direction, lbr, input_forget, clip, acts, alphas, betas, block_idx, block_dim)
 
 
 # -- host side ----------------------------------------------------------------------------------------
@@ -267,8 +295,9 @@ def _dims(ctx: KernelContext):
                         f"{layout} and {direction!r}")
     T, B, I = x.shape if layout == 0 else (x.shape[1], x.shape[0], x.shape[2])
     D = 2 if direction == "bidirectional" else 1
-    H = int(ctx.attr("hidden_size", r.shape[2]))
-    want = {1: (D, G * H, I), 2: (D, G * H, H), 3: (D, 2 * G * H), 4: (B,),
+    packed = int(ctx.attr("weights_kn", 0))  # W [D, I, G*H] and R [D, H, G*H] (pack_rnn_weights)
+    H = int(ctx.attr("hidden_size", r.shape[1] if packed else r.shape[2]))
+    want = {1: (D, I, G * H) if packed else (D, G * H, I), 2: (D, H, G * H) if packed else (D, G * H, H), 3: (D, 2 * G * H), 4: (B,),
             5: (D, B, H) if layout == 0 else (B, D, H), 6: (D, B, H) if layout == 0 else (B, D, H), 7: (D, 3 * H)}
     for i, shape in want.items():
         if ctx.has(i) and tuple(ctx.inputs[i].shape) != shape:
@@ -324,13 +353,14 @@ def _prepare(ctx: KernelContext) -> Launch:
     G = GATES[kind]
     GH = G * H
     proj = int(pack_elems(T * B, GH, I, GH, dt.itemsize, True))
-    per = I * GH + H * GH + T * B * GH + B * GH + 2 * GH + 3 * B * H + max(proj, k_depth(H) * 32)
+    packed = int(ctx.attr("weights_kn", 0))
+    per = (0 if packed else I * GH + H * GH) + T * B * GH + B * GH + 2 * GH + 3 * B * H + max(proj, k_depth(H) * 32)
     specs = _out_specs(ctx, T, B, H, D, layout, 3)
     missing = [TensorSpec((specs[k].size if kind == LSTM or k < 2 else 1,), dt) for k in range(ctx.n_outputs, 3)]
     codes, al, be = _activations(ctx, kind, D)
     clip = float(ctx.attr("clip", 0.0) or 0.0)
     bd = min(D, gemm_blocks(D * T * B * GH * (I + H), ctx.cores))
-    args = (kind, T, B, I, H, D, layout, int(ctx.has(3)), int(ctx.has(5)), int(ctx.has(6)), int(ctx.has(7)),
+    args = (kind, T, B, I, H, D, layout, packed, int(ctx.has(3)), int(ctx.has(5)), int(ctx.has(6)), int(ctx.has(7)),
             _DIRECTIONS[ctx.attr("direction", "forward")], int(ctx.attr("linear_before_reset", 0)),
             int(ctx.attr("input_forget", 0)), clip, codes, al, be)
     inputs = (0, 1, 2, *[(i if ctx.has(i) else 0) for i in (3, 5, 6, 7)])
@@ -342,3 +372,4 @@ def _prepare(ctx: KernelContext) -> Launch:
 
 
 register(["RNN", "GRU", "LSTM"], infer=_infer, since=7)(_prepare)
+register(["RNN", "GRU", "LSTM"], infer=_infer, domain="ge")(_prepare)  # weights_kn: pack_rnn_weights

@@ -8,6 +8,7 @@ from .fold_constants import fold_constants
 from .fuse_activation import fuse_activation
 from .infer_shapes import infer_shapes
 from .pack_conv_weights import pack_conv_weights
+from .pack_rnn_weights import pack_rnn_weights
 from .recognize_activations import recognize_activations
 from .manager import PassManager
 from .remove_identity import remove_identity
@@ -30,6 +31,7 @@ PIPELINE = [
 # once the pipeline has reached its fixed point: layouts for the kernels (the folds above match plain Convs)
 LOWERING = [
     ("pack_conv_weights", pack_conv_weights),
+    ("pack_rnn_weights", pack_rnn_weights),
     ("eliminate_dead_code", eliminate_dead_code),
 ]
 MAX_FOLD_ROUNDS = 8
