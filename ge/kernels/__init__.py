@@ -1,8 +1,8 @@
 """The kernel library: importing this package registers every kernel family, each named here."""
 from . import registry
-from . import (activation, axis_scan, binary, bitwise, cast, conv, einsum, elementwise, indexing,  # noqa: F401
-               matmul, movement, norm, pad, pool, reduce, refused, resize, reverse_sequence, rms_norm, rnn,
-               select, softmax, tensor, window)
+from . import (activation, attention, axis_scan, binary, bitwise, cast, conv, einsum,  # noqa: F401
+               elementwise, indexing, loss, matmul, movement, norm, pad, pool, reduce, refused, resize,
+               reverse_sequence, rms_norm, rnn, select, softmax, tensor, window)
 from .registry import (AICORE, AICPU, DVPP, HCCL, KernelContext, Launch, OpKernel, TensorSpec,
                        is_registered, lookup, refuse, register, registered_ops, run_kernel)
 
