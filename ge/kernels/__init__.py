@@ -1,8 +1,8 @@
 """The kernel library: importing this package registers every kernel family, each named here."""
 from . import registry
-from . import (activation, axis_scan, binary, bitwise, cast, control, conv, einsum, elementwise, indexing,  # noqa: F401
-               matmul, movement, norm, pad, pool, qlinear, quant, reduce, refused, resize, reverse_sequence, rms_norm,
-               select, sequence, softmax, tensor, window)
+from . import (activation, attention, axis_scan, binary, bitwise, cast, control, conv, einsum,  # noqa: F401
+               elementwise, indexing, loss, matmul, movement, norm, pad, pool, qlinear, quant, reduce, refused,
+               resize, reverse_sequence, rms_norm, rnn, select, sequence, softmax, tensor, window)
 from .registry import (AICORE, AICPU, DVPP, HCCL, KernelContext, Launch, OpKernel, TensorSpec,
                        is_registered, lookup, refuse, register, registered_ops, run_kernel)
 

@@ -12,6 +12,7 @@ from .fuse_qdq import fuse_qdq
 from .infer_shapes import infer_shapes
 from .pack_conv_weights import pack_conv_weights
 from .pack_qconv_weights import pack_qconv_weights
+from .pack_rnn_weights import pack_rnn_weights
 from .precision_mode import precision_mode
 from .recognize_activations import recognize_activations
 from .manager import PassManager
@@ -41,6 +42,7 @@ PIPELINE = [
 LOWERING = [
     ("pack_conv_weights", pack_conv_weights),
     ("pack_qconv_weights", pack_qconv_weights),
+    ("pack_rnn_weights", pack_rnn_weights),
     ("eliminate_dead_code", eliminate_dead_code),
 ]
 # once, after the pipeline's folds and fusions (so a FusedConv is reduced as one op): which float32 ops store
