@@ -51,9 +51,8 @@ def _foreign_type(case) -> str | None:
             return onnx.TensorProto.DataType.Name(t.tensor_type.elem_type)
     return None
 
-_CASES = [c for c in collect_testcases()
-          if c.model is not None and c.data_sets
-          and all(is_registered(n.op_type, n.domain) for n in c.model.graph.node)]
+_ALL = [c for c in collect_testcases() if c.model is not None and c.data_sets]
+_CASES = [c for c in _ALL if all(is_registered(n.op_type, n.domain) for n in c.model.graph.node)]
 _RESULTS: dict[str, bool] = {}
 
 
@@ -117,7 +116,12 @@ def test_pass_rate():
     SUMMARY.append(f"ONNX node cases for {len(ops)} registered op types: {passed} passed of {within} within ge's "
           f"element types ({passed / max(within, 1):.1%}); {passed} of all {len(_CASES)} "
           f"({passed / len(_CASES):.1%}); {foreign} use types ge lacks, {len(UNSUPPORTED)} listed unsupported")
-    print(SUMMARY[-1])
+    in_types = [c for c in _ALL if not _foreign_type(c)]  # issue 19's figure: unregistered ops count as failures
+    unregistered = sorted({n.op_type for c in in_types for n in c.model.graph.node
+                           if not is_registered(n.op_type, n.domain)})
+    SUMMARY.append(f"of all {len(in_types)} node cases in ge's element types, registered or not: {passed} pass "
+                   f"({passed / max(len(in_types), 1):.1%}); unregistered: {', '.join(unregistered)}")
+    print(*SUMMARY[-2:], sep="\n")
     if len(_RESULTS) < within - len(UNSUPPORTED):
         pytest.skip("run the whole module to measure the pass rate")
     assert passed >= 0.97 * within

@@ -31,9 +31,10 @@ def test_no_ge_option_value_is_dropped_silently():
 
 def _nested(depth: int):
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])
-    g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [], [y])
-    for k in range(depth):
-        g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=g, else_branch=g)], f"g{k}", [], [y])
+    leaf = g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [], [y])
+    for k in range(depth):  # one deep branch (both deep would double the model per level: 2**depth graphs)
+        g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=g, else_branch=leaf)], f"g{k}", [],
+                              [y])
     c = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
     return helper.make_model(helper.make_graph(g.node, "top", [c], [y]))
 
