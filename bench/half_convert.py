@@ -6,6 +6,8 @@ f32_to_half / from_half use LLVM's fptrunc/fpext on half (F16C's vcvtps2ph/vcvtp
 vectorizes) and bfloat16 bit arithmetic; to_half is the path other source types take (float64 rounded to odd in
 float32, then to nearest even: one rounding); numpy's astype is the reference.
 """
+import datetime
+import os
 import sys
 import time
 
@@ -13,6 +15,9 @@ import ml_dtypes
 import numpy as np
 
 from ge.kernels import half
+
+sys.path.insert(0, os.path.dirname(__file__))
+from aicores_report import machine  # noqa: E402
 
 
 def best(fn, reps=7):
@@ -25,6 +30,7 @@ def best(fn, reps=7):
 
 
 def main(n=1 << 20):
+    print(f"{n:,} elements, one thread, best of 7, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     x64, bits, back = x.astype(np.float64), np.empty(n, np.uint16), np.empty(n, np.float32)
     for kind, dt, name in ((half.F16, np.float16, "float16"), (half.BF16, ml_dtypes.bfloat16, "bfloat16")):

@@ -14,6 +14,9 @@ conv.
 from __future__ import annotations
 
 import argparse
+import datetime
+import os
+import sys
 import tempfile
 import time
 
@@ -22,6 +25,9 @@ import onnxruntime as ort
 
 import ge
 from ge.zoo import quantized_light_model
+
+sys.path.insert(0, os.path.dirname(__file__))
+from aicores_report import machine  # noqa: E402
 
 
 def _best(fns, reps):
@@ -99,6 +105,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     reps = 3 if a.quick else a.reps
+    print(f"one thread each, best of {reps}, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
     conv_rows(reps)
     with tempfile.TemporaryDirectory() as d:
         for name in a.models.split(","):

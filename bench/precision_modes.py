@@ -1,0 +1,57 @@
+"""GE's mixed-precision modes on the light models (random weights): planned feature map against float32's,
+max |error| of the output against float32 and whether top-1 agrees (README "Precision").
+
+    python bench/precision_modes.py [--models squeezenet,inception_v1,...] [--runtime v2]
+
+Each model is compiled at its default (must_keep_origin_dtype) and in each mode; the same input (seeded)
+runs through all of them on one runtime.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+
+import numpy as np
+
+import ge
+from ge.zoo import LIGHT_MODELS, with_random_weights
+
+sys.path.insert(0, os.path.dirname(__file__))
+from aicores_report import feeds_for, machine  # noqa: E402
+
+MODES = ("allow_mix_precision", "allow_mix_precision_bf16")
+
+
+def row(name: str, runtime: str) -> str:
+    model = with_random_weights(name)
+    base = ge.compile(model)
+    with ge.Session(base, runtime=runtime) as s:
+        feeds = feeds_for(s)
+        want = s.run(None, feeds)[0].astype(np.float32)
+    cells = []
+    for mode in MODES:
+        plan = ge.compile(model, ge.Options(precision_mode=mode))
+        with ge.Session(plan, runtime=runtime) as s:
+            got = s.run(None, feeds)[0].astype(np.float32)
+        ratio = plan.memory.stats.feature_map_bytes / base.memory.stats.feature_map_bytes
+        same = "equal" if got.reshape(got.shape[0], -1).argmax(1).tolist() == \
+            want.reshape(want.shape[0], -1).argmax(1).tolist() else "differs"
+        cells.append(f"{ratio:.2f}x, error {np.abs(got - want).max():.2g}, top-1 {same}")
+    return f"| {name} | " + " | ".join(cells) + " |"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default=",".join(LIGHT_MODELS))
+    ap.add_argument("--runtime", default="v2")
+    a = ap.parse_args()
+    print(f"precision modes, runtime_{a.runtime}, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
+    print("| model | " + " | ".join(MODES) + " |\n|---|" + "---|" * len(MODES))
+    for name in a.models.split(","):
+        print(row(name, a.runtime), flush=True)
+
+
+if __name__ == "__main__":
+    main()
