@@ -122,20 +122,27 @@ def _infer_conv_integer(ctx: KernelContext) -> list[TensorSpec]:
     return [TensorSpec(out, np.int32)]
 
 
-def _infer_qlinear_conv(ctx: KernelContext) -> list[TensorSpec]:
-    _, out = _conv_parts(ctx, 0, 3)
-    M = out[1]
-    for i, what, n, dt in ((1, "x_scale", 1, np.float32), (2, "x_zero_point", 1, ctx.inputs[0].dtype),
-                           (4, "w_scale", M, np.float32), (5, "w_zero_point", M, ctx.inputs[3].dtype),
-                           (6, "y_scale", 1, np.float32), (7, "y_zero_point", 1, None)):
+def _quant_params(ctx: KernelContext, a: str, b: str, n: int):
+    """A QLinear op's scales and zero points (inputs 1-2 of operand a, 4-5 of b with n per-channel values,
+    6-7 of y) checked; the output's dtype (y_zero_point's, else a's)."""
+    for i, what, cnt, dt in ((1, f"{a}_scale", 1, np.float32), (2, f"{a}_zero_point", 1, ctx.inputs[0].dtype),
+                             (4, f"{b}_scale", n, np.float32), (5, f"{b}_zero_point", n, ctx.inputs[3].dtype),
+                             (6, "y_scale", 1, np.float32), (7, "y_zero_point", 1, None)):
         if not ctx.has(i) and i in (1, 4, 6):
             raise ctx.error(f"{what} (input {i}) is required")
-        _per(ctx, i, what, n, dt)
-    if ctx.has(8) and (ctx.inputs[8].dtype != np.int32 or tuple(ctx.inputs[8].shape) != (M,)):
-        raise ctx.error(f"bias must be int32 of shape [{M}], got {ctx.inputs[8].dtype}{list(ctx.inputs[8].shape)}")
+        _per(ctx, i, what, cnt, dt)
     dt = ctx.inputs[7].dtype if ctx.has(7) else ctx.inputs[0].dtype
     if dt not in _Q8:
         raise ctx.error(f"y_zero_point has dtype {dt}, supported: uint8, int8")
+    return dt
+
+
+def _infer_qlinear_conv(ctx: KernelContext) -> list[TensorSpec]:
+    _, out = _conv_parts(ctx, 0, 3)
+    M = out[1]
+    dt = _quant_params(ctx, "x", "w", M)
+    if ctx.has(8) and (ctx.inputs[8].dtype != np.int32 or tuple(ctx.inputs[8].shape) != (M,)):
+        raise ctx.error(f"bias must be int32 of shape [{M}], got {ctx.inputs[8].dtype}{list(ctx.inputs[8].shape)}")
     if ctx.attr("activation", "") not in ("", "Relu"):
         raise ctx.error(f"activation {ctx.attr('activation')!r} is not supported: Relu")
     return [TensorSpec(out, dt)]
@@ -264,16 +271,7 @@ def _infer_matmul_integer(ctx: KernelContext) -> list[TensorSpec]:
 
 def _infer_qlinear_matmul(ctx: KernelContext) -> list[TensorSpec]:
     _, _, N, _, out, _, _ = _matmul_parts(ctx, 0, 3)
-    for i, what, n, dt in ((1, "a_scale", 1, np.float32), (2, "a_zero_point", 1, ctx.inputs[0].dtype),
-                           (4, "b_scale", N, np.float32), (5, "b_zero_point", N, ctx.inputs[3].dtype),
-                           (6, "y_scale", 1, np.float32), (7, "y_zero_point", 1, None)):
-        if not ctx.has(i) and i in (1, 4, 6):
-            raise ctx.error(f"{what} (input {i}) is required")
-        _per(ctx, i, what, n, dt)
-    dt = ctx.inputs[7].dtype if ctx.has(7) else ctx.inputs[0].dtype
-    if dt not in _Q8:
-        raise ctx.error(f"y_zero_point has dtype {dt}, supported: uint8, int8")
-    return [TensorSpec(out, dt)]
+    return [TensorSpec(out, _quant_params(ctx, "a", "b", N))]
 
 
 def _matmul_launch(ctx: KernelContext, ai, bi, idx, requant: bool) -> Launch:
