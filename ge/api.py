@@ -1,6 +1,7 @@
 """Session: compile a model once, run it many times on the chosen runtime (ONNX Runtime-like API)."""
 from __future__ import annotations
 
+import dataclasses
 import errno
 import importlib
 from dataclasses import dataclass
@@ -10,10 +11,13 @@ import numpy as np
 from .compiler import compile as compile_model
 from .compiler import compile_gears
 from .errors import DeviceMemoryError, GEError, InputError
+from .hccl.ops import collectives
 from .ir.dtypes import to_onnx
 from .offline import is_offline_model
 from .offline import load as load_plan
 from .options import as_options
+from .parallel.executor import join as join_group
+from .parallel.executor import resolve as resolve_group
 from .plan import Executor, GearPlans, Plan
 
 RUNTIMES = ("v1", "v2")
@@ -100,12 +104,23 @@ class Session:
                 _load("v2", model)   # refuses them, saying why
             # runtime_v2 runs the real batch dynamically: it needs no gears
             model = compile_model(model, self.options.replace(dynamic_batch=()), inputs=inputs, outputs=outputs)
+        options, end = self.options, None
+        if isinstance(model, Plan):
+            options = model.options
+        if options.parallel or options.device_count > 1:   # the group first: its size shapes the plan
+            options, end = resolve_group(options)
         self.plan: Plan = model if isinstance(model, Plan) else compile_model(
-            model, self.options, inputs=inputs, outputs=outputs)
+            model, options, inputs=inputs, outputs=outputs)
         self.runtime = self._pick_runtime(runtime, self.plan)
-        self._executor: Executor = _load(self.runtime, self.plan)
-        self._describe([self.plan.tensors[i] for i in self.plan.inputs],
-                       [self.plan.tensors[i] for i in self.plan.outputs])
+        ins = [self.plan.tensors[i] for i in self.plan.inputs]
+        if end is not None or options.device_count > 1 or collectives(self.plan):
+            self._executor: Executor = join_group(self.plan, options, lambda p: _load(self.runtime, p), end)
+            if options.parallel == "data":   # the caller feeds the whole batch (each device reads its rows)
+                ins = [dataclasses.replace(t, shape=(t.shape[0] * options.device_count, *t.shape[1:]))
+                       for t in ins]
+        else:
+            self._executor = _load(self.runtime, self.plan)
+        self._describe(ins, [self.plan.tensors[i] for i in self.plan.outputs])
 
     def _init_geared(self, gp: GearPlans) -> None:
         """runtime_v1 over batch gears: one static plan per gear, memory shared."""

@@ -17,10 +17,12 @@ from .ir import Graph
 from .kernels.bind import node_context, node_kernel, static_spec
 from .kernels.registry import UnknownValueError
 from .bodies import compile_bodies, host_kernel
+from .hccl import ops as _hccl_ops  # noqa: F401 (registers the Hcom ops' kernels)
 from .memory import continuous, plan_memory
 from .npu import progress
 from .npu.aicore import aicore_num
 from .options import Options, as_options
+from .parallel.data import split_batch
 from .passes import run_pipeline
 from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor
 from .npu.engines import GE_LOCAL, engine_for_op
@@ -65,6 +67,8 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
                       "options=...); a single Plan (and an offline model, .gem) cannot hold the gears")
     with progress.phase("import"):   # phases: for the CLI's "where the time went" (ge.npu.progress)
         graph = bind_input_shapes(import_model(model, inputs, outputs), options.input_shape)
+        if options.parallel == "data":
+            graph = split_batch(graph, options.device_count)
     for v in list(graph.values.values()):  # before a pass (constant folding) materialises one
         _check_size(graph, v, options)
     with progress.phase("passes"):
@@ -79,6 +83,9 @@ def compile_gears(model, options: Options | dict | None = None, *, inputs=None, 
     options = as_options(options)
     if not options.dynamic_batch:
         raise GEError("compile_gears needs Options.dynamic_batch (e.g. [1, 2, 4, 8])")
+    if options.parallel:
+        raise GEError(f"parallel={options.parallel!r} with dynamic_batch: split a static batch instead (give "
+                      "the model a fixed batch, e.g. Options.input_shape)")
     static = options.replace(dynamic_batch=())  # each gear's plan is an ordinary static plan
     plans, symbol, declared = {}, None, None
     for gear in options.dynamic_batch:

@@ -3,6 +3,7 @@
 `pip install -e .` brings what compiling and running need; the rest is an extra of ge-runtime (pyproject):
   plot   matplotlib        `ge plan --plot`, `ge bench --plot`
   bench  onnxruntime       `ge bench --vs onnxruntime`, bench/
+  dist   mpi4py, mpich     HCCL across processes: `mpiexec -n 2 ge run MODEL --data-parallel 2` (ge/hccl/mpi.py)
   all    every extra above
 A feature checks its extra before any work (`require`), so a missing one costs no compile.
 """
@@ -12,7 +13,7 @@ import importlib.util
 
 from .errors import GEError
 
-EXTRAS = {"plot": "matplotlib", "bench": "onnxruntime"}
+EXTRAS = {"plot": "matplotlib", "bench": "onnxruntime", "dist": "mpi4py"}
 
 
 class MissingExtraError(GEError):

@@ -20,7 +20,9 @@ TOPO_MODES = ("bfs", "dfs", "rdfs", "stable_rdfs", "memory_priority")
 # integer options: (lowest, highest)
 RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_num": (0, 1 << 12),
           "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
-          "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30), "max_events": (0, 1 << 30)}
+          "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30), "max_events": (0, 1 << 30),
+          "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16)}
+PARALLEL = ("", "data")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable", "event_multiplexing")
 
@@ -99,6 +101,17 @@ class Options:
     modify_mixlist: tuple = ()
     # node names or op types ("OpName:x" / "OpType:y" as GE's keep_dtype file) kept in their origin dtype
     keep_dtype: tuple[str, ...] = ()
+    # scale-out (ge/hccl, ge/parallel): the devices of the group and this session's; -1 = the MPI rank under
+    # mpiexec, else 0 (GE's ge.exec.deviceId). Under mpiexec the group is the MPI world (one device a rank);
+    # otherwise the process holds device_count devices joined by shared memory
+    device_id: int = -1
+    device_count: int = 1
+    # how a model is split over the group: "" (each device runs it whole), "data" (each runs a slice of the
+    # batch, outputs gathered by HcomAllGather: ge/parallel/data.py)
+    parallel: str = ""
+    # seconds a collective waits for its peers before an ExecutionError names the ones missing
+    # (HCCL's HCCL_EXEC_TIMEOUT)
+    hccl_timeout: float = 60.0
     extra: dict = field(default_factory=dict, compare=False)
 
     def __init__(self, **kw):
@@ -130,6 +143,12 @@ class Options:
             items = v.split(",") if isinstance(v, str) else v
             if not isinstance(items, Iterable) or not all(isinstance(s, str) for s in items):
                 raise GEError(f"option {name} must be names (a list of strings or 'a,b'), got {v!r:.40}")
+        if self.parallel not in PARALLEL:
+            raise GEError(f"option parallel must be one of {', '.join(map(repr, PARALLEL))}, got {self.parallel!r:.40}")
+        if isinstance(self.hccl_timeout, bool) or not isinstance(self.hccl_timeout, numbers.Real) \
+                or not 0 < self.hccl_timeout <= 86400:
+            raise GEError(f"option hccl_timeout must be seconds in (0, 86400], got {self.hccl_timeout!r:.40}")
+        object.__setattr__(self, "hccl_timeout", float(self.hccl_timeout))
         if not isinstance(self.memory_assigner, str):
             raise GEError(f"option memory_assigner must be a name, got {self.memory_assigner!r:.40}")
         if not isinstance(self.extra, dict):
@@ -387,6 +406,8 @@ GE_ALIASES = {
     "modify_mixlist": lambda v: ("modify_mixlist", v),
     "keep_dtype": lambda v: ("keep_dtype", v),
     "aicore_num": lambda v: ("aicore_num", int(v)),
+    "ge.exec.deviceId": lambda v: ("device_id", int(v)),
+    "HCCL_EXEC_TIMEOUT": lambda v: ("hccl_timeout", float(v)),
     "ac_parallel_enable": _ac_parallel,
     "AC_PARALLEL_ENABLE": _ac_parallel,
 }
@@ -404,7 +425,8 @@ GE_REFUSED = {
     "ge.exec.input_fusion_size": "ge has no host-to-device copy to merge (inputs are host arrays)",
     "ge.exec.graphIOMemAllocMode": "graph I/O is always the caller's memory (or a fresh array) in ge",
     "ge.exec.frozenInputIndexes": "ge refreshes every input slot per run; there is nothing to freeze",
-    "ge.hcomParallel": "ge has no HCCL (collective) engine",
+    "ge.hcomParallel": "ge runs each collective in plan order on the HCCL stream; the pass that moves independent "
+                       "compute beside an in-flight AllReduce is not built yet",
     "ge.streamMaxParallelNum": "ge caps streams per plan (Options.max_streams), not per engine",
     "ge.autoMultistreamParallelMode": "ge has no custom/DAG stream pass; streams follow GE's default chain",
     "EVENT": "ge syncs with events only (no Notify)",

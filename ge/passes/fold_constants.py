@@ -15,7 +15,8 @@ from ..errors import DeviceMemoryError
 from ..kernels.bind import node_context, node_kernel, static_spec
 from ..kernels.registry import run_kernel
 
-NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+NEVER_FOLD = {"HcomAllReduce", "HcomAllGather", "HcomBroadcast", "HcomReduceScatter",  # collectives: run on a group
+              "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
               "Bernoulli"}
 
 
