@@ -52,11 +52,13 @@ class Transport:
     def exchange(self, sends: dict, recvs: dict, what: str) -> None:
         if self.broken:
             raise PeerError(f"HCCL {what} on group '{self.group}': {self.broken}", ())
-        late = self._exchange(sends, recvs, time.monotonic() + self.timeout)
+        deadline = time.monotonic() + self.timeout
+        late = self._exchange(sends, recvs, deadline)
         if late:
             who = ", ".join(map(str, sorted(late)))
             self.broken = (f"rank {who} did not answer rank {self.rank} within {self.timeout:g} s "
-                           f"(it failed, exited or runs another plan)")
+                           "(it failed, exited or runs another plan)" if time.monotonic() >= deadline else
+                           f"rank {who} failed before answering rank {self.rank}")
             raise PeerError(f"HCCL {what} on group '{self.group}' ({self.engine}): {self.broken}", late)
 
     def close(self) -> None:

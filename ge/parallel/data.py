@@ -19,6 +19,7 @@ from ..passes import infer_shapes
 def split_batch(graph, size: int):
     if size == 1:
         return graph
+    infer_shapes(graph)   # the one-device shapes, where the frontend did not know them
     before = {id(v): v.shape for v in graph.outputs}
     # Step 1
     for x in graph.inputs:

@@ -85,7 +85,7 @@ class GroupExecutor:
         # the cause first: a device's own error before its peers' "did not answer"
         failed = [e for e in errors if e is not None]
         if failed:
-            raise next((e for e in failed if not isinstance(e, PeerError)), failed[0])
+            raise next((e for e in failed if not _peer(e)), failed[0])
         return results[0]
 
     def run_traced(self, feeds, tracer):
@@ -110,3 +110,12 @@ class GroupExecutor:
     @property
     def stream_threads(self) -> int:
         return self.executors[0].stream_threads
+
+
+def _peer(e: BaseException) -> bool:
+    """A peer's "did not answer" (the runtimes wrap it naming the node)."""
+    while e is not None:
+        if isinstance(e, PeerError):
+            return True
+        e = e.__cause__ or e.__context__
+    return False

@@ -1,0 +1,49 @@
+"""Run under `mpiexec -n 2` by test_mpi.py; rank 0 prints one JSON line per check.
+
+data parallel on both runtimes equals this rank's one-device run; a plan that differs on rank 1 is refused
+at load (GEError on every rank); then rank 1 exits before a run and rank 0's run raises ExecutionError
+naming rank 1 (one launch for all: each costs seconds of start-up; mpiexec -disable-auto-cleanup keeps rank 0
+alive when rank 1 dies).
+"""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ge  # noqa: E402
+from models import feed, mlp  # noqa: E402
+
+from ge.hccl.world import launched_size  # noqa: E402
+
+rank = int(os.environ.get("PMI_RANK", "0"))
+assert launched_size() == 2
+opts = ge.Options(parallel="data", hccl_timeout=float(sys.argv[1]))
+x = feed()
+out = {}
+if True:
+    ref = ge.Session(mlp(), runtime="v2").run(None, {"x": x})[0]   # one device: joins no group
+    for rt in ("v2", "v1"):
+        s = ge.Session(mlp(), runtime=rt, options=opts)
+        out[rt] = bool(np.array_equal(s.run(None, {"x": x})[0], ref))
+        out[rt + "_group"] = s.stats()["group_size"]
+    try:
+        ge.Session(mlp(seed=rank), runtime="v2", options=opts)
+        out["mismatch"] = "loaded"
+    except ge.GEError as e:
+        out["mismatch"] = str(e)
+if True:
+    s = ge.Session(mlp(), runtime="v2", options=opts)
+    if rank == 1:
+        os._exit(3)
+    t0 = time.monotonic()
+    try:
+        s.run(None, {"x": x})
+        out["die"] = "ran"
+    except ge.ExecutionError as e:
+        out["die"] = str(e)
+    out["seconds"] = time.monotonic() - t0
+print(json.dumps(out), flush=True)
+os._exit(0)   # the world lost a rank: MPI_Finalize would wait for it
