@@ -52,6 +52,8 @@ def options_of(args, **more) -> Options:
         kw["input_shape"] = ";".join(args.input_shape)
     if getattr(args, "dynamic_batch", None):
         kw["dynamic_batch"] = args.dynamic_batch
+    if getattr(args, "data_parallel", None):
+        kw["parallel"], kw["device_count"] = "data", args.data_parallel
     kw.update(more)
     return Options(**kw)
 
