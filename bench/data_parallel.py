@@ -1,0 +1,96 @@
+"""Data-parallel ResNet-50 (the onnx light model, random weights as shipped): batch 8 on 2 ranks x 1 core
+(`mpiexec -n 2`, each rank pinned to its own CPU, Options.parallel="data") against 1 rank x 1 core.
+
+    python bench/data_parallel.py [--repeat 5] [--rounds 2]
+
+Prints the date and the machine, then images/s per side and the ratio; the two sides alternate `--rounds`
+times (each a fresh process: the MPI side must be). The target (issue 20) is >= 1.8x. On a shared machine the
+figures are preliminary.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+BATCH = 8
+
+
+def batch8_model(path: str) -> None:
+    """The light ResNet-50 with batch 8 (its one Reshape reads the batch from -1)."""
+    from ge.zoo import light_model_path
+    m = onnx.load(light_model_path("resnet50"))
+    for v in (*m.graph.input, *m.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_value = BATCH
+    for i, init in enumerate(m.graph.initializer):
+        if init.name == "OC2_DUMMY_1":
+            m.graph.initializer[i].CopyFrom(numpy_helper.from_array(np.array([-1, 2048], np.int64), init.name))
+    del m.graph.value_info[:]
+    onnx.save(m, path)
+
+
+def worker(path: str, repeat: int, parallel: bool) -> None:
+    import ge
+    rank = int(os.environ.get("PMI_RANK", "0"))
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[rank % len(os.sched_getaffinity(0))]})
+    opts = dict(thread_budget=1, aicore_num=1)
+    if parallel:
+        opts.update(parallel="data")
+    s = ge.Session(path, runtime="v1", options=ge.Options(**opts))
+    x = np.random.default_rng(0).standard_normal((BATCH, 3, 224, 224)).astype(np.float32)
+    s.run(None, {"gpu_0/data_0": x})   # warm-up; under MPI also lines the ranks up
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        y, = s.run(None, {"gpu_0/data_0": x})
+    dt = time.perf_counter() - t0
+    if rank == 0:
+        print(f"RESULT {BATCH * repeat / dt:.3f} {float(y.sum()):.6f}", flush=True)
+
+
+def measure(cmd) -> tuple[float, float]:
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    line = next(s for s in out.splitlines() if s.startswith("RESULT"))
+    ips, checksum = line.split()[1:]
+    return float(ips), float(checksum)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--worker", choices=["single", "parallel"])
+    ap.add_argument("--model")
+    a = ap.parse_args()
+    if a.worker:
+        return worker(a.model, a.repeat, a.worker == "parallel")
+    print(f"date      {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}")
+    print(f"machine   {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs "
+          f"({len(os.sched_getaffinity(0))} usable), {platform.system()} {platform.release()}")
+    mpiexec = str(Path(sys.executable).parent / "mpiexec")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "resnet50_b8.onnx")
+        batch8_model(path)
+        me = [sys.executable, os.path.abspath(__file__), "--model", path, "--repeat", str(a.repeat)]
+        singles, pairs = [], []
+        for _ in range(a.rounds):
+            singles.append(measure(me + ["--worker", "single"]))
+            pairs.append(measure([mpiexec, "-n", "2"] + me + ["--worker", "parallel"]))
+            print(f"round     1 rank x 1 core {singles[-1][0]:.2f} images/s   2 ranks x 1 core "
+                  f"{pairs[-1][0]:.2f} images/s   ratio {pairs[-1][0] / singles[-1][0]:.2f}x", flush=True)
+    one, two = max(s for s, _ in singles), max(p for p, _ in pairs)
+    print(f"best      1 rank {one:.2f} images/s, 2 ranks {two:.2f} images/s: {two / one:.2f}x "
+          f"(outputs' checksums {singles[0][1]:.6f} vs {pairs[0][1]:.6f}); target >= 1.8x")
+
+
+if __name__ == "__main__":
+    main()
