@@ -1,0 +1,158 @@
+"""Tensor parallel (Options.parallel="tensor"): Megatron-style splits of transformer blocks over N devices.
+
+Step 1: seeds. For each value x, the MatMuls reading it with a constant 2-D weight [d, c] are one *column*
+        group (attention's Q, K, V; the FFN's up projection), each maybe followed by a bias Add.
+Step 2: the region. From the group's outputs, forward through ops that keep a split of the last axis apart
+        (elementwise ops with constants, Transpose, Softmax, MatMuls of two region values, Reshapes with a
+        constant shape), to *row* MatMuls: a constant 2-D weight [c, d'] read by a region value. Anything else
+        reading the region (or a row exit missing) leaves the group whole: the model runs replicated there.
+Step 3: the split. Rank r keeps columns [r c/N, (r+1) c/N) of the column weights and biases, the same rows
+        of the row weights, and in each region Reshape the first given dim (heads, or the merged width) /N;
+        each row MatMul's partial sums go through an HcomAllReduce (sum) before its bias Add, so the bias is
+        added once. Embeddings, LayerNorms and residuals stay replicated.
+Each rank's plan holds its own slices: the group's plan check compares the plans' structure and the digest
+of the model they were cut from (the `_model` attribute of the collectives), not the weights.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from ..errors import GEError
+from ..hccl.world import DEFAULT_GROUP
+
+# ops a region passes through: elementwise (with constants or region values), layout, attention's MatMul
+PASS = {"Add", "Sub", "Mul", "Div", "Erf", "Relu", "Gelu", "Tanh", "Sigmoid", "Sqrt", "Pow", "Softmax",
+        "Transpose", "Reshape", "MatMul", "Cast", "Identity"}
+
+
+def split_tensor(graph, rank: int, size: int):
+    if size == 1:
+        return graph
+    digest = _model_digest(graph)
+    done, splits = set(), 0
+    for x in list(graph.values.values()):
+        group = [m for m in x.users if m.op_type == "MatMul" and m.inputs[0] is x and _weight(m) is not None
+                 and id(m) not in done]
+        if not group:
+            continue
+        plan = _region(group, size)
+        if plan is None:
+            continue
+        starts, biases, reshapes, rows = plan
+        for m in [*group, *rows]:
+            done.add(id(m))
+        _apply(graph, rank, size, group, biases, reshapes, rows, digest)
+        splits += 1
+    if not splits:
+        raise GEError(f"tensor parallel over {size} devices found no transformer block to split in "
+                      f"'{graph.name}' (column MatMuls whose region ends in row MatMuls, widths divisible by {size})")
+    return graph
+
+
+def _weight(m):
+    w = m.inputs[1]
+    return w if w is not None and w.is_const and w.const.ndim == 2 and len(w.users) == 1 else None
+
+
+def _bias(m):
+    """The Add of a constant 1-D bias right after MatMul m (its only reader), or None."""
+    out = m.outputs[0]
+    if len(out.users) != 1 or out.users[0].op_type != "Add":
+        return None
+    add = out.users[0]
+    b = add.inputs[1] if add.inputs[0] is out else add.inputs[0]
+    width = m.inputs[1].const.shape[1]
+    return add if b.is_const and b.const.shape == (width,) and len(b.users) == 1 else None
+
+
+def _region(group, size):
+    widths = {m.inputs[1].const.shape[1] for m in group}
+    if len(widths) != 1 or next(iter(widths)) % size:
+        return None
+    width = widths.pop()
+    biases = [_bias(m) for m in group]
+    region = {id(b.outputs[0] if b else m.outputs[0]) for m, b in zip(group, biases)}
+    starts = [b.outputs[0] if b else m.outputs[0] for m, b in zip(group, biases)]
+    frontier, reshapes, rows, seen = list(starts), [], [], set()
+    while frontier:
+        v = frontier.pop()
+        for u in v.users:
+            if id(u) in seen:
+                continue
+            live = [i for i in u.inputs if i is not None and not i.is_const]
+            if u.op_type == "MatMul" and u.inputs[0] is v and _weight(u) is not None:
+                if u.inputs[1].const.shape[0] != width:
+                    return None
+                seen.add(id(u))
+                rows.append(u)
+                continue
+            if u.op_type not in PASS or not all(id(i) in region for i in live):
+                if any(id(i) not in region for i in live) and u.op_type in PASS:
+                    continue   # another input not reached yet: it comes back through that input
+                return None
+            if u.op_type == "Reshape":
+                shape = u.inputs[1]
+                if shape is None or not shape.is_const or not _divisible_dim(shape.const, size):
+                    return None
+                reshapes.append(u)
+            seen.add(id(u))
+            for o in u.outputs:
+                region.add(id(o))
+                frontier.append(o)
+    return (starts, biases, reshapes, rows) if rows else None
+
+
+def _divisible_dim(shape: np.ndarray, size: int) -> bool:
+    k = _split_axis(shape)
+    return k is not None and shape[k] % size == 0
+
+
+def _split_axis(shape: np.ndarray):
+    """The first dim a Reshape gives (not 0: copied, not -1: inferred): heads, or the merged width."""
+    return next((k for k, d in enumerate(shape.tolist()) if d > 0), None)
+
+
+def _apply(graph, rank, size, group, biases, reshapes, rows, digest) -> None:
+    for m, b in zip(group, biases):
+        w = m.inputs[1].const
+        c = w.shape[1] // size
+        _set_const(graph, m, 1, w[:, rank * c:(rank + 1) * c])
+        if b is not None:
+            k = 1 if b.inputs[1].is_const else 0
+            _set_const(graph, b, k, b.inputs[k].const[rank * c:(rank + 1) * c])
+    for r in reshapes:
+        shape = r.inputs[1].const.copy()
+        shape[_split_axis(shape)] //= size
+        _set_const(graph, r, 1, shape)
+    for m in rows:
+        w = m.inputs[1].const
+        c = w.shape[0] // size
+        _set_const(graph, m, 1, w[rank * c:(rank + 1) * c])
+        out = m.outputs[0]
+        reduced = graph.add_value(graph.fresh_name(f"{m.name}/all_reduce_out"), out.dtype, out.shape)
+        graph.replace_all_uses_with(out, reduced)
+        node = graph.add_node("HcomAllReduce", [out], [reduced.name], {
+            "group": DEFAULT_GROUP, "reduction": "sum", "_model": digest},
+            name=graph.fresh_name(f"{m.name}/all_reduce"), domain="ge", index=graph.nodes.index(m) + 1)
+        assert node.outputs[0] is reduced
+    # the split values' shapes are inferred again by the pipeline
+    for node in graph.nodes:
+        for v in node.outputs:
+            if v.shape is not None and not v.is_const:
+                v.shape = None
+
+
+def _set_const(graph, node, i, array) -> None:
+    """Input i of node becomes a fresh constant (the old one may be shared: split_heads feeds every layer)."""
+    old = node.inputs[i]
+    graph.set_input(node, i, graph.add_const(old.name + "/rank_slice", np.ascontiguousarray(array)))
+
+
+def _model_digest(graph) -> str:
+    h = hashlib.sha256()
+    for v in sorted(graph.initializers, key=lambda v: v.name):
+        h.update(v.name.encode())
+        h.update(np.ascontiguousarray(v.const).reshape(-1).view(np.uint8))
+    return h.hexdigest()[:32]
