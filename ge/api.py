@@ -1,6 +1,7 @@
 """Session: compile a model once, run it many times on the chosen runtime (ONNX Runtime-like API)."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import errno
 import importlib
@@ -12,6 +13,7 @@ from .compiler import compile as compile_model
 from .compiler import compile_gears
 from .errors import DeviceMemoryError, GEError, InputError
 from .hccl.ops import collectives
+from .ir import Graph
 from .ir.dtypes import to_onnx
 from .offline import is_offline_model
 from .offline import load as load_plan
@@ -109,12 +111,18 @@ class Session:
             options = model.options
         if options.parallel or options.device_count > 1:   # the group first: its size shapes the plan
             options, end = resolve_group(options)
+        source = copy.deepcopy(model) if isinstance(model, Graph) and options.parallel == "tensor" else model
         self.plan: Plan = model if isinstance(model, Plan) else compile_model(
             model, options, inputs=inputs, outputs=outputs)
         self.runtime = self._pick_runtime(runtime, self.plan)
         ins = [self.plan.tensors[i] for i in self.plan.inputs]
         if end is not None or options.device_count > 1 or collectives(self.plan):
-            self._executor: Executor = join_group(self.plan, options, lambda p: _load(self.runtime, p), end)
+            other = None   # tensor parallel: every device of this process compiles its own slices
+            if options.parallel == "tensor" and end is None and not isinstance(model, Plan):
+                other = lambda d: compile_model(copy.deepcopy(source) if isinstance(source, Graph) else source,  # noqa: E731
+                                                options.replace(device_id=d), inputs=inputs, outputs=outputs)
+            self._executor: Executor = join_group(self.plan, options, lambda p: _load(self.runtime, p), end,
+                                                  other)
             if options.parallel == "data":   # the caller feeds the whole batch (each device reads its rows)
                 ins = [dataclasses.replace(t, shape=(t.shape[0] * options.device_count, *t.shape[1:]))
                        for t in ins]

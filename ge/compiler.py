@@ -23,6 +23,7 @@ from .npu import progress
 from .npu.aicore import aicore_num
 from .options import Options, as_options
 from .parallel.data import split_batch
+from .parallel.tensor import split_tensor
 from .passes import run_pipeline
 from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor
 from .npu.engines import GE_LOCAL, engine_for_op
@@ -69,6 +70,8 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
         graph = bind_input_shapes(import_model(model, inputs, outputs), options.input_shape)
         if options.parallel == "data":
             graph = split_batch(graph, options.device_count)
+        elif options.parallel == "tensor":
+            graph = split_tensor(graph, max(options.device_id, 0), options.device_count)
     for v in list(graph.values.values()):  # before a pass (constant folding) materialises one
         _check_size(graph, v, options)
     with progress.phase("passes"):

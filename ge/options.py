@@ -22,7 +22,7 @@ RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_nu
           "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
           "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30), "max_events": (0, 1 << 30),
           "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16)}
-PARALLEL = ("", "data")
+PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable", "event_multiplexing")
 
@@ -107,7 +107,8 @@ class Options:
     device_id: int = -1
     device_count: int = 1
     # how a model is split over the group: "" (each device runs it whole), "data" (each runs a slice of the
-    # batch, outputs gathered by HcomAllGather: ge/parallel/data.py)
+    # batch, outputs gathered by HcomAllGather: ge/parallel/data.py), "tensor" (transformer blocks split
+    # Megatron-style, partial sums HcomAllReduce'd: ge/parallel/tensor.py)
     parallel: str = ""
     # seconds a collective waits for its peers before an ExecutionError names the ones missing
     # (HCCL's HCCL_EXEC_TIMEOUT)

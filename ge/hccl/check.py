@@ -14,6 +14,12 @@ from ..errors import GEError
 def plan_digest(plan) -> bytes:
     h = hashlib.sha256()
     h.update(plan.summary().encode())
+    if plan.options.parallel == "tensor":   # each rank holds its own slices: the model they came from counts
+        for n in plan.nodes:
+            h.update(str(n.attrs.get("_model", "")).encode())
+        opts = dataclasses.replace(plan.options, device_id=-1)
+        h.update(repr(opts).encode())
+        return h.digest()
     for t in sorted(plan.constants):
         h.update(t.to_bytes(8, "little"))
         h.update(np.ascontiguousarray(plan.constants[t]).reshape(-1).view(np.uint8))

@@ -30,9 +30,10 @@ def resolve(options):
     return options.replace(device_id=max(options.device_id, 0)), None
 
 
-def join(plan, options, load, end=None):
+def join(plan, options, load, end=None, compile_for=None):
     """An executor over the plan's group: this rank's device on `end` (the MPI engine), else the devices
-    of this process."""
+    of this process. `compile_for(device)`: the plan of another device of this process, when the devices'
+    plans differ (tensor parallel: each holds its own slices)."""
     if end is not None:
         check_plans(end, plan)
         return GroupExecutor(plan, [load(bind_plan(plan, end))], [end.rank], end.size, [end])
@@ -42,7 +43,9 @@ def join(plan, options, load, end=None):
     if options.device_id > 0 and n > 1:
         raise GEError(f"device_id {options.device_id}: a process that holds all {n} devices of its group runs "
                       "them all (device_id applies under mpiexec)")
-    return GroupExecutor(plan, [load(bind_plan(plan, e)) for e in ends], list(range(n)), n, ends, world)
+    plans = [plan] + [compile_for(d) if compile_for else plan for d in range(1, n)]
+    return GroupExecutor(plan, [load(bind_plan(p, e)) for p, e in zip(plans, ends)], list(range(n)), n, ends,
+                         world)
 
 
 class GroupExecutor:

@@ -75,7 +75,7 @@ def _region(group, size):
     biases = [_bias(m) for m in group]
     region = {id(b.outputs[0] if b else m.outputs[0]) for m, b in zip(group, biases)}
     starts = [b.outputs[0] if b else m.outputs[0] for m, b in zip(group, biases)]
-    frontier, reshapes, rows, seen = list(starts), [], [], set()
+    frontier, reshapes, rows, seen, pending = list(starts), [], [], set(), {}
     while frontier:
         v = frontier.pop()
         for u in v.users:
@@ -88,10 +88,11 @@ def _region(group, size):
                 seen.add(id(u))
                 rows.append(u)
                 continue
-            if u.op_type not in PASS or not all(id(i) in region for i in live):
-                if any(id(i) not in region for i in live) and u.op_type in PASS:
-                    continue   # another input not reached yet: it comes back through that input
+            if u.op_type not in PASS:
                 return None
+            if not all(id(i) in region for i in live):
+                pending[id(u)] = u   # another input not reached yet: it comes back through that input
+                continue
             if u.op_type == "Reshape":
                 shape = u.inputs[1]
                 if shape is None or not shape.is_const or not _divisible_dim(shape.const, size):
@@ -101,6 +102,8 @@ def _region(group, size):
             for o in u.outputs:
                 region.add(id(o))
                 frontier.append(o)
+    if any(k not in seen for k in pending):   # a region value meets an unsplit one (a residual): no split
+        return None
     return (starts, biases, reshapes, rows) if rows else None
 
 
