@@ -1,6 +1,6 @@
 """Run under `mpiexec -n 2` by test_mpi.py; rank 0 prints one JSON line per check.
 
-data parallel on both runtimes equals this rank's one-device run; a plan that differs on rank 1 is refused
+data parallel on both runtimes equals this rank's one-device run, tensor parallel is within 1e-5 of it; a plan that differs on rank 1 is refused
 at load (GEError on every rank); then rank 1 exits before a run and rank 0's run raises ExecutionError
 naming rank 1 (one launch for all: each costs seconds of start-up; mpiexec -disable-auto-cleanup keeps rank 0
 alive when rank 1 dies).
@@ -29,6 +29,12 @@ if True:
         s = ge.Session(mlp(), runtime=rt, options=opts)
         out[rt] = bool(np.array_equal(s.run(None, {"x": x})[0], ref))
         out[rt + "_group"] = s.stats()["group_size"]
+    from ge.models import bert_like
+    bert = bert_like(layers=1, hidden=64, heads=4, batch=1, seq=16, vocab=100, max_seq=32)
+    ids = np.arange(16, dtype=np.int64).reshape(1, 16)
+    one = ge.Session(bert, runtime="v2").run(None, {"input_ids": ids})[0]
+    tp = ge.Session(bert, runtime="v2", options=opts.replace(parallel="tensor"))
+    out["tensor"] = float(np.abs(tp.run(None, {"input_ids": ids})[0] - one).max())
     try:
         ge.Session(mlp(seed=rank), runtime="v2", options=opts)
         out["mismatch"] = "loaded"

@@ -1,5 +1,5 @@
 """Two ranks under the pip-installed MPI (the `dist` extra: mpi4py on the MPICH wheel, its mpiexec):
-data parallel equals one device on both runtimes, mismatched plans are refused at load, a rank that dies
+data parallel equals one device on both runtimes, tensor parallel is within 1e-5 of it, mismatched plans are refused at load, a rank that dies
 is named by the other within the timeout. One mpiexec launch (mpi_worker.py) for all: ~10 s wall."""
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def test_two_ranks():
     assert len(lines) >= 1, run.stdout + run.stderr
     rank0 = lines[0] if len(lines) == 1 else next(d for d in lines if "seconds" in d)
     assert rank0["v2"] and rank0["v1"] and rank0["v2_group"] == rank0["v1_group"] == 2
+    assert rank0["tensor"] <= 1e-5
     assert "plans of group 'hccl_world_group' differ: rank 1" in rank0["mismatch"]
     assert "rank 1 did not answer rank 0 within 2 s" in rank0["die"]
     assert rank0["seconds"] < 10
