@@ -118,6 +118,10 @@ class Session:
         ins = [self.plan.tensors[i] for i in self.plan.inputs]
         if end is not None or options.device_count > 1 or collectives(self.plan):
             other = None   # tensor parallel: every device of this process compiles its own slices
+            if options.parallel == "tensor" and end is None and isinstance(model, Plan) and options.device_count > 1:
+                raise GEError(f"plan '{model.name}' is one device's slices of a tensor-parallel model: in one "
+                              "process give the model (each device compiles its own), or run one rank a "
+                              "process under mpiexec, each loading its own plan")
             if options.parallel == "tensor" and end is None and not isinstance(model, Plan):
                 other = lambda d: compile_model(copy.deepcopy(source) if isinstance(source, Graph) else source,  # noqa: E731
                                                 options.replace(device_id=d), inputs=inputs, outputs=outputs)

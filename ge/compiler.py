@@ -18,6 +18,7 @@ from .kernels.bind import node_context, node_kernel, static_spec
 from .kernels.registry import UnknownValueError
 from .bodies import compile_bodies, host_kernel
 from .hccl import ops as _hccl_ops  # noqa: F401 (registers the Hcom ops' kernels)
+from .hccl.world import launched_rank
 from .memory import continuous, plan_memory
 from .npu import progress
 from .npu.aicore import aicore_num
@@ -71,7 +72,8 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
         if options.parallel == "data":
             graph = split_batch(graph, options.device_count)
         elif options.parallel == "tensor":
-            graph = split_tensor(graph, max(options.device_id, 0), options.device_count)
+            rank = options.device_id if options.device_id >= 0 else launched_rank()
+            graph = split_tensor(graph, rank, options.device_count)
     for v in list(graph.values.values()):  # before a pass (constant folding) materialises one
         _check_size(graph, v, options)
     with progress.phase("passes"):

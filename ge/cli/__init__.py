@@ -5,7 +5,7 @@
     ge plan [MODEL] [--json F] [--plot F.png] [--orders]   compile and report the static memory plan
     ge profile [MODEL] --trace F.json [--runtime v1]       trace runs per stream; measured and modelled
     ge bench [MODEL] --runtime v1,v2 --streams 1,2 --vs onnxruntime [--plot F.png]
-    ge compile [MODEL] -o F.gem [--dynamic-batch 1,2,4,8 | --data-parallel N]  compile once, save plan(s) + weights
+    ge compile [MODEL] -o F.gem [--dynamic-batch 1,2,4,8 | --data-parallel N | --tensor-parallel N]  compile once, save plan(s) + weights
     ge report [MODEL] -o report.html                        one self-contained page: plan, memory, streams, ops
 """
 from __future__ import annotations
@@ -71,6 +71,8 @@ def parser() -> argparse.ArgumentParser:
                    "--dynamic_batch_size): one plan per gear of the inputs' symbolic batch dim")
     r.add_argument("--data-parallel", type=int, metavar="N", help="split the batch over N devices, outputs "
                    "gathered (HcomAllGather): N devices of this process, or under `mpiexec -n N` one a rank")
+    r.add_argument("--tensor-parallel", type=int, metavar="N", help="split transformer blocks over N devices "
+                   "(Megatron: columns then rows, HcomAllReduce); each holds ~1/N of their weights")
     r.set_defaults(fn="run:cmd_run")
 
     sub.add_parser("models", help="list the light models `ge run NAME` accepts").set_defaults(fn="run:cmd_models")
@@ -93,6 +95,10 @@ def parser() -> argparse.ArgumentParser:
                    "--dynamic_batch_size): one plan per gear of the inputs' symbolic batch dim")
     c.add_argument("--data-parallel", type=int, metavar="N", help="a data-parallel plan for N devices "
                    "(each runs 1/N of the batch)")
+    c.add_argument("--tensor-parallel", type=int, metavar="N", help="the plan of one device of N of a "
+                   "tensor-parallel group (--device-id; under mpiexec: the rank)")
+    c.add_argument("--device-id", type=int, default=-1, metavar="D", help="the device a tensor-parallel plan "
+                   "is cut for (default: the MPI rank, else 0)")
     c.set_defaults(fn="run:cmd_compile")
 
     f = sub.add_parser("profile", parents=[_model_flags("v2", "v1, v2 (default) or auto"), data],

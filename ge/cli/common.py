@@ -52,8 +52,14 @@ def options_of(args, **more) -> Options:
         kw["input_shape"] = ";".join(args.input_shape)
     if getattr(args, "dynamic_batch", None):
         kw["dynamic_batch"] = args.dynamic_batch
+    if getattr(args, "data_parallel", None) and getattr(args, "tensor_parallel", None):
+        raise GEError("--data-parallel and --tensor-parallel: choose one")
     if getattr(args, "data_parallel", None):
         kw["parallel"], kw["device_count"] = "data", args.data_parallel
+    if getattr(args, "tensor_parallel", None):
+        kw["parallel"], kw["device_count"] = "tensor", args.tensor_parallel
+    if getattr(args, "device_id", -1) not in (-1, None):
+        kw["device_id"] = args.device_id
     kw.update(more)
     return Options(**kw)
 

@@ -27,6 +27,10 @@ from .world import check_group
 _DTYPES = (np.float32, np.float64, np.float16, np.int32, np.int64, np.int8, np.uint8)
 
 
+# the node attribute bind_plan gives a dynamic collective (one prepared at run time): its transport
+TRANSPORT = "_hccl_transport"
+
+
 class Collective:
     """The launch fn of one collective node: fn(*inputs, *outputs) over flat arrays."""
 
@@ -119,23 +123,33 @@ def _infer_broadcast(ctx):
 
 def _launch(ctx, **extra) -> Launch:
     attrs = {**_common(ctx), **extra}
-    return Launch(Collective(ctx.op_type, ctx.name, **attrs))
+    fn = Collective(ctx.op_type, ctx.name, **attrs)
+    if ctx.attr(TRANSPORT) is not None:   # a dynamic node's launch, prepared per shape at run time
+        fn.attach(ctx.attr(TRANSPORT))
+    return Launch(fn)
 
 
-for _domain in ("", "ge"):   # GE graphs name them in the default domain; ge's own passes in "ge"
-    register("HcomAllReduce", infer=_infer_all_reduce, domain=_domain, engine=HCCL)(
-        lambda ctx: _launch(ctx, reduction=_reduction(ctx)))
-    register("HcomAllGather", infer=_infer_all_gather, domain=_domain, engine=HCCL)(
-        lambda ctx: _launch(ctx, rank_size=_rank_size(ctx)))
-    register("HcomReduceScatter", infer=_infer_reduce_scatter, domain=_domain, engine=HCCL)(
-        lambda ctx: _launch(ctx, reduction=_reduction(ctx), rank_size=_rank_size(ctx)))
-    register("HcomBroadcast", infer=_infer_broadcast, domain=_domain, engine=HCCL)(
-        lambda ctx: _launch(ctx, root_rank=int(ctx.attr("root_rank", 0))))
+_REGISTERED = {
+    "HcomAllReduce": lambda ctx: _launch(ctx, reduction=_reduction(ctx)),
+    "HcomAllGather": lambda ctx: _launch(ctx, rank_size=_rank_size(ctx)),
+    "HcomReduceScatter": lambda ctx: _launch(ctx, reduction=_reduction(ctx), rank_size=_rank_size(ctx)),
+    "HcomBroadcast": lambda ctx: _launch(ctx, root_rank=int(ctx.attr("root_rank", 0))),
+}
+_INFER = {"HcomAllReduce": _infer_all_reduce, "HcomAllGather": _infer_all_gather,
+          "HcomReduceScatter": _infer_reduce_scatter, "HcomBroadcast": _infer_broadcast}
+for _op, _prepare in _REGISTERED.items():
+    for _domain in ("", "ge"):   # GE graphs name them in the default domain; ge's own passes in "ge"
+        register(_op, infer=_INFER[_op], domain=_domain, engine=HCCL)(_prepare)
 
 
 def collectives(plan) -> list:
-    """The plan's collective nodes."""
-    return [n for n in plan.nodes if n.launch is not None and isinstance(n.launch.fn, Collective)]
+    """The plan's collective nodes (static or dynamic)."""
+    return [n for n in plan.nodes if _is_collective(n)]
+
+
+def _is_collective(n) -> bool:
+    return (n.launch is not None and isinstance(n.launch.fn, Collective)) or (
+        n.is_dynamic and n.kernel.prepare is _REGISTERED.get(n.op_type))
 
 
 def bind_plan(plan, transport):
@@ -150,5 +164,7 @@ def bind_plan(plan, transport):
             fn = Collective(n.launch.fn.op, n.name, **n.launch.fn.attrs)
             fn.attach(transport)
             n = dataclasses.replace(n, launch=dataclasses.replace(n.launch, fn=fn))
+        elif _is_collective(n):
+            n = dataclasses.replace(n, attrs={**n.attrs, TRANSPORT: transport})
         nodes.append(n)
     return dataclasses.replace(plan, nodes=tuple(nodes))

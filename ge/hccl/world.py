@@ -23,6 +23,14 @@ def launched_size() -> int:
     return 1
 
 
+def launched_rank() -> int:
+    """This process's rank as the MPI launcher set it (0 when not under one)."""
+    for var in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
 def under_mpi() -> bool:
     return launched_size() > 1
 

@@ -180,3 +180,16 @@ def test_tensor_parallel_bert_like(runtime):
 def test_tensor_parallel_needs_a_block():
     with pytest.raises(GEError, match="found no transformer block to split"):
         ge.Session(mlp(), options=ge.Options(parallel="tensor", device_count=2))
+
+
+def test_tensor_parallel_with_run_time_shapes():
+    """Symbolic batch and sequence: the collectives are dynamic nodes of runtime_v2, prepared per shape."""
+    from ge.models import bert_like
+    m = bert_like(layers=1, hidden=64, heads=4, vocab=100, max_seq=32)
+    s = ge.Session(m, options=ge.Options(parallel="tensor", device_count=2))
+    assert s.runtime == "v2" and all(n.is_dynamic for n in s.plan.nodes if n.op_type == "HcomAllReduce")
+    one = ge.Session(m, runtime="v2")
+    for shape in [(2, 9), (1, 5)]:
+        ids = np.random.default_rng(0).integers(0, 100, shape).astype(np.int64)
+        np.testing.assert_allclose(s.run(None, {"input_ids": ids})[0], one.run(None, {"input_ids": ids})[0],
+                                   rtol=0, atol=1e-5)
