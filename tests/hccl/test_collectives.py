@@ -193,3 +193,18 @@ def test_tensor_parallel_with_run_time_shapes():
         ids = np.random.default_rng(0).integers(0, 100, shape).astype(np.int64)
         np.testing.assert_allclose(s.run(None, {"input_ids": ids})[0], one.run(None, {"input_ids": ids})[0],
                                    rtol=0, atol=1e-5)
+
+
+def test_cli_data_parallel_and_gem(tmp_path, capsys):
+    """`ge compile --data-parallel 2` then `ge run F.gem`: the saved plan runs on 2 devices of this process;
+    its checksum is the one-device run's."""
+    import onnx
+    from ge.cli import main
+    onnx.save(mlp(), tmp_path / "mlp.onnx")
+    assert main(["run", str(tmp_path / "mlp.onnx"), "--repeat", "1"]) == 0
+    one = [s for s in capsys.readouterr().out.splitlines() if s.startswith("output")]
+    assert main(["compile", str(tmp_path / "mlp.onnx"), "--data-parallel", "2", "-o", str(tmp_path / "m.gem")]) == 0
+    assert main(["run", str(tmp_path / "m.gem"), "--repeat", "1"]) == 0
+    assert [s for s in capsys.readouterr().out.splitlines() if s.startswith("output")] == one
+    assert main(["run", str(tmp_path / "mlp.onnx"), "--data-parallel", "2", "--tensor-parallel", "2"]) == 2
+    assert "choose one" in capsys.readouterr().err
