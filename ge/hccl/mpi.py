@@ -2,7 +2,8 @@
 
 Every transfer is a posted Isend / Irecv; the calling thread (runtime_v2's host loop or stream thread,
 runtime_v1's stream thread) polls them with Testall, which mpi4py runs without the GIL, and sleeps between
-polls (the GIL free too), so other streams of the process compute meanwhile. At the deadline the peers whose
+polls (the GIL free too), so other streams of the process compute meanwhile (the wait keeps its core
+token, though: only event waits lend it to other streams' blocks yet). At the deadline the peers whose
 transfers are not done are named and the requests cancelled.
 MPI_Finalize waits for every rank; after a peer died it would hang the survivor at exit, so this module
 turns mpi4py's automatic finalize off and finalizes at exit only when no peer failed.
@@ -62,5 +63,5 @@ class MPIEngine(Transport):
                         r.Cancel()
                 return late
             time.sleep(nap)
-            nap = min(1e-3, nap * 2 or 2e-6)   # spin briefly, then back off to a millisecond
+            nap = min(2e-4, nap * 2 or 2e-6)   # spin briefly, then back off to 0.2 ms (the latency it may add)
         return []
