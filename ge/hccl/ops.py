@@ -19,12 +19,15 @@ import dataclasses
 
 import numpy as np
 
-from ..errors import ExecutionError
+from ..errors import ExecutionError, GEError
+from ..ir.dtypes import HALF
 from ..kernels.registry import HCCL, Launch, TensorSpec, register
 from .transport import REDUCTIONS
 from .world import check_group
 
-_DTYPES = (np.float32, np.float64, np.float16, np.int32, np.int64, np.int8, np.uint8)
+_DTYPES = (np.float32, np.float64, np.int32, np.int64, np.int8, np.uint8)
+# 16-bit floats reach a launch as their uint16 bits (Launch.bits16): moved as they are, never reduced
+_MOVED = _DTYPES + HALF
 
 
 # the node attribute bind_plan gives a dynamic collective (one prepared at run time): its transport
@@ -41,8 +44,8 @@ class Collective:
     def attach(self, transport) -> None:
         size = self.attrs.get("rank_size")
         if size is not None and size != transport.size:
-            raise ExecutionError(f"{self.op} node '{self.node}' was compiled for rank_size {size}, its group "
-                                 f"has {transport.size} ranks")
+            raise GEError(f"{self.op} node '{self.node}' was compiled for rank_size {size}, its group has "
+                          f"{transport.size} ranks")
         self.transport = transport
 
     def __call__(self, *arrays) -> None:
@@ -63,18 +66,18 @@ class Collective:
                 t.broadcast(x, y, a["root_rank"])
 
 
-def _common(ctx) -> dict:
+def _common(ctx, reduces: bool = False) -> dict:
     group = ctx.attr("group", "hccl_world_group")
     group = group.decode() if isinstance(group, bytes) else str(group)
     try:
         check_group(group)
-    except Exception as e:
+    except GEError as e:
         raise ctx.error(str(e)) from None
     fusion = int(ctx.attr("fusion", 0))
     if fusion not in (0, 1, 2):
         raise ctx.error(f"fusion {fusion} is not GE's 0 (alone), 1 (default policy) or 2 (by fusion_id)")
     for i in range(len(ctx.inputs)):
-        ctx.require_dtype(i, _DTYPES)
+        ctx.require_dtype(i, _DTYPES if reduces else _MOVED)
     return {"group": group, "fusion": fusion, "fusion_id": int(ctx.attr("fusion_id", -1))}
 
 
@@ -94,7 +97,8 @@ def _rank_size(ctx) -> int:
 
 
 def _infer_all_reduce(ctx):
-    _common(ctx), _reduction(ctx)
+    _common(ctx, reduces=True)
+    _reduction(ctx)
     return [ctx.inputs[0]]
 
 
@@ -107,7 +111,8 @@ def _infer_all_gather(ctx):
 
 
 def _infer_reduce_scatter(ctx):
-    _common(ctx), _reduction(ctx)
+    _common(ctx, reduces=True)
+    _reduction(ctx)
     x, n = ctx.inputs[0], _rank_size(ctx)
     if not x.shape or x.shape[0] % n:
         raise ctx.error(f"axis 0 of {list(x.shape)} does not split into rank_size {n} equal parts")

@@ -96,6 +96,8 @@ def test_bad_attributes_and_groups():
         ge.compile(one_op("HcomReduceScatter", [6, 2], rank_size=4))
     with pytest.raises(ShapeError, match="fusion 3 is not GE's"):
         ge.compile(one_op("HcomAllReduce", [4, 6], fusion=3))
+    with pytest.raises(GEError, match="compiled for rank_size 3, its group has 2 ranks"):
+        ge.Session(one_op("HcomAllGather", [4, 6], rank_size=3), options=ge.Options(device_count=2))
 
 
 def test_bad_options():
