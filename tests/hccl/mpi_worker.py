@@ -14,7 +14,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ge  # noqa: E402
-from models import feed, mlp  # noqa: E402
+from hccl_models import feed, mlp  # noqa: E402
 
 from ge.hccl.world import launched_size  # noqa: E402
 

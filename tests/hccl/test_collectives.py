@@ -14,7 +14,7 @@ from ge.errors import ExecutionError, GEError, ShapeError
 from ge.hccl.check import check_plans
 from ge.hccl.shm import SharedWorld
 
-from .models import feed, mlp, one_op
+from hccl_models import feed, mlp, one_op
 
 DP2 = ge.Options(parallel="data", device_count=2)
 
