@@ -2,10 +2,13 @@
 
 Step 1: seeds. For each value x, the MatMuls reading it with a constant 2-D weight [d, c] are one *column*
         group (attention's Q, K, V; the FFN's up projection), each maybe followed by a bias Add.
-Step 2: the region. From the group's outputs, forward through ops that keep a split of the last axis apart
-        (elementwise ops with constants, Transpose, Softmax, MatMuls of two region values, Reshapes with a
-        constant shape), to *row* MatMuls: a constant 2-D weight [c, d'] read by a region value. Anything else
-        reading the region (or a row exit missing) leaves the group whole: the model runs replicated there.
+Step 2: the region. From the group's outputs, forward through ops that keep the ranks' slices apart,
+        following the split axis (the columns, then the heads after a Reshape, moved by Transposes):
+        elementwise ops (a constant operand must not span the split axis), Softmax over another axis,
+        MatMuls of two region values batched over it, Reshapes with a constant shape whose first given dim
+        is the split one; to *row* MatMuls: a constant 2-D weight [c, d'] contracting the split axis.
+        Anything else reading the region (a residual, a reduction over the split axis, no row exit) leaves
+        the group whole: the model runs replicated there.
 Step 3: the split. Rank r keeps columns [r c/N, (r+1) c/N) of the column weights and biases, the same rows
         of the row weights, and in each region Reshape the first given dim (heads, or the merged width) /N;
         each row MatMul's partial sums go through an HcomAllReduce (sum) before its bias Add, so the bias is
@@ -45,6 +48,10 @@ def split_tensor(graph, rank: int, size: int):
             done.add(id(m))
         _apply(graph, rank, size, group, biases, reshapes, rows, digest)
         splits += 1
+    for node in graph.nodes:   # the split values' shapes: inferred again by the pipeline
+        for v in node.outputs:
+            if not v.is_const:
+                v.shape = None
     if not splits:
         raise GEError(f"tensor parallel over {size} devices found no transformer block to split in "
                       f"'{graph.name}' (column MatMuls whose region ends in row MatMuls, widths divisible by {size})")
@@ -73,38 +80,70 @@ def _region(group, size):
         return None
     width = widths.pop()
     biases = [_bias(m) for m in group]
-    region = {id(b.outputs[0] if b else m.outputs[0]) for m, b in zip(group, biases)}
     starts = [b.outputs[0] if b else m.outputs[0] for m, b in zip(group, biases)]
+    if any(v.shape is None for v in starts):
+        return None
+    split = {id(v): len(v.shape) - 1 - len(v.shape) for v in starts}   # the split axis, counted from the end
     frontier, reshapes, rows, seen, pending = list(starts), [], [], set(), {}
     while frontier:
         v = frontier.pop()
         for u in v.users:
             if id(u) in seen:
                 continue
-            live = [i for i in u.inputs if i is not None and not i.is_const]
             if u.op_type == "MatMul" and u.inputs[0] is v and _weight(u) is not None:
-                if u.inputs[1].const.shape[0] != width:
+                if u.inputs[1].const.shape[0] != width or split[id(v)] != -1:
                     return None
                 seen.add(id(u))
                 rows.append(u)
                 continue
             if u.op_type not in PASS:
                 return None
-            if not all(id(i) in region for i in live):
+            live = [i for i in u.inputs if i is not None and not i.is_const]
+            if not all(id(i) in split for i in live):
                 pending[id(u)] = u   # another input not reached yet: it comes back through that input
                 continue
+            out = _follow(u, [split[id(i)] for i in live], size)
+            if out is None:
+                return None
             if u.op_type == "Reshape":
-                shape = u.inputs[1]
-                if shape is None or not shape.is_const or not _divisible_dim(shape.const, size):
-                    return None
                 reshapes.append(u)
             seen.add(id(u))
             for o in u.outputs:
-                region.add(id(o))
+                split[id(o)] = out
                 frontier.append(o)
     if any(k not in seen for k in pending):   # a region value meets an unsplit one (a residual): no split
         return None
     return (starts, biases, reshapes, rows) if rows else None
+
+
+def _follow(u, axes: list[int], size: int) -> int | None:
+    """The split axis (from the end) of u's output, given its region inputs' axes; None when u would mix
+    the slices of different ranks (a reduction, softmax or contraction over the split axis, a constant
+    operand spanning it, a Reshape that moves it)."""
+    if len(set(axes)) != 1:
+        return None
+    a = axes[0]
+    x = u.inputs[0]
+    nd = len(x.shape) if x is not None and x.shape is not None else None
+    if u.op_type == "Transpose":
+        perm = u.attrs.get("perm")
+        if perm is None or nd is None:
+            return None
+        return list(perm).index(a + nd) - nd
+    if u.op_type == "Reshape":
+        shape = u.inputs[1]
+        if shape is None or not shape.is_const or nd is None or not _divisible_dim(shape.const, size):
+            return None
+        k = _split_axis(shape.const)
+        return k - len(shape.const) if k == a + nd else None   # the dims before it are copied (0)
+    if u.op_type == "Softmax":
+        return a if nd is not None and int(u.attrs.get("axis", -1)) % nd != a + nd else None
+    if u.op_type == "MatMul":   # two region values: the split must be a batch axis of both
+        return a if nd is not None and a + nd < nd - 2 else None
+    for c in u.inputs:          # elementwise: a constant operand must not span the split axis
+        if c is not None and c.is_const and c.const.ndim >= -a and c.const.shape[c.const.ndim + a] != 1:
+            return None
+    return a
 
 
 def _divisible_dim(shape: np.ndarray, size: int) -> bool:
@@ -140,11 +179,6 @@ def _apply(graph, rank, size, group, biases, reshapes, rows, digest) -> None:
             "group": DEFAULT_GROUP, "reduction": "sum", "_model": digest},
             name=graph.fresh_name(f"{m.name}/all_reduce"), domain="ge", index=graph.nodes.index(m) + 1)
         assert node.outputs[0] is reduced
-    # the split values' shapes are inferred again by the pipeline
-    for node in graph.nodes:
-        for v in node.outputs:
-            if v.shape is not None and not v.is_const:
-                v.shape = None
 
 
 def _set_const(graph, node, i, array) -> None:

@@ -180,8 +180,19 @@ def test_tensor_parallel_bert_like(runtime):
 
 
 def test_tensor_parallel_needs_a_block():
+    """No row MatMul (mlp), or a Softmax over the columns a rank would hold: nothing is split."""
+    from onnx import TensorProto, helper, numpy_helper
     with pytest.raises(GEError, match="found no transformer block to split"):
         ge.Session(mlp(), options=ge.Options(parallel="tensor", device_count=2))
+    w = [numpy_helper.from_array(np.eye(8, dtype=np.float32), n) for n in ("W1", "W2")]
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W1"], ["h"]),
+                           helper.make_node("Softmax", ["h"], ["p"], axis=-1),
+                           helper.make_node("MatMul", ["p", "W2"], ["y"])], "softmax_across",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], w)
+    with pytest.raises(GEError, match="found no transformer block to split"):
+        ge.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+                   ge.Options(parallel="tensor", device_count=2))
 
 
 def test_tensor_parallel_with_run_time_shapes():
