@@ -83,3 +83,23 @@ def _infer_cast_like(ctx: KernelContext) -> list[TensorSpec]:
 
 register("Cast", infer=_infer_cast)(lambda ctx: copy_launch(ctx))
 register("CastLike", infer=_infer_cast_like, since=15)(lambda ctx: copy_launch(ctx, inputs=(0,)))
+
+
+# -- BitCast: the same bits read as another type of the same width ----------------------------------
+
+
+@njit(nogil=True, cache=True)
+def bitcast(x, out):
+    out.view(np.uint8)[:] = x.view(np.uint8)
+
+
+def _infer_bitcast(ctx: KernelContext) -> list[TensorSpec]:
+    _check_source(ctx)
+    src, dst = ctx.inputs[0].dtype, _target(ctx)
+    if src.itemsize != dst.itemsize:
+        raise ctx.error(f"cannot bitcast {src} to {dst}: BitCast needs types of one width")
+    return [TensorSpec(ctx.inputs[0].shape, dst)]
+
+
+# 16-bit floats reach kernels as uint16 (Launch.bits16), so their bits pass through the same copy
+register("BitCast", infer=_infer_bitcast, since=26)(lambda ctx: Launch(bitcast))
