@@ -73,8 +73,10 @@ def grid_sample(x, grid, out, dims, points, channels, mode, padding, align, bloc
     wt = np.empty((d, taps), np.float64)
     ok = np.empty((d, taps), np.bool_)
     cw = np.empty(4, np.float64)
+    strides = np.empty(d, np.int64)
     plane = 1
-    for i in range(d):
+    for i in range(d - 1, -1, -1):
+        strides[i] = plane
         plane *= dims[i]
     batch = out.size // max(channels * points, 1)
     p0, p1 = block_range(batch * points, 1, block_idx, block_dim)
@@ -127,10 +129,7 @@ def grid_sample(x, grid, out, dims, points, channels, mode, padding, align, bloc
                         w = 0.0
                         break
                     w *= wt[i, k]
-                    stride = 1
-                    for e in range(i + 1, d):
-                        stride *= dims[e]
-                    off += idx[i, k] * stride
+                    off += idx[i, k] * strides[i]
                 if w != 0.0:
                     acc += w * x[base + off]
             out[(n * channels + c) * points + p] = acc

@@ -109,8 +109,8 @@ def _prepare_dft(ctx: KernelContext) -> Launch:
 
 
 @njit(nogil=True, cache=True)
-def stft(x, window, out, length, comp, step, frame, frames, bins):
-    """out[b, f, k] = sum_t x[b, f * step + t] window[t] e^(-2 pi i k t / frame)."""
+def stft(x, window, out, length, comp, step, frame, frames, bins, has_window):
+    """out[b, f, k] = sum_t x[b, f * step + t] window[t] e^(-2 pi i k t / frame) (window 1 without one)."""
     c, s = _twiddles(frame)
     batch = out.size // max(frames * bins * 2, 1)
     for b in range(batch):
@@ -119,7 +119,7 @@ def stft(x, window, out, length, comp, step, frame, frames, bins):
                 re, im = 0.0, 0.0
                 for t in range(frame):
                     p = (b * length + f * step + t) * comp
-                    w = np.float64(window[t])
+                    w = np.float64(window[t]) if has_window else 1.0
                     a, v = w * x[p], w * x[p + 1] if comp == 2 else 0.0
                     j = (k * t) % frame
                     re += a * c[j] + v * s[j]
@@ -158,16 +158,8 @@ def _infer_stft(ctx: KernelContext) -> list[TensorSpec]:
 
 @register("STFT", infer=_infer_stft, value_inputs=(1, 3), since=17)
 def _prepare_stft(ctx: KernelContext) -> Launch:
-    view = _stft_view(ctx)
-    if ctx.has(2):
-        return Launch(stft, view, inputs=(0, 2))
-    # no window: a rectangular one, a constant argument
-    return Launch(_stft_ones, view, inputs=(0,))
-
-
-@njit(nogil=True, cache=True)
-def _stft_ones(x, out, length, comp, step, frame, frames, bins):
-    stft(x, np.ones(frame, x.dtype), out, length, comp, step, frame, frames, bins)
+    # no window: the signal stands in (never read), so one specialization serves both
+    return Launch(stft, (*_stft_view(ctx), int(ctx.has(2))), inputs=(0, 2 if ctx.has(2) else 0))
 
 
 # -- MelWeightMatrix --------------------------------------------------------------------------------
