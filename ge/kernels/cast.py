@@ -6,6 +6,8 @@ values is undefined, as in ONNX. To and from the 16-bit floats the kernels of ha
 nearest even, rounded once; `saturate` only concerns float8); between two tensors of one 16-bit type the
 copy moves bits. The float8/4 and int4/2 types and strings are not supported. Before opset 6, `to` was a
 type name string.
+BitCast (opset 26) copies the bytes into a type of the same width: one small specialization per pair of
+types, since kernels see typed arrays.
 
 Blocks (AI cores): `cast` is tiled over flat slices ending on multiples of blocks.G; it is also the
 copy kernel of Clip without bounds and of a one-input Sum/Max/Min/Mean (`copy_launch`).

@@ -7,7 +7,7 @@ compiled walk (write=False), so the kernel and the shape cannot disagree.
 
 Per (batch, class): the boxes scoring above score_threshold (all when it is absent) in order of falling
 score, ties by box index (a stable sort), each kept unless its IoU with a kept box exceeds iou_threshold,
-until max_output_boxes_per_class are kept. Corner boxes are [y1, x1, y2, x2] in either order of the
+until max_output_boxes_per_class are kept. An AI CPU op, as in GE. Corner boxes are [y1, x1, y2, x2] in either order of the
 corners; center_point_box=1 boxes are [x, y, w, h]. IoU in float64. One block (the walk is sequential).
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .registry import KernelContext, Launch, TensorSpec, register
+from .registry import AICPU, KernelContext, Launch, TensorSpec, register
 
 FLOATS = (np.float32, np.float64)
 
@@ -104,6 +104,6 @@ def _infer(ctx: KernelContext) -> list[TensorSpec]:
     return [TensorSpec((rows, 3), np.int64)]
 
 
-@register("NonMaxSuppression", infer=_infer, value_inputs=(0, 1, 2, 3, 4), since=10)
+@register("NonMaxSuppression", infer=_infer, value_inputs=(0, 1, 2, 3, 4), since=10, engine=AICPU)  # as GE
 def _prepare(ctx: KernelContext) -> Launch:
     return Launch(nms, _args(ctx), inputs=(0, 1))
