@@ -6,6 +6,8 @@ values is undefined, as in ONNX. To and from the 16-bit floats the kernels of ha
 nearest even, rounded once; `saturate` only concerns float8); between two tensors of one 16-bit type the
 copy moves bits. The float8/4 and int4/2 types and strings are not supported. Before opset 6, `to` was a
 type name string.
+BitCast (opset 26) copies the bytes into a type of the same width: one small specialization per pair of
+types, since kernels see typed arrays.
 
 Blocks (AI cores): `cast` is tiled over flat slices ending on multiples of blocks.G; it is also the
 copy kernel of Clip without bounds and of a one-input Sum/Max/Min/Mean (`copy_launch`).
@@ -83,3 +85,23 @@ def _infer_cast_like(ctx: KernelContext) -> list[TensorSpec]:
 
 register("Cast", infer=_infer_cast)(lambda ctx: copy_launch(ctx))
 register("CastLike", infer=_infer_cast_like, since=15)(lambda ctx: copy_launch(ctx, inputs=(0,)))
+
+
+# -- BitCast: the same bits read as another type of the same width ----------------------------------
+
+
+@njit(nogil=True, cache=True)
+def bitcast(x, out):
+    out.view(np.uint8)[:] = x.view(np.uint8)
+
+
+def _infer_bitcast(ctx: KernelContext) -> list[TensorSpec]:
+    _check_source(ctx)
+    src, dst = ctx.inputs[0].dtype, _target(ctx)
+    if src.itemsize != dst.itemsize:
+        raise ctx.error(f"cannot bitcast {src} to {dst}: BitCast needs types of one width")
+    return [TensorSpec(ctx.inputs[0].shape, dst)]
+
+
+# 16-bit floats reach kernels as uint16 (Launch.bits16), so their bits pass through the same copy
+register("BitCast", infer=_infer_bitcast, since=26)(lambda ctx: Launch(bitcast))
