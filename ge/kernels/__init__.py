@@ -1,9 +1,9 @@
 """The kernel library: importing this package registers every kernel family, each named here."""
 from . import registry
 from . import (activation, attention, axis_scan, binary, bitwise, cast, control, conv, einsum,  # noqa: F401
-               elementwise, expanded, indexing, loss, matmul, movement, norm, pad, pool, qlinear, quant, reduce,
-               refused, resize, reverse_sequence, rms_norm, rnn, select, sequence, softmax, tensor, tfidf,
-               tree_ensemble, window)
+               elementwise, expanded, indexing, linear_attention, loss, matmul, movement, norm, pad, pool, qlinear,
+               quant, reduce, refused, resize, reverse_sequence, rms_norm, rnn, select, sequence, softmax, tensor,
+               tfidf, tree_ensemble, window)
 from .registry import (AICORE, AICPU, DVPP, HCCL, KernelContext, Launch, OpKernel, TensorSpec,
                        is_registered, lookup, refuse, register, registered_ops, run_kernel)
 
