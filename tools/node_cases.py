@@ -14,6 +14,7 @@ from onnx.backend.test.case.node import collect_testcases
 
 from ge.frontends.onnx_attrs import node_attributes
 from ge.kernels import KernelContext, TensorSpec, is_registered, lookup, run_kernel
+from ge.kernels.registry import is_expanded
 
 
 def _array(x):
@@ -50,8 +51,9 @@ def main(argv):
         if case.model is None or len(case.model.graph.node) != 1:
             continue
         op = case.model.graph.node[0].op_type
-        if (ops and op not in ops) or not is_registered(op, case.model.graph.node[0].domain):
-            continue
+        domain = case.model.graph.node[0].domain
+        if (ops and op not in ops) or not is_registered(op, domain) or is_expanded(op, domain):
+            continue  # an expanded op has no kernel to run straight (the importer inlines its function)
         try:
             run_case(case)
             passed += 1

@@ -21,6 +21,7 @@ from ..ir import Graph
 from ..ir.dtypes import check, from_onnx
 from .onnx_attrs import attribute_value, tensor_to_array
 from .onnx_bodies import check_bodies, free_names, node_free_names, value_kind
+from .onnx_functions import inline_functions
 
 MAX_PROTO_BYTES = (2 << 30) - 1
 MAX_DEPTH, MAX_NODES, MAX_ATTRS = 16, 1 << 20, 1024         # subgraph nesting, nodes in all, attributes a node
@@ -166,14 +167,20 @@ def import_onnx(model) -> Graph:
     for t in g.initializer:
         if t.data_location == onnx.TensorProto.EXTERNAL:
             _load_external(t, base_dir, name)
-    opsets = {(o.domain or ""): int(o.version) for o in proto.opset_import}
-    if "ai.onnx" in opsets:
-        opsets.setdefault("", opsets.pop("ai.onnx"))
+    opsets = _opsets(proto)
     _check_opset(g, opsets.get("", 0))
     try:
         inferred = shape_inference.infer_shapes(proto, strict_mode=False).graph
     except Exception:  # noqa: BLE001 - inference is a hint only; ge infers again
         inferred = g
+    expanded = inline_functions(proto, opsets, inferred)
+    if expanded is not None:  # ops ge runs as their ONNX functions, typed again with their new nodes
+        proto, g = expanded, expanded.graph
+        opsets = _opsets(proto)
+        try:
+            inferred = shape_inference.infer_shapes(proto, strict_mode=False).graph
+        except Exception:  # noqa: BLE001 - as above
+            inferred = g
     infos = {}
     _collect_infos(inferred, infos)
     counter = iter(range(1 << 30))
@@ -184,6 +191,13 @@ def import_onnx(model) -> Graph:
     graph = Graph(g.name or Path(name).stem, opsets)
     _Importer(name, opsets, infos, fresh).fill(g, graph, None)
     return graph
+
+
+def _opsets(proto) -> dict[str, int]:
+    opsets = {(o.domain or ""): int(o.version) for o in proto.opset_import}
+    if "ai.onnx" in opsets:
+        opsets.setdefault("", opsets.pop("ai.onnx"))
+    return opsets
 
 
 def _collect_infos(g, infos: dict) -> None:

@@ -1,9 +1,10 @@
 """The kernel library: importing this package registers every kernel family, each named here."""
 from . import registry
 from . import (activation, attention, axis_scan, binary, bitwise, cast, control, conv, einsum,  # noqa: F401
-               elementwise, image_decoder, indexing, linalg, loss, matmul, movement, nms, norm, pad, patches,
-               pool, qlinear, quant, reduce, refused, resize, reverse_sequence, rms_norm, rnn, sample,
-               select, sequence, softmax, spectral, tensor, window)
+               elementwise, expanded, image_decoder, indexing, linalg, linear_attention, loss, matmul,
+               movement, nms, norm, pad, patches, pool, qlinear, quant, reduce, refused, resize,
+               reverse_sequence, rms_norm, rnn, sample, select, sequence, softmax, spectral, tensor, tfidf,
+               tree_ensemble, window)
 from .registry import (AICORE, AICPU, DVPP, HCCL, KernelContext, Launch, OpKernel, TensorSpec,
                        is_registered, lookup, refuse, register, registered_ops, run_kernel)
 

@@ -137,6 +137,7 @@ class OpKernel:
 
 _REGISTRY: dict[tuple[str, str], list[OpKernel]] = {}
 _REFUSED: dict[tuple[str, str], str] = {}  # ops ge declines on purpose: the reason lookup reports
+_EXPANDED: dict[tuple[str, str], int] = {}  # ops the ONNX importer rewrites into registered ones: since opset
 MAX_OPSET = 10 ** 6
 
 
@@ -176,6 +177,18 @@ def refuse(op_type: str | list[str], reason: str, domain: str = "") -> None:
         _REFUSED[(op, domain)] = reason
 
 
+def expanded(op_type: str | list[str], domain: str = "", since: int = 1) -> None:
+    """Declare ops ge runs as ONNX functions: the importer replaces their nodes by registered ones
+    (frontends/onnx_functions.py), so they need no kernel; is_registered counts them."""
+    for op in [op_type] if isinstance(op_type, str) else op_type:
+        _EXPANDED[(op, domain)] = since
+
+
+def is_expanded(op_type: str, domain: str = "", opset: int = MAX_OPSET) -> bool:
+    since = _EXPANDED.get((op_type, "" if domain == "ai.onnx" else domain))
+    return since is not None and opset >= since
+
+
 def lookup(op_type: str, domain: str = "", opset: int = MAX_OPSET, node: str = "?") -> OpKernel:
     domain = "" if domain == "ai.onnx" else domain
     kernels = _REGISTRY.get((op_type, domain), ())
@@ -183,6 +196,9 @@ def lookup(op_type: str, domain: str = "", opset: int = MAX_OPSET, node: str = "
         if k.since <= opset <= k.until:
             return k
     reason = _REFUSED.get((op_type, domain), "")
+    if (op_type, domain) in _EXPANDED:
+        reason = (f"ge runs {op_type} (opset {_EXPANDED[(op_type, domain)]}+) as its ONNX function, expanded when "
+                  "an ONNX model is imported; this node was not")
     if kernels:
         reason = "ge has kernels for opsets " + ", ".join(
             f"{k.since}+" if k.until == MAX_OPSET else f"{k.since}-{k.until}" for k in kernels)
@@ -194,7 +210,9 @@ def registered_ops() -> list[str]:
 
 
 def is_registered(op_type: str, domain: str = "") -> bool:
-    return (op_type, "" if domain == "ai.onnx" else domain) in _REGISTRY
+    """ge runs the op: it has a kernel, or the ONNX importer expands it (`expanded`)."""
+    key = (op_type, "" if domain == "ai.onnx" else domain)
+    return key in _REGISTRY or key in _EXPANDED
 
 
 def run_kernel(kernel: OpKernel, ctx: KernelContext, arrays: list[np.ndarray | None]) -> list[np.ndarray]:
