@@ -22,7 +22,7 @@ RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_nu
           "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
           "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30), "max_events": (0, 1 << 30)}
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
-         "exact_ge_streams", "feature_base_refreshable", "event_multiplexing")
+         "exact_ge_streams", "feature_base_refreshable", "event_multiplexing", "enable_dynamic_shape_multi_stream")
 
 
 def _unknown(name: str, known) -> GEError:
@@ -56,6 +56,10 @@ class Options:
     atomic_clean_policy: int = 0
     # streams
     enable_single_stream: bool = False
+    # a graph with dynamic shapes gets several streams too (GE's ge.enableDynamicShapeMultiStream, also the
+    # environment's ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1; GE's default is one stream): runtime_v2 runs them on
+    # their own threads, its caching allocator following GE's MIF protocol across them
+    enable_dynamic_shape_multi_stream: bool = False
     max_streams: int = 8
     # the device's tasks per stream (GE: rtGetMaxStreamAndTask): a stream with more is split into pieces
     # joined by events (GE's SplitStreams, 27 tasks reserved); 0 = no cap (GE: unlimited-depth streams)
@@ -275,10 +279,10 @@ def _ac_parallel(v):
         return None
     if text == "1":
         raise GEError("GE option ac_parallel_enable=1 is not supported by ge: it gives AICPU nodes of a "
-                      "dynamic-shape graph their own stream, and runtime_v2 runs a plan with dynamic-shape "
-                      "steps in plan order on one host thread (GE's dynamic-shape default of one stream, "
-                      "without ENABLE_DYNAMIC_SHAPE_MULTI_STREAM), so there is no second stream to overlap; "
-                      "static plans follow GE's static stream rules, where the option has no effect in GE")
+                      "dynamic-shape graph their own stream (GE's AssignAicpuCanParallel), which ge's stream "
+                      "assignment does not do; a dynamic graph gets ge's own streams with "
+                      "enable_dynamic_shape_multi_stream (GE: ENABLE_DYNAMIC_SHAPE_MULTI_STREAM), and static "
+                      "plans follow GE's static stream rules, where the option has no effect in GE")
     raise GEError(f"option ac_parallel_enable takes '', '0' or '1', got {v!r:.40}")
 
 
@@ -379,6 +383,7 @@ GE_ALIASES = {
     "ge.exec.atomicCleanPolicy": lambda v: ("atomic_clean_policy", int(str(v).strip())),
     "ge.topoSortingMode": lambda v: ("topo_sorting_mode", str(v)),
     "ge.enableSingleStream": lambda v: ("enable_single_stream", _flag(v)),
+    "ge.enableDynamicShapeMultiStream": lambda v: ("enable_dynamic_shape_multi_stream", _flag(v)),
     "ge.aicoreNum": lambda v: ("aicore_num", int(v)),
     "ge.exec.precision_mode": lambda v: ("precision_mode", str(v)),
     "precision_mode": lambda v: ("precision_mode", str(v)),

@@ -30,8 +30,9 @@ Step 4 (OptimizeIneffectiveMultiStreamPass), for nodes with neither label nor gr
         does not impose, so no parallelism is lost, and events are saved. Repeated to a fixpoint; the stream
         holding most of the node's neighbours wins.
 Step 5 (RefreshContinuousStreams): renumber streams densely, in order of first use.
-Single stream when `enable_single_stream`, `max_streams == 1`, or the graph has dynamic shapes and the
-environment does not set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 (GE's default for dynamic-shape graphs, §3.3),
+Single stream when `enable_single_stream`, `max_streams == 1`, or the graph has dynamic shapes and neither
+`enable_dynamic_shape_multi_stream` nor the environment's ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 is set (GE's
+default for dynamic-shape graphs, §3.3; with it ge assigns by the rules above, not GE's one per engine),
 with the reason logged and returned. Control flow does not force one stream (GE does the opposite: v1
 control flow is stream activation, §3.6): ge's If/Loop/Scan run host-driven with their outputs known at
 run time, so a graph with one is a dynamic graph and follows that rule, and each body, compiled into a plan
@@ -82,10 +83,12 @@ def single_stream_reason(order, options) -> str | None:
                           f"'{flow.name}'): GE refuses single-stream mode with control-flow ops; unset it")
         return "enable_single_stream is set"
     dynamic = flow or next((n for n in order if any(not v.is_static for v in n.outputs)), None)
-    if dynamic is not None and os.environ.get("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "") != "1":
+    if dynamic is not None and not (options.enable_dynamic_shape_multi_stream or
+                                    os.environ.get("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "") == "1"):
         what = f"control flow: {flow.op_type} node '{flow.name}' runs host-driven" if flow else \
             f"node '{dynamic.name}'"
-        return f"dynamic shapes ({what}); set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 for multi-stream"
+        return f"dynamic shapes ({what}); set enable_dynamic_shape_multi_stream (GE: " \
+               "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1) for multi-stream"
     return None
 
 
