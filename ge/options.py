@@ -61,6 +61,14 @@ class Options:
     # their own threads, its caching allocator following GE's MIF protocol across them
     enable_dynamic_shape_multi_stream: bool = False
     max_streams: int = 8
+    # how streams are given out (GE_REFERENCE 3.1/3.2): "auto", ge's default (GE's ge.autoMultistreamParallelMode
+    # names its auto pass): a node with no reusable predecessor (a sibling branch) gets a new stream, up to
+    # max_streams; "engine", GE's default chain: at most stream_max_parallel_num streams per engine (1 each
+    # unless given), new streams of an engine given out round robin
+    stream_parallel_mode: str = "auto"
+    # GE's ge.streamMaxParallelNum: per engine its most streams, ((engine, n), ...) from "AIcoreEngine:4,
+    # VectorEngine:2", {engine: n} or pairs; GE's engine names or ge's (AICORE, AICPU, ...); both modes honour it
+    stream_max_parallel_num: tuple = ()
     # the device's tasks per stream (GE: rtGetMaxStreamAndTask): a stream with more is split into pieces
     # joined by events (GE's SplitStreams, 27 tasks reserved); 0 = no cap (GE: unlimited-depth streams)
     max_tasks_per_stream: int = 0
@@ -157,11 +165,18 @@ class Options:
         object.__setattr__(self, "input_shape", input_shapes(self.input_shape))
         for name in ("stream_labels", "parallel_groups", "state_pairs"):
             object.__setattr__(self, name, node_names_to(getattr(self, name), name))
+        if self.stream_parallel_mode not in STREAM_MODES:
+            raise GEError(f"option stream_parallel_mode (GE: ge.autoMultistreamParallelMode) must be one of "
+                          f"{', '.join(STREAM_MODES)}, got {self.stream_parallel_mode!r:.40}")
+        object.__setattr__(self, "stream_max_parallel_num", engine_caps(self.stream_max_parallel_num))
 
     @classmethod
     def from_dict(cls, d: dict) -> "Options":
         """Options from a dict of ge field names and/or GE option names ("ge.exec.disableReuseMemory": "1")."""
         names = {f.name for f in dataclasses.fields(cls)}
+        if _flag(d.get("ge.enableSingleStream", "")) and str(d.get("ge.autoMultistreamParallelMode", "")).strip():
+            raise GEError("ge.enableSingleStream with ge.autoMultistreamParallelMode: GE's SingleStreamPass "
+                          "refuses the two together (E10056); drop one")
         kw, policy = {}, None
         for key, value in d.items():
             if key in GE_REFUSED:
@@ -286,6 +301,66 @@ def _ac_parallel(v):
     raise GEError(f"option ac_parallel_enable takes '', '0' or '1', got {v!r:.40}")
 
 
+STREAM_MODES = ("auto", "engine")
+# GE's engine names (engine_conf.json) -> ge's engines; VectorEngine and DSAEngine run no ge op (ge's
+# elementwise ops are AICORE's), so their caps are accepted and bind nothing
+GE_ENGINE_NAMES = {"AIcoreEngine": "AICORE", "VectorEngine": "VectorEngine", "DSAEngine": "DSAEngine",
+                   "DNN_VM_AICPU": "AICPU", "DNN_VM_AICPU_ASCEND": "AICPU", "DNN_VM_DVPP": "DVPP",
+                   "DNN_HCCL": "HCCL", "DNN_VM_GE_LOCAL": "GE_LOCAL"}
+_GE_ENGINES = ("AICORE", "AICPU", "DVPP", "HCCL", "GE_LOCAL")   # ge.npu.engines.ENGINES (the room above)
+
+
+def engine_caps(value) -> tuple:
+    """ge.streamMaxParallelNum ("AIcoreEngine:4,VectorEngine:2", {engine: n} or pairs) -> ((engine, n), ...)
+    in ge's engine names, sorted; each n a positive integer, each engine named once."""
+    key = "option stream_max_parallel_num (ge.streamMaxParallelNum)"
+    if isinstance(value, str):
+        items = []
+        for part in (p.strip() for p in value.split(",")):
+            if part:
+                name, sep, n = part.rpartition(":")
+                if not sep or not name.strip():
+                    raise GEError(f"{key}: '{part}' is not EngineName:N (e.g. 'AIcoreEngine:4,VectorEngine:2')")
+                items.append((name.strip(), n.strip()))
+    elif isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, Iterable) and all(isinstance(p, (tuple, list)) and len(p) == 2 for p in value):
+        items = list(value)
+    else:
+        raise GEError(f"{key} must be 'EngineName:N,...', {{engine: N}} or pairs, got {value!r:.40}")
+    caps = {}
+    for name, n in items:
+        engine = GE_ENGINE_NAMES.get(name, name)
+        if engine not in _GE_ENGINES and engine not in GE_ENGINE_NAMES.values():
+            raise GEError(f"{key}: unknown engine {name!r:.40}; GE's names: {', '.join(GE_ENGINE_NAMES)} "
+                          f"(or ge's: {', '.join(_GE_ENGINES)})")
+        try:
+            count = int(str(n).strip()) if not isinstance(n, bool) else None
+        except ValueError:
+            count = None
+        if count is None or not 1 <= count <= RANGES["max_streams"][1]:
+            raise GEError(f"{key}: {name} takes a positive number of streams, got {n!r:.40}")
+        if engine in caps:
+            raise GEError(f"{key} names engine {name} twice")
+        caps[engine] = count
+    return tuple(sorted(caps.items()))
+
+
+def _auto_mode(v):
+    """GE's ge.autoMultistreamParallelMode: "" is GE's default chain (ge's "engine" mode); "auto" is ge's
+    sibling-parallel assignment; GE's own auto passes (cv, LoadBalance:N, MainStream:N) are refused."""
+    text = str(v).strip()
+    if text in ("", "auto"):
+        return "stream_parallel_mode", text or "engine"
+    head, _, n = text.partition(":")
+    if text == "cv" or (head in ("LoadBalance", "MainStream") and n.isdigit() and 1 <= int(n) <= 64):
+        raise GEError(f"GE option ge.autoMultistreamParallelMode={text!r:.40} is not supported by ge: ge has one "
+                      "auto mode, 'auto' (sibling branches on streams of their own up to max_streams), not GE's "
+                      "experimental DAG passes (cv, LoadBalance:N, MainStream:N)")
+    raise GEError(f"option ge.autoMultistreamParallelMode takes '' (GE's default chain) or 'auto' (ge's "
+                  f"sibling-parallel assignment), got {v!r:.40}")
+
+
 MAX_GEARS = 100  # GE's limit on dynamic batch gears
 
 
@@ -384,6 +459,8 @@ GE_ALIASES = {
     "ge.topoSortingMode": lambda v: ("topo_sorting_mode", str(v)),
     "ge.enableSingleStream": lambda v: ("enable_single_stream", _flag(v)),
     "ge.enableDynamicShapeMultiStream": lambda v: ("enable_dynamic_shape_multi_stream", _flag(v)),
+    "ge.streamMaxParallelNum": lambda v: ("stream_max_parallel_num", str(v)),
+    "ge.autoMultistreamParallelMode": _auto_mode,
     "ge.aicoreNum": lambda v: ("aicore_num", int(v)),
     "ge.exec.precision_mode": lambda v: ("precision_mode", str(v)),
     "precision_mode": lambda v: ("precision_mode", str(v)),
@@ -410,8 +487,6 @@ GE_REFUSED = {
     "ge.exec.graphIOMemAllocMode": "graph I/O is always the caller's memory (or a fresh array) in ge",
     "ge.exec.frozenInputIndexes": "ge refreshes every input slot per run; there is nothing to freeze",
     "ge.hcomParallel": "ge has no HCCL (collective) engine",
-    "ge.streamMaxParallelNum": "ge caps streams per plan (Options.max_streams), not per engine",
-    "ge.autoMultistreamParallelMode": "ge has no custom/DAG stream pass; streams follow GE's default chain",
     "EVENT": "ge syncs with events only (no Notify)",
     "ge.experiment.memory_pool_threshold": "runtime_v2's cache is bounded by device_memory_bytes",
 }
