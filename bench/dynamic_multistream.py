@@ -28,7 +28,7 @@ SIZES = dict(blocks=4, channels=64, size=28)
 
 def main(budget=2, rounds=15):
     print(f"dynamic multi-stream vs single stream on runtime_v2, thread budget {budget}, "
-          f"{datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
+          f"{datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}, load {os.getloadavg()[0]:.1f}")
     print(f"model: inception_like({', '.join(f'{k}={v}' for k, v in SIZES.items())}), symbolic batch")
     model = inception_like(**SIZES)
     sides = {"single": ge.Session(model, runtime="v2", options=ge.Options(thread_budget=budget)),
