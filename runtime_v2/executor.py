@@ -141,7 +141,7 @@ class Instance:
         if self.cores is not None:
             self.cores.release_slots(self.slots)
             self.cores = None
-        if not shared:
+        if not shared or self.stream_allocs is not None:   # a multi-stream allocator is the instance's own
             self.alloc.empty_cache()
         if self.arena is not None:
             device.release(*self.arena)
