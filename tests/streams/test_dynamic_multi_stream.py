@@ -77,3 +77,23 @@ def test_a_failing_step_names_its_node_and_leaves_no_block_behind():
     assert ex.allocator_stats()["dynamic"]["allocated"] == 0
     inst.steps[victim.step] = (kind, fn, ins, tail, rel)
     np.testing.assert_array_equal(multi.run(None, feeds)[0], want)
+
+
+def test_each_reader_thread_frees_a_block_after_its_own_last_use():
+    """stream_memory.py rules 1-2 on the first block's Concat, which every branch of the second reads."""
+    from runtime_v2.lowering import ALLOC
+    ex = _multi()._executor
+    shares, frees = ex.stream_memory
+    steps = {n.name: n for n in ex.plan.nodes}
+    cat = steps["b0_cat"]
+    x = ex.plan.inputs[0]
+    assert all(t != x for s in shares for t, _ in s)          # a feed is the caller's: nobody frees it
+    out = cat.outputs[0]
+    assert ex.lowered.place[out] == ALLOC
+    (t, readers), = [p for p in shares[cat.step] if p[0] == out]
+    users = [n for n in ex.plan.nodes if out in n.inputs]
+    assert set(readers) == {ex.thread_of[n.step] for n in users} - {ex.thread_of[cat.step]}
+    assert len(readers) == 3
+    for g in {ex.thread_of[n.step] for n in users}:
+        last = max(n.step for n in users if ex.thread_of[n.step] == g)
+        assert out in frees[last]
