@@ -424,7 +424,8 @@ class Executor:
     def allocator_stats(self) -> dict:
         pool = self._instances
         with pool.cond:
-            allocs = [self._shared] if self._shared is not None else [i.alloc for i in pool.all]
+            shared = self._shared is not None and self.stream_memory is None
+            allocs = [self._shared] if shared else [i.alloc for i in pool.all]
             dyn: dict = {}
             for a in allocs:
                 for d in a.stats() if isinstance(a, MultiStreamAllocator) else [a.stats.as_dict()]:
@@ -437,7 +438,7 @@ class Executor:
                     "device_peak": self.device.peak, "arena_bytes": self.arena_bytes,
                     "instances": len(pool.all), "idle_instances": len(pool.idle),
                     "stream_threads": self.stream_threads,
-                    "shared_allocator": self._shared is not None, "dynamic": dyn}
+                    "shared_allocator": shared, "dynamic": dyn}
 
 
 def _collected(instances, device, shared: bool) -> None:
