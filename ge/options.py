@@ -24,7 +24,7 @@ RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_nu
           "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16)}
 PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
-         "exact_ge_streams", "feature_base_refreshable", "event_multiplexing")
+         "exact_ge_streams", "feature_base_refreshable", "event_multiplexing", "enable_dynamic_shape_multi_stream")
 
 
 def _unknown(name: str, known) -> GEError:
@@ -58,7 +58,19 @@ class Options:
     atomic_clean_policy: int = 0
     # streams
     enable_single_stream: bool = False
+    # a graph with dynamic shapes gets several streams too (GE's ge.enableDynamicShapeMultiStream, also the
+    # environment's ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1; GE's default is one stream): runtime_v2 runs them on
+    # their own threads, its caching allocator following GE's MIF protocol across them
+    enable_dynamic_shape_multi_stream: bool = False
     max_streams: int = 8
+    # how streams are given out (GE_REFERENCE 3.1/3.2): "auto", ge's default (GE's ge.autoMultistreamParallelMode
+    # names its auto pass): a node with no reusable predecessor (a sibling branch) gets a new stream, up to
+    # max_streams; "engine", GE's default chain: at most stream_max_parallel_num streams per engine (1 each
+    # unless given), new streams of an engine given out round robin
+    stream_parallel_mode: str = "auto"
+    # GE's ge.streamMaxParallelNum: per engine its most streams, ((engine, n), ...) from "AIcoreEngine:4,
+    # VectorEngine:2", {engine: n} or pairs; GE's engine names or ge's (AICORE, AICPU, ...); both modes honour it
+    stream_max_parallel_num: tuple = ()
     # the device's tasks per stream (GE: rtGetMaxStreamAndTask): a stream with more is split into pieces
     # joined by events (GE's SplitStreams, 27 tasks reserved); 0 = no cap (GE: unlimited-depth streams)
     max_tasks_per_stream: int = 0
@@ -173,11 +185,18 @@ class Options:
         object.__setattr__(self, "input_shape", input_shapes(self.input_shape))
         for name in ("stream_labels", "parallel_groups", "state_pairs"):
             object.__setattr__(self, name, node_names_to(getattr(self, name), name))
+        if self.stream_parallel_mode not in STREAM_MODES:
+            raise GEError(f"option stream_parallel_mode (GE: ge.autoMultistreamParallelMode) must be one of "
+                          f"{', '.join(STREAM_MODES)}, got {self.stream_parallel_mode!r:.40}")
+        object.__setattr__(self, "stream_max_parallel_num", engine_caps(self.stream_max_parallel_num))
 
     @classmethod
     def from_dict(cls, d: dict) -> "Options":
         """Options from a dict of ge field names and/or GE option names ("ge.exec.disableReuseMemory": "1")."""
         names = {f.name for f in dataclasses.fields(cls)}
+        if _flag(d.get("ge.enableSingleStream", "")) and str(d.get("ge.autoMultistreamParallelMode", "")).strip():
+            raise GEError("ge.enableSingleStream with ge.autoMultistreamParallelMode: GE's SingleStreamPass "
+                          "refuses the two together (E10056); drop one")
         kw, policy = {}, None
         for key, value in d.items():
             if key in GE_REFUSED:
@@ -295,11 +314,71 @@ def _ac_parallel(v):
         return None
     if text == "1":
         raise GEError("GE option ac_parallel_enable=1 is not supported by ge: it gives AICPU nodes of a "
-                      "dynamic-shape graph their own stream, and runtime_v2 runs a plan with dynamic-shape "
-                      "steps in plan order on one host thread (GE's dynamic-shape default of one stream, "
-                      "without ENABLE_DYNAMIC_SHAPE_MULTI_STREAM), so there is no second stream to overlap; "
-                      "static plans follow GE's static stream rules, where the option has no effect in GE")
+                      "dynamic-shape graph their own stream (GE's AssignAicpuCanParallel), which ge's stream "
+                      "assignment does not do; a dynamic graph gets ge's own streams with "
+                      "enable_dynamic_shape_multi_stream (GE: ENABLE_DYNAMIC_SHAPE_MULTI_STREAM), and static "
+                      "plans follow GE's static stream rules, where the option has no effect in GE")
     raise GEError(f"option ac_parallel_enable takes '', '0' or '1', got {v!r:.40}")
+
+
+STREAM_MODES = ("auto", "engine")
+# GE's engine names (engine_conf.json) -> ge's engines; VectorEngine and DSAEngine run no ge op (ge's
+# elementwise ops are AICORE's), so their caps are accepted and bind nothing
+GE_ENGINE_NAMES = {"AIcoreEngine": "AICORE", "VectorEngine": "VectorEngine", "DSAEngine": "DSAEngine",
+                   "DNN_VM_AICPU": "AICPU", "DNN_VM_AICPU_ASCEND": "AICPU", "DNN_VM_DVPP": "DVPP",
+                   "DNN_HCCL": "HCCL", "DNN_VM_GE_LOCAL": "GE_LOCAL"}
+_GE_ENGINES = ("AICORE", "AICPU", "DVPP", "HCCL", "GE_LOCAL")   # ge.npu.engines.ENGINES (the room above)
+
+
+def engine_caps(value) -> tuple:
+    """ge.streamMaxParallelNum ("AIcoreEngine:4,VectorEngine:2", {engine: n} or pairs) -> ((engine, n), ...)
+    in ge's engine names, sorted; each n a positive integer, each engine named once."""
+    key = "option stream_max_parallel_num (ge.streamMaxParallelNum)"
+    if isinstance(value, str):
+        items = []
+        for part in (p.strip() for p in value.split(",")):
+            if part:
+                name, sep, n = part.rpartition(":")
+                if not sep or not name.strip():
+                    raise GEError(f"{key}: '{part}' is not EngineName:N (e.g. 'AIcoreEngine:4,VectorEngine:2')")
+                items.append((name.strip(), n.strip()))
+    elif isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, Iterable) and all(isinstance(p, (tuple, list)) and len(p) == 2 for p in value):
+        items = list(value)
+    else:
+        raise GEError(f"{key} must be 'EngineName:N,...', {{engine: N}} or pairs, got {value!r:.40}")
+    caps = {}
+    for name, n in items:
+        engine = GE_ENGINE_NAMES.get(name, name)
+        if engine not in _GE_ENGINES and engine not in GE_ENGINE_NAMES.values():
+            raise GEError(f"{key}: unknown engine {name!r:.40}; GE's names: {', '.join(GE_ENGINE_NAMES)} "
+                          f"(or ge's: {', '.join(_GE_ENGINES)})")
+        try:
+            count = int(str(n).strip()) if not isinstance(n, bool) else None
+        except ValueError:
+            count = None
+        if count is None or not 1 <= count <= RANGES["max_streams"][1]:
+            raise GEError(f"{key}: {name} takes a positive number of streams, got {n!r:.40}")
+        if engine in caps:
+            raise GEError(f"{key} names engine {name} twice")
+        caps[engine] = count
+    return tuple(sorted(caps.items()))
+
+
+def _auto_mode(v):
+    """GE's ge.autoMultistreamParallelMode: "" is GE's default chain (ge's "engine" mode); "auto" is ge's
+    sibling-parallel assignment; GE's own auto passes (cv, LoadBalance:N, MainStream:N) are refused."""
+    text = str(v).strip()
+    if text in ("", "auto"):
+        return "stream_parallel_mode", text or "engine"
+    head, _, n = text.partition(":")
+    if text == "cv" or (head in ("LoadBalance", "MainStream") and n.isdigit() and 1 <= int(n) <= 64):
+        raise GEError(f"GE option ge.autoMultistreamParallelMode={text!r:.40} is not supported by ge: ge has one "
+                      "auto mode, 'auto' (sibling branches on streams of their own up to max_streams), not GE's "
+                      "experimental DAG passes (cv, LoadBalance:N, MainStream:N)")
+    raise GEError(f"option ge.autoMultistreamParallelMode takes '' (GE's default chain) or 'auto' (ge's "
+                  f"sibling-parallel assignment), got {v!r:.40}")
 
 
 MAX_GEARS = 100  # GE's limit on dynamic batch gears
@@ -399,6 +478,9 @@ GE_ALIASES = {
     "ge.exec.atomicCleanPolicy": lambda v: ("atomic_clean_policy", int(str(v).strip())),
     "ge.topoSortingMode": lambda v: ("topo_sorting_mode", str(v)),
     "ge.enableSingleStream": lambda v: ("enable_single_stream", _flag(v)),
+    "ge.enableDynamicShapeMultiStream": lambda v: ("enable_dynamic_shape_multi_stream", _flag(v)),
+    "ge.streamMaxParallelNum": lambda v: ("stream_max_parallel_num", str(v)),
+    "ge.autoMultistreamParallelMode": _auto_mode,
     "ge.aicoreNum": lambda v: ("aicore_num", int(v)),
     "ge.exec.precision_mode": lambda v: ("precision_mode", str(v)),
     "precision_mode": lambda v: ("precision_mode", str(v)),
@@ -428,8 +510,6 @@ GE_REFUSED = {
     "ge.exec.frozenInputIndexes": "ge refreshes every input slot per run; there is nothing to freeze",
     "ge.hcomParallel": "ge runs each collective in plan order on the HCCL stream; the pass that moves independent "
                        "compute beside an in-flight AllReduce is not built yet",
-    "ge.streamMaxParallelNum": "ge caps streams per plan (Options.max_streams), not per engine",
-    "ge.autoMultistreamParallelMode": "ge has no custom/DAG stream pass; streams follow GE's default chain",
     "EVENT": "ge syncs with events only (no Notify)",
     "ge.experiment.memory_pool_threshold": "runtime_v2's cache is bounded by device_memory_bytes",
 }

@@ -1,7 +1,8 @@
 """Models that ship inside installed packages: the ONNX "light" models (onnx/backend/test/data/light).
 
 Each comes with the output ONNX's backend runner expects for its deterministic input
-(arange(n) / n over the input's shape), so they serve as end-to-end references.
+(arange(n) / n over the input's shape), so they serve as end-to-end references. `inception_like` builds
+one more: Inception blocks (four parallel branches) with a symbolic batch, for dynamic multi-stream runs.
 """
 from __future__ import annotations
 
@@ -117,3 +118,36 @@ def quantized_light_model(name: str, directory: str, samples: int = 2, seed: int
     quantization.quantize_static(f32, qdq, Calibration(), quant_format=quantization.QuantFormat.QDQ,
                                  per_channel=True)
     return f32, qdq
+
+
+def inception_like(blocks: int = 2, channels: int = 16, size: int = 8, seed: int = 0) -> onnx.ModelProto:
+    """Inception blocks on input x[N, channels, size, size] (N symbolic): per block four branches (1x1;
+    1x1 -> 3x3; 1x1 -> 3x3 -> 3x3; 3x3 max pool -> 1x1), each of channels/4 outputs, joined by a Concat;
+    then a global average pool. He-scaled random weights."""
+    from onnx import TensorProto, helper
+    rng = np.random.default_rng(seed)
+    inits, nodes, q = [], [], channels // 4
+
+    def conv(x, cin, cout, k, name):
+        w = (rng.standard_normal((cout, cin, k, k)) * np.sqrt(2 / (cin * k * k))).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"{name}_w"))
+        inits.append(numpy_helper.from_array(np.zeros(cout, np.float32), f"{name}_b"))
+        nodes.append(onnx.helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [f"{name}_c"],
+                                           name=name, pads=[k // 2] * 4))
+        nodes.append(onnx.helper.make_node("Relu", [f"{name}_c"], [f"{name}_y"], name=f"{name}_relu"))
+        return f"{name}_y"
+    x = "x"
+    for b in range(blocks):
+        p = f"b{b}"
+        nodes.append(helper.make_node("MaxPool", [x], [f"{p}_pool"], kernel_shape=[3, 3], pads=[1] * 4))
+        outs = [conv(x, channels, q, 1, f"{p}_1x1"),
+                conv(conv(x, channels, q, 1, f"{p}_3r"), q, q, 3, f"{p}_3x3"),
+                conv(conv(conv(x, channels, q, 1, f"{p}_5r"), q, q, 3, f"{p}_5a"), q, q, 3, f"{p}_5b"),
+                conv(f"{p}_pool", channels, q, 1, f"{p}_pp")]
+        nodes.append(helper.make_node("Concat", outs, [f"{p}_cat"], axis=1, name=f"{p}_cat"))
+        x = f"{p}_cat"
+    nodes.append(helper.make_node("GlobalAveragePool", [x], ["y"], name="gap"))
+    g = helper.make_graph(nodes, "inception_like",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", channels, size, size])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", channels, 1, 1])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])

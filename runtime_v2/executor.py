@@ -12,10 +12,12 @@ callers wait for one).
 The loop works on integers and tuples only: (kind, fn, inputs, tail, releases) per step. Static nodes were
 prepared at compile time and are never re-prepared; dynamic nodes are prepared per new input shape.
 
-Multi-stream (streams.py): a plan with several streams whose steps all live in the arena, in caller arrays
-or as views (no dynamic node, no caching-allocator span: those frees are ordered by plan step, which only
-one stream keeps) runs one host thread per stream, joined by the plan's events; the kernels release the GIL,
-so streams overlap on real cores. Any other plan, or a budget of one thread, runs in plan order.
+Multi-stream (streams.py): a plan with several streams runs one host thread per stream, joined by the
+plan's events; the kernels release the GIL, so streams overlap on real cores. A plan with dynamic steps or
+caching-allocator tensors (GE's dynamic-shape multi-stream, ENABLE_DYNAMIC_SHAPE_MULTI_STREAM) gives each
+instance a multi-stream allocator instead (mif.py: GE's MIF protocol), each thread frees what it is done
+with (stream_memory.py), and the events carry the allocator's recycle state. A budget of one thread runs
+the plan in plan order.
 
 State (Options.state_pairs, the plan's variable segment): one device region per executor holds each pair's
 two blocks; a run reads the input from one (unless the caller feeds it) and writes the output into the
@@ -38,7 +40,9 @@ from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAlloca
 from .control import HostNode
 from .dynamic import DynamicNode
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST, STATIC, lower
+from .mif import MultiStreamAllocator
 from .states import States
+from .stream_memory import StreamAlloc, stream_tables
 from .streams import StreamRunner
 from .tiled import TiledCall
 
@@ -72,8 +76,11 @@ class Instance:
         # GE's 32-byte zero-copy rule at the I/O boundary (ge.plan.zero_copy_aligned); summed by stats()
         self.counters = dict.fromkeys(("zero_copy_inputs", "copied_inputs", "zero_copy_outputs",
                                        "misaligned_outputs"), 0)
-        self.runner = StreamRunner(ex.programs, len(ex.plan.events), self.team,
-                                   uses=event_uses(ex.plan.events)) if ex.programs else None
+        # a dynamic plan on several threads: one allocator view per thread's stream (stream_memory.py)
+        self.stream_allocs = [StreamAlloc(alloc, g) for g in range(ex.stream_threads)] \
+            if ex.stream_memory is not None else None
+        self.runner = StreamRunner(ex.programs, len(ex.plan.events), self.team, uses=event_uses(ex.plan.events),
+                                   memory=alloc if self.stream_allocs else None) if ex.programs else None
 
     def core(self, ex, step: int):
         """(team, slot) of the thread that runs `step`, or None when the plan launches nothing tiled."""
@@ -134,7 +141,7 @@ class Instance:
         if self.cores is not None:
             self.cores.release_slots(self.slots)
             self.cores = None
-        if not shared:
+        if not shared or self.stream_allocs is not None:   # a multi-stream allocator is the instance's own
             self.alloc.empty_cache()
         if self.arena is not None:
             device.release(*self.arena)
@@ -167,6 +174,8 @@ class Executor:
         self.stream_threads = self._stream_threads()
         self.programs = thread_programs(plan, self.stream_threads) if self.stream_threads > 1 else None
         self.thread_of = thread_of(plan, self.stream_threads)
+        self.stream_memory = stream_tables(plan, self.lowered, self.thread_of) \
+            if self.programs and not self._stream_threads_possible() else None
         tiled = any(n.launch is not None and n.launch.block_dim > 1 for n in plan.nodes)
         self.cores = team() if tiled or (plan.is_dynamic and opts.aicore_num > 1) else None
         me, device, shared = weakref.ref(self), self.device, self._shared is not None  # no pool <-> self cycle
@@ -183,12 +192,12 @@ class Executor:
         """Threads for the plan's streams (1: the plan runs in plan order on the calling thread)."""
         if len({n.stream for n in self.plan.nodes}) < 2:
             return 1
-        if not self._stream_threads_possible():
-            return 1   # dynamic or caching-allocator tensors: their frees follow plan order (one stream)
         return stream_threads(self.plan)
 
     # -- instances ------------------------------------------------------------------------------
     def _new_instance(self) -> Instance:
+        if self.stream_memory is not None:   # an instance's threads share it: never the executor's shared one
+            return Instance(self, MultiStreamAllocator(self.device, self.stream_threads))
         return Instance(self, self._shared or ScalableAllocator(self.device, on_oom=_weak(self._recycle_idle)))
 
     def _recycle_idle(self) -> None:
@@ -261,6 +270,7 @@ class Executor:
                 return self._run_streams(inst, bufs, shapes, None, runner, tracer, labels)
 
     def _stream_threads_possible(self) -> bool:
+        """No dynamic step and no caching-allocator tensor: the threads need no allocator of their own."""
         return not any(s.kind == DYNAMIC or any(o.place == ALLOC for o in s.outs) for s in self.lowered.steps)
 
     def _run(self, inst: Instance, feeds, bound=None, inner=False) -> list[np.ndarray]:
@@ -317,18 +327,45 @@ class Executor:
 
     def _run_streams(self, inst: Instance, bufs, shapes, bound, runner=None, tracer=None,
                      labels=None) -> list[np.ndarray]:
-        """The plan's streams on host threads (no dynamic step, no span: see _stream_threads)."""
-        steps = inst.steps
+        """The plan's streams on host threads; a dynamic plan's caching-allocator blocks follow MIF's rules
+        (stream_memory.py: per thread its frees, the other readers registered after the producing step)."""
+        steps, allocs = inst.steps, inst.stream_allocs
+        if allocs is None:
+            def body(k):
+                kind, fn, ins, tail, _ = steps[k]
+                if kind == BOUND:
+                    fn(*[bufs[i] for i in ins], *tail)
+                elif kind == ALIAS:
+                    bufs[tail] = bufs[ins]
+                else:
+                    _static(fn, ins, tail, bufs, None, None)
+        else:
+            spans, (shares, frees), group = [None] * len(bufs), self.stream_memory, self.thread_of
 
-        def body(k):
-            kind, fn, ins, tail, _ = steps[k]
-            if kind == BOUND:
-                fn(*[bufs[i] for i in ins], *tail)
-            elif kind == ALIAS:
-                bufs[tail] = bufs[ins]
-            else:
-                _static(fn, ins, tail, bufs, None, None)
+            def body(k):
+                kind, fn, ins, tail, _ = steps[k]
+                alloc = allocs[group[k]]
+                if kind == BOUND:
+                    fn(*[bufs[i] for i in ins], *tail)
+                elif kind == ALIAS:
+                    bufs[tail] = bufs[ins]
+                elif kind == DYNAMIC:
+                    fn(bufs, shapes, spans, alloc, inst.core(self, k))
+                else:
+                    _static(fn, ins, tail, bufs, spans, alloc)
+                for t, readers in shares[k]:
+                    if spans[t] is not None:
+                        for g in readers:
+                            alloc.mif.access(spans[t], g)
+                for t in frees[k]:
+                    if spans[t] is not None:
+                        alloc.free(spans[t])
         failed = (runner or inst.runner).run(body, tracer, labels)
+        if allocs is not None:   # every thread is idle: GE's LastWaitEvents
+            if failed is None:
+                inst.alloc.synchronize()
+            else:
+                inst.alloc.abandon(spans)
         if failed is not None:
             k, e = failed
             if not isinstance(e, Exception):
@@ -387,16 +424,21 @@ class Executor:
     def allocator_stats(self) -> dict:
         pool = self._instances
         with pool.cond:
-            allocs = [self._shared] if self._shared is not None else [i.alloc for i in pool.all]
+            shared = self._shared is not None and self.stream_memory is None
+            allocs = [self._shared] if shared else [i.alloc for i in pool.all]
             dyn: dict = {}
             for a in allocs:
-                for key, v in a.stats.as_dict().items():
-                    dyn[key] = dyn.get(key, 0) + v
+                for d in a.stats() if isinstance(a, MultiStreamAllocator) else [a.stats.as_dict()]:
+                    for key, v in d.items():
+                        dyn[key] = dyn.get(key, 0) + v
+                if isinstance(a, MultiStreamAllocator):   # how blocks crossed streams (mif.py)
+                    for key, v in dict(a.counters, borrow_hits=a.borrow_hits).items():
+                        dyn[key] = dyn.get(key, 0) + v
             return {"capacity": self.device.capacity, "device_in_use": self.device.in_use,
                     "device_peak": self.device.peak, "arena_bytes": self.arena_bytes,
                     "instances": len(pool.all), "idle_instances": len(pool.idle),
                     "stream_threads": self.stream_threads,
-                    "shared_allocator": self._shared is not None, "dynamic": dyn}
+                    "shared_allocator": shared, "dynamic": dyn}
 
 
 def _collected(instances, device, shared: bool) -> None:

@@ -61,7 +61,7 @@ def passed_inputs(node: PlanNode, launch: Launch) -> tuple:
 
 
 def lower(plan: Plan) -> Lowered:
-    root, members = _symbols(plan)
+    root, members = symbols(plan)
     arena = _arena_tensors(plan)
     out_roots = {root[t] for t in plan.outputs}
     place = {}
@@ -77,7 +77,7 @@ def lower(plan: Plan) -> Lowered:
     return Lowered(steps, frozenset(arena), place, copy_out)
 
 
-def _symbols(plan: Plan):
+def symbols(plan: Plan):
     """Step 1: life roots through every may-alias node."""
     root = list(range(len(plan.tensors)))
     for node in plan.nodes:

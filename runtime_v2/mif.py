@@ -50,6 +50,8 @@ class Block:
     def array(self, dtype, count: int):
         return self.span.as_array(dtype, count)
 
+    as_array = array   # the caching allocator's span interface: the executor's steps take either
+
 
 @dataclass(frozen=True)
 class EventToken:
@@ -69,6 +71,9 @@ class MultiStreamAllocator:
         self._pending: list[dict[Block, None]] = [{} for _ in range(streams)]  # blocks s has a view of
         self._lock = threading.Lock()
         self.borrow_hits = 0
+        # how blocks crossed streams: accesses from another stream, recycles into a borrow pool (freed on
+        # a stream that is not the block's birth stream), borrowed blocks an event sent home
+        self.counters = dict.fromkeys(("cross_stream_accesses", "borrow_recycles", "sent_home"), 0)
 
     # -- per stream -------------------------------------------------------------------------------
     def alloc(self, nbytes: int, stream: int) -> Block:
@@ -87,7 +92,9 @@ class MultiStreamAllocator:
         with self._lock:
             if not blk.live:
                 raise GEError("access to a block that was recycled")
-            blk.occupants.add(stream)
+            if stream not in blk.occupants:
+                blk.occupants.add(stream)
+                self.counters["cross_stream_accesses"] += 1
 
     def free(self, blk: Block, stream: int) -> None:
         """Stream `stream` is done with the block (its last use there was launched before this)."""
@@ -117,6 +124,7 @@ class MultiStreamAllocator:
                 if blk.birth == stream and blk.version == version and blk in src:
                     del src[blk]
                     self._home(blk)
+                    self.counters["sent_home"] += 1
 
     def synchronize(self) -> None:
         """Every stream is idle: settle all views, send borrowed blocks home (GE's LastWaitEvents)."""
@@ -132,6 +140,15 @@ class MultiStreamAllocator:
                 for blk in pool:
                     self._home(blk)
                 pool.clear()
+
+    def abandon(self, blocks) -> None:
+        """After a failed run: every block still live is released by all its occupants, then settled."""
+        with self._lock:
+            for blk in {id(b): b for b in blocks if b is not None and b.live}.values():
+                blk.freed = set(blk.occupants)
+                self._recycle(blk)
+                self._home(blk)
+        self.synchronize()
 
     def empty_cache(self) -> int:
         self.synchronize()
@@ -152,6 +169,7 @@ class MultiStreamAllocator:
                 self._home(blk)
             else:
                 self._borrow[stream][blk] = None
+                self.counters["borrow_recycles"] += 1
         else:
             self._pending[stream][blk] = None
 

@@ -15,6 +15,10 @@ The calling thread runs the first group itself; the others are persistent worker
 at its first run, stopped when the instance is released or its executor is collected). With a `team` (the
 AI cores' control array) every thread holds a core token while it runs its program, except while it waits
 for an event (ge.npu.aicore: no more threads compute than there are cores).
+With a `memory` (mif.MultiStreamAllocator, a dynamic plan's caching allocator; stream_memory.py) every
+event carries the recycle state of its thread: a record takes `memory.record(thread)` after the step, a
+wait hands it to `memory.wait(thread, token)` before the step, so a block freed on one thread serves
+another only after that one waited on an event recorded after the free (GE's MIF).
 With a `tracer` (ge.npu.Tracer), every step is a slice on its stream's track and every event record and
 wait a slice joined by a flow arrow (event id, generation): `ge profile` writes it as a Chrome trace.
 """
@@ -29,8 +33,10 @@ from ge.npu.aicore import hold, unhold
 class StreamRunner:
     """Runs `body(step)` over the programs on threads, with generation-counted events (steps 3-4)."""
 
-    def __init__(self, programs, num_events: int, team=None, name: str = "ge-stream", uses=(1, {})):
-        self.team = team
+    def __init__(self, programs, num_events: int, team=None, name: str = "ge-stream", uses=(1, {}),
+                 memory=None):
+        self.team, self.memory = team, memory
+        self.tokens: dict = {}   # (event id, use) -> the memory token of its last record
         stride, use = uses   # per (kind, step, id) its use k: programs carry (id, k) pairs
         self.stride = stride
         self.programs = [tuple((step, tuple((e, use.get(("wait", step, e), 0)) for e in w),
@@ -86,6 +92,7 @@ class StreamRunner:
 
     def _run_group(self, g: int) -> None:
         run, body, gen, conds, team = self.run_id, self.body, self.gen, self.conds, self.team
+        memory, tokens = self.memory, self.tokens
         base = run * self.stride
         step = -1
         if self.tracer is not None:
@@ -106,8 +113,13 @@ class StreamRunner:
                             hold(team)
                 if self.abort:
                     return
+                if memory is not None:
+                    for e, k in waits:
+                        memory.wait(g, tokens[e, k])
                 body(step)
                 for e, k in records:
+                    if memory is not None:
+                        tokens[e, k] = memory.record(g)
                     with conds[e]:
                         gen[e] = base + k
                         conds[e].notify_all()

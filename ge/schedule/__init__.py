@@ -42,7 +42,9 @@ def schedule(order, engines, options) -> Schedule:
     a = assign_streams(engines, preds, max_streams=options.max_streams, single_stream_reason=reason,
                        names=[n.name for n in order],
                        memory_priority=options.topo_sorting_mode == "memory_priority",
-                       exact_ge=options.exact_ge_streams, labels=labels, groups=groups)
+                       exact_ge=options.exact_ge_streams, labels=labels, groups=groups,
+                       engine_caps=dict(options.stream_max_parallel_num),
+                       default_cap=1 if options.stream_parallel_mode == "engine" else None)
     events = plan_events(preds, a.streams) if a.num_streams > 1 else EventPlan((), 0, 0, 0)
     if options.max_tasks_per_stream and a.single_stream_reason is None:
         a, events, preds = _split(a, events, preds, options.max_tasks_per_stream)

@@ -19,6 +19,10 @@ Step 2 (AssignByDependencyPass): for each node in order, a predecessor p is reus
         (beyond GE, which round-robins) a stream whose last node is an ancestor of this one: it is idle by
         the time this node can start, so no parallelism is lost (one ending at a predecessor first: no event).
         Else a new stream, up to `max_streams` in all; past that, the least loaded (fewest nodes, lowest id).
+        Per-engine caps (GE's max_parallel_num, Options.stream_max_parallel_num): an engine that already has
+        its cap of new streams gets one of them round robin instead (GE's AssignNewStream). ge's default
+        mode "auto" caps only the engines named; mode "engine" is GE's default, 1 stream per engine unless
+        named (Options.stream_parallel_mode; README "Streams and events" has the measured choice).
 Step 2b (UpdateForParallelGroupPass): unlabelled nodes with a parallel group (`_parallel_group` attribute or
         Options.parallel_groups) that share a stream move to one new stream per (stream, group name).
 Step 3 (UpdateForSkippedEnginePass): an unlabelled no-task node (GE_LOCAL) whose neighbours all share a
@@ -30,8 +34,9 @@ Step 4 (OptimizeIneffectiveMultiStreamPass), for nodes with neither label nor gr
         does not impose, so no parallelism is lost, and events are saved. Repeated to a fixpoint; the stream
         holding most of the node's neighbours wins.
 Step 5 (RefreshContinuousStreams): renumber streams densely, in order of first use.
-Single stream when `enable_single_stream`, `max_streams == 1`, or the graph has dynamic shapes and the
-environment does not set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 (GE's default for dynamic-shape graphs, §3.3),
+Single stream when `enable_single_stream`, `max_streams == 1`, or the graph has dynamic shapes and neither
+`enable_dynamic_shape_multi_stream` nor the environment's ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 is set (GE's
+default for dynamic-shape graphs, §3.3; with it ge assigns by the rules above, not GE's one per engine),
 with the reason logged and returned. Control flow does not force one stream (GE does the opposite: v1
 control flow is stream activation, §3.6): ge's If/Loop/Scan run host-driven with their outputs known at
 run time, so a graph with one is a dynamic graph and follows that rule, and each body, compiled into a plan
@@ -82,20 +87,23 @@ def single_stream_reason(order, options) -> str | None:
                           f"'{flow.name}'): GE refuses single-stream mode with control-flow ops; unset it")
         return "enable_single_stream is set"
     dynamic = flow or next((n for n in order if any(not v.is_static for v in n.outputs)), None)
-    if dynamic is not None and os.environ.get("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "") != "1":
+    if dynamic is not None and not (options.enable_dynamic_shape_multi_stream or
+                                    os.environ.get("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "") == "1"):
         what = f"control flow: {flow.op_type} node '{flow.name}' runs host-driven" if flow else \
             f"node '{dynamic.name}'"
-        return f"dynamic shapes ({what}); set ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 for multi-stream"
+        return f"dynamic shapes ({what}); set enable_dynamic_shape_multi_stream (GE: " \
+               "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1) for multi-stream"
     return None
 
 
 def assign_streams(engines, preds, *, max_streams: int = 8, single_stream_reason: str | None = None,
                    names=None, memory_priority: bool = False, exact_ge: bool = False, labels=None,
-                   groups=None) -> StreamAssignment:
+                   groups=None, engine_caps=None, default_cap: int | None = None) -> StreamAssignment:
     """Streams for an execution order given per position its engine and its predecessors' positions.
     `exact_ge`: GE's Step 2 without this module's two refinements (for comparison): every other same-engine
     successor blocks reuse, and no reuse of finished streams. `labels` / `groups`: per position its stream
-    label / parallel group, or None (Steps 0 and 2b)."""
+    label / parallel group, or None (Steps 0 and 2b). `engine_caps` {engine: n} and `default_cap` (for the
+    engines not named; None: no cap): the most new streams an engine gets in Step 2."""
     n = len(engines)
     names = tuple(names) if names is not None else tuple(f"#{i}" for i in range(n))
     if single_stream_reason is None and max_streams == 1:
@@ -105,6 +113,7 @@ def assign_streams(engines, preds, *, max_streams: int = 8, single_stream_reason
         return StreamAssignment((0,) * n, tuple(engines), ("single stream",) * n, 1 if n else 0,
                                 single_stream_reason, 0, names)
     a = _Assigner(list(engines), [list(p) for p in preds], names, max_streams, memory_priority, exact_ge)
+    a.caps, a.default_cap = dict(engine_caps or {}), default_cap
     a.label = list(labels) if labels is not None else [None] * n
     a.group = list(groups) if groups is not None else [None] * n
     a.by_label()
@@ -146,6 +155,9 @@ class _Assigner:
             for p in ps:
                 self.anc[i] |= self.anc[p] | (1 << p)
         self.last: dict[int, int] = {}   # stream -> last position put on it (during the dependency pass)
+        self.caps, self.default_cap = {}, None
+        self.engine_streams: dict[str, list[int]] = {}   # engine -> the new streams given to it (Step 2)
+        self.turn: dict[str, int] = {}                   # engine -> its round-robin counter
 
     def _put(self, i, s, why):
         self.stream[i], self.reason[i] = s, why
@@ -205,11 +217,23 @@ class _Assigner:
                 s = self._finished_streams(i)[0]
                 self._put(i, s, f"reuses the stream of '{self.names[self.last[s]]}', done before it" +
                           self._why_new(i))
+            elif self._engine_full(i):
+                e = self.eng[i]
+                own = self.engine_streams[e]
+                k = self.turn[e] = self.turn.get(e, 0) + 1
+                self._put(i, own[(k - 1) % len(own)], f"{e} has its {len(own)} stream(s) "
+                          "(stream_max_parallel_num): round robin" + self._why_new(i))
             elif len(self.load) - len(self.own_streams) < cap:
-                self._put(i, self._new_stream(), "new stream" + self._why_new(i))
+                s = self._new_stream()
+                self.engine_streams.setdefault(self.eng[i], []).append(s)
+                self._put(i, s, "new stream" + self._why_new(i))
             else:
                 s = min(self._compute_streams(), key=lambda s: (self.load[s], s))
                 self._put(i, s, f"max_streams {self.max_streams} reached: least loaded stream")
+
+    def _engine_full(self, i) -> bool:
+        cap = self.caps.get(self.eng[i], self.default_cap)
+        return cap is not None and len(self.engine_streams.get(self.eng[i], ())) >= cap
 
     def _compute_streams(self) -> list[int]:
         return [s for s in self.load if s not in self.own_streams]

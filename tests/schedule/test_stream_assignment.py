@@ -251,3 +251,46 @@ def test_dynamic_shapes_run_on_one_stream_unless_the_environment_asks(monkeypatc
     assert a.num_streams == 1 and a.single_stream_reason.startswith("dynamic shapes (node 'a')")
     monkeypatch.setenv("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "1")
     assert streams_of(g)[1].num_streams == 2
+
+
+FOUR_BRANCHES = [f"b{i}: x" for i in range(4)] + [f"c{i}: b{i}" for i in range(4)] + ["j: c0, c1, c2, c3"]
+
+
+def test_auto_mode_is_ge_default_and_engine_mode_is_ge_s_one_stream_per_engine():
+    g = build(FOUR_BRANCHES, ops={"j": "Concat"})
+    s, a, _ = streams_of(g)
+    assert a.num_streams == 4                         # auto: each sibling branch a stream of its own
+    for opts in (Options(stream_parallel_mode="engine"), {"ge.autoMultistreamParallelMode": ""}):
+        s, a, _ = streams_of(g, opts)
+        assert a.num_streams == 1 and any("round robin" in r for r in a.reasons)
+    assert Options.from_dict({"ge.autoMultistreamParallelMode": "auto"}).stream_parallel_mode == "auto"
+
+
+@pytest.mark.parametrize("mode", ["auto", "engine"])
+def test_stream_max_parallel_num_caps_an_engine_round_robin(mode):
+    g = build(FOUR_BRANCHES, ops={"j": "Concat"})
+    opts = {"ge.streamMaxParallelNum": "AIcoreEngine:2,VectorEngine:2"}
+    if mode == "engine":
+        opts["ge.autoMultistreamParallelMode"] = ""
+    s, a, _ = streams_of(g, opts)
+    assert a.num_streams == 2
+    assert [s[f"b{i}"] for i in range(4)] == [0, 1, 0, 1]    # new streams given out in turn (GE's AssignNewStream)
+    assert all(s[f"c{i}"] == s[f"b{i}"] for i in range(4))
+    assert Options(stream_max_parallel_num={"AICORE": 3}).stream_max_parallel_num == (("AICORE", 3),)
+
+
+@pytest.mark.parametrize("opts, match", [
+    ({"ge.streamMaxParallelNum": "Foo:2"}, "ge.streamMaxParallelNum.*unknown engine 'Foo'"),
+    ({"ge.streamMaxParallelNum": "AIcoreEngine:0"}, "ge.streamMaxParallelNum.*positive number"),
+    ({"ge.streamMaxParallelNum": "AIcoreEngine:two"}, "ge.streamMaxParallelNum.*positive number"),
+    ({"ge.streamMaxParallelNum": "AIcoreEngine"}, "ge.streamMaxParallelNum.*not EngineName:N"),
+    ({"ge.streamMaxParallelNum": "AIcoreEngine:1,AICORE:2"}, "ge.streamMaxParallelNum.*twice"),
+    ({"stream_max_parallel_num": 4}, "ge.streamMaxParallelNum"),
+    ({"ge.autoMultistreamParallelMode": "LoadBalance:4"}, "ge.autoMultistreamParallelMode.*not supported"),
+    ({"ge.autoMultistreamParallelMode": "fast"}, "ge.autoMultistreamParallelMode takes"),
+    ({"stream_parallel_mode": "fast"}, "ge.autoMultistreamParallelMode"),
+    ({"ge.enableSingleStream": "1", "ge.autoMultistreamParallelMode": "auto"}, "E10056"),
+])
+def test_bad_stream_caps_and_modes_are_typed_errors_naming_the_key(opts, match):
+    with pytest.raises(GEError, match=match):
+        Options.from_dict(opts)

@@ -69,7 +69,7 @@ def test_dynamic_shapes_stay_on_one_stream_unless_the_environment_says(monkeypat
     plan = ge.compile(_dynamic_branches())
     assert plan.num_streams == 2 and plan.single_stream_reason is None
     x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
-    y, = ge.Session(_dynamic_branches(), runtime="v2").run(None, {"x": x})   # a dynamic plan: plan order
+    y, = ge.Session(_dynamic_branches(), runtime="v2").run(None, {"x": x})   # a dynamic plan on 2 threads
     np.testing.assert_allclose(y, np.maximum(x, 0) + 1 / (1 + np.exp(-x)), rtol=1e-6)
 
 

@@ -1,0 +1,99 @@
+"""runtime_v2 on a dynamic plan's streams (GE's dynamic-shape multi-stream): one thread per stream, the
+caching allocator following GE's MIF protocol across them (runtime_v2/mif.py, stream_memory.py)."""
+import threading
+
+import numpy as np
+import pytest
+
+import ge
+from ge.errors import ExecutionError
+from ge.zoo import inception_like
+
+MODEL = inception_like(blocks=2, channels=16, size=8)
+
+
+def _multi(**opts):
+    return ge.Session(MODEL, runtime="v2", options=ge.Options(enable_dynamic_shape_multi_stream=True,
+                                                              thread_budget=4, **opts))
+
+
+def _feeds(n, seed):
+    return {"x": np.random.default_rng(seed).standard_normal((n, 16, 8, 8)).astype(np.float32)}
+
+
+def test_the_option_and_its_ge_name_give_a_dynamic_plan_several_streams(monkeypatch):
+    monkeypatch.delenv("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", raising=False)
+    assert ge.compile(MODEL).num_streams == 1   # GE's default for a dynamic graph
+    plan = ge.compile(MODEL, ge.Options.from_dict({"ge.enableDynamicShapeMultiStream": "1"}))
+    assert plan.num_streams == 4 and plan.single_stream_reason is None
+    assert ge.Options.from_dict({"ge.enableDynamicShapeMultiStream": "0"}).enable_dynamic_shape_multi_stream \
+        is False
+
+
+def test_eight_racing_threads_on_a_symbolic_batch_match_the_single_stream_run_and_reuse_across_streams():
+    multi, single = _multi(executor_instances=8), ge.Session(MODEL, runtime="v2")
+    ex = multi._executor
+    assert ex.stream_threads == 4 and ex.stats()["dynamic_steps"] == len(ex.plan.nodes)
+    cases = [_feeds(n, seed) for seed, n in enumerate((1, 3, 2, 5))]
+    want = [single.run(None, f)[0] for f in cases]
+    errors, start = [], threading.Barrier(8)
+
+    def work(i):
+        try:
+            start.wait()
+            for r in range(6):
+                k = (i + r) % len(cases)
+                np.testing.assert_array_equal(multi.run(None, cases[k])[0], want[k])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(300)
+    assert not errors, errors[0]
+    stats = multi._executor.allocator_stats()
+    dyn = stats["dynamic"]
+    assert stats["instances"] > 1
+    assert dyn["cross_stream_accesses"] > 0 and dyn["borrow_recycles"] > 0 and dyn["borrow_hits"] > 0
+    assert dyn["allocated"] == 0 and dyn["borrowed"] == 0 and dyn["pending"] == 0   # every block home
+
+
+def test_a_failing_step_names_its_node_and_leaves_no_block_behind():
+    multi = _multi(executor_instances=1)
+    ex = multi._executor
+    feeds = _feeds(2, 0)
+    want = multi.run(None, feeds)[0]
+    victim = next(n for n in ex.plan.nodes if n.stream == 2 and n.op_type == "FusedConv")
+    inst = ex._instances.checkout()
+    kind, fn, ins, tail, rel = inst.steps[victim.step]
+
+    def boom(*args):
+        raise RuntimeError("injected")
+    inst.steps[victim.step] = (kind, boom, ins, tail, rel)
+    ex._instances.checkin(inst)
+    with pytest.raises(ExecutionError, match=f"node '{victim.name}'.*injected"):
+        multi.run(None, feeds)
+    assert ex.allocator_stats()["dynamic"]["allocated"] == 0
+    inst.steps[victim.step] = (kind, fn, ins, tail, rel)
+    np.testing.assert_array_equal(multi.run(None, feeds)[0], want)
+
+
+def test_each_reader_thread_frees_a_block_after_its_own_last_use():
+    """stream_memory.py rules 1-2 on the first block's Concat, which every branch of the second reads."""
+    from runtime_v2.lowering import ALLOC
+    ex = _multi()._executor
+    shares, frees = ex.stream_memory
+    steps = {n.name: n for n in ex.plan.nodes}
+    cat = steps["b0_cat"]
+    x = ex.plan.inputs[0]
+    assert all(t != x for s in shares for t, _ in s)          # a feed is the caller's: nobody frees it
+    out = cat.outputs[0]
+    assert ex.lowered.place[out] == ALLOC
+    (t, readers), = [p for p in shares[cat.step] if p[0] == out]
+    users = [n for n in ex.plan.nodes if out in n.inputs]
+    assert set(readers) == {ex.thread_of[n.step] for n in users} - {ex.thread_of[cat.step]}
+    assert len(readers) == 3
+    for g in {ex.thread_of[n.step] for n in users}:
+        last = max(n.step for n in users if ex.thread_of[n.step] == g)
+        assert out in frees[last]
