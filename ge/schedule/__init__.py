@@ -20,6 +20,7 @@ from .split import split_streams
 from .streams import StreamAssignment, assign_streams, single_stream_reason
 
 log = logging.getLogger("ge.schedule")
+ALL_REDUCES = ("HcomAllReduce", "HorovodAllreduce")   # the ops GE's AllReduceParallelPass looks for
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ def schedule(order, engines, options) -> Schedule:
     a = assign_streams(engines, preds, max_streams=options.max_streams, single_stream_reason=reason,
                        names=[n.name for n in order],
                        memory_priority=options.topo_sorting_mode == "memory_priority",
-                       exact_ge=options.exact_ge_streams, labels=labels, groups=groups)
+                       exact_ge=options.exact_ge_streams, labels=labels, groups=groups,
+                       all_reduces=[n.op_type in ALL_REDUCES for n in order] if options.hcom_parallel else None)
     events = plan_events(preds, a.streams) if a.num_streams > 1 else EventPlan((), 0, 0, 0)
     if options.max_tasks_per_stream and a.single_stream_reason is None:
         a, events, preds = _split(a, events, preds, options.max_tasks_per_stream)
