@@ -9,6 +9,9 @@
   `mobilenet_v2_block`, `mbconv_block` (EfficientNet: SiLU, squeeze-excitation), `mobilenet_v3_block`
   (HardSwish, HardSigmoid SE), `vit_block` (ViT-B: 197 tokens x 768), `convnext_block` (7x7 depthwise,
   LayerNorm over channels, GELU, 1x1 as MatMul), `fire_block` (SqueezeNet). `BLOCKS` names them.
+- `all_reduce_layers(...)`: an MLP whose every layer's activations are HcomAllReduce'd (like data-parallel
+  gradients) and scaled, while the next layers compute on: the model GE's AllReduce-parallel pass
+  (`ge.hcomParallel`) is for.
 - `with_symbolic_dims(model, {input: {axis: name}})`: a copy of a model whose input dims are dim_params
   (e.g. a light model with a symbolic batch).
 """
@@ -219,6 +222,32 @@ def convnext_block(channels: int = 96, hw: int = 56, seed: int = 0) -> onnx.Mode
 BLOCKS = {"mobilenet_v2_block": mobilenet_v2_block, "mbconv_block": mbconv_block,
           "mobilenet_v3_block": mobilenet_v3_block, "fire_block": fire_block, "vit_block": vit_block,
           "convnext_block": convnext_block}
+
+
+def all_reduce_layers(layers: int = 4, batch: int = 8, width: int = 256, seed: int = 0) -> onnx.ModelProto:
+    """x float32 [batch, width] -> Relu(MatMul) `layers` times -> `y`; each layer's output is also
+    HcomAllReduce'd (sum, fusion 0, domain "ge") and halved into output `g<i>`. The AllReduces need nothing
+    of the later layers, so with hcom_parallel they overlap them."""
+    b = _Builder(seed)
+    h, outs = "x", []
+    half = b.const("half", np.array(0.5, np.float32))
+    for i in range(layers):
+        h = b.op("Relu", [b.op("MatMul", [h, b.weight(f"w{i}", (width, width), 1 / math.sqrt(width))], f"fc{i}")],
+                 f"relu{i}")
+        red = b.name(f"allreduce{i}")
+        b.nodes.append(helper.make_node("HcomAllReduce", [h], [red], name=red, domain="ge", reduction="sum",
+                                        group="hccl_world_group"))
+        b.nodes.append(helper.make_node("Mul", [red, half], [f"g{i}"], name=f"g{i}"))
+        outs.append(f"g{i}")
+    b.nodes.append(helper.make_node("Identity", [h], ["y"], name="y"))
+    info = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [batch, width])  # noqa: E731
+    graph = helper.make_graph(b.nodes, "all_reduce_layers", [info("x")], [info("y")] + [info(o) for o in outs],
+                              b.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ge", 1)],
+                              producer_name="ge.models")
+    model.ir_version = min(model.ir_version, 8)
+    onnx.checker.check_model(model)
+    return model
 
 
 def with_symbolic_dims(model: onnx.ModelProto | str, dims: dict[str, dict[int, str]]) -> onnx.ModelProto:

@@ -24,7 +24,8 @@ RANGES = {"max_streams": (1, 1 << 16), "thread_budget": (0, 1 << 12), "aicore_nu
           "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16)}
 PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
-         "exact_ge_streams", "feature_base_refreshable", "event_multiplexing", "enable_dynamic_shape_multi_stream")
+         "exact_ge_streams", "feature_base_refreshable", "event_multiplexing", "enable_dynamic_shape_multi_stream",
+         "hcom_parallel")
 
 
 def _unknown(name: str, known) -> GEError:
@@ -125,6 +126,9 @@ class Options:
     # seconds a collective waits for its peers before an ExecutionError names the ones missing
     # (HCCL's HCCL_EXEC_TIMEOUT)
     hccl_timeout: float = 60.0
+    # GE's AllReduce-parallel pass (ge.hcomParallel): an AllReduce's data successors move to a stream of
+    # their own, so compute that does not need it runs on meanwhile (ge/schedule/streams.py, Step 2c)
+    hcom_parallel: bool = False
     extra: dict = field(default_factory=dict, compare=False)
 
     def __init__(self, **kw):
@@ -491,6 +495,8 @@ GE_ALIASES = {
     "aicore_num": lambda v: ("aicore_num", int(v)),
     "ge.exec.deviceId": lambda v: ("device_id", int(v)),
     "HCCL_EXEC_TIMEOUT": lambda v: ("hccl_timeout", float(v)),
+    "ge.hcomParallel": lambda v: ("hcom_parallel", _flag(v)),
+    "HCOM_PARALLEL": lambda v: ("hcom_parallel", _flag(v)),
     "ac_parallel_enable": _ac_parallel,
     "AC_PARALLEL_ENABLE": _ac_parallel,
 }
@@ -508,8 +514,6 @@ GE_REFUSED = {
     "ge.exec.input_fusion_size": "ge has no host-to-device copy to merge (inputs are host arrays)",
     "ge.exec.graphIOMemAllocMode": "graph I/O is always the caller's memory (or a fresh array) in ge",
     "ge.exec.frozenInputIndexes": "ge refreshes every input slot per run; there is nothing to freeze",
-    "ge.hcomParallel": "ge runs each collective in plan order on the HCCL stream; the pass that moves independent "
-                       "compute beside an in-flight AllReduce is not built yet",
     "EVENT": "ge syncs with events only (no Notify)",
     "ge.experiment.memory_pool_threshold": "runtime_v2's cache is bounded by device_memory_bytes",
 }

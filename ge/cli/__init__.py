@@ -73,6 +73,8 @@ def parser() -> argparse.ArgumentParser:
                    "gathered (HcomAllGather): N devices of this process, or under `mpiexec -n N` one a rank")
     r.add_argument("--tensor-parallel", type=int, metavar="N", help="split transformer blocks over N devices "
                    "(Megatron: columns then rows, HcomAllReduce); each holds ~1/N of their weights")
+    r.add_argument("--hcom-parallel", action="store_true", help="GE's AllReduce-parallel pass (ge.hcomParallel): "
+                   "compute not needing an in-flight AllReduce runs on another stream meanwhile")
     r.set_defaults(fn="run:cmd_run")
 
     sub.add_parser("models", help="list the light models `ge run NAME` accepts").set_defaults(fn="run:cmd_models")
@@ -111,6 +113,9 @@ def parser() -> argparse.ArgumentParser:
                                                                   "(default auto)"), data],
                        help="compare runtimes, stream counts and onnxruntime on one model, side by side")
     b.add_argument("--streams", help="comma-separated max_streams values to compare, e.g. 1,2,4")
+    b.add_argument("--data-parallel", type=int, metavar="N", help="as ge run's (prints the modelled ring too)")
+    b.add_argument("--tensor-parallel", type=int, metavar="N", help="as ge run's (prints the modelled ring too)")
+    b.add_argument("--hcom-parallel", action="store_true", help="as ge run's")
     b.add_argument("--vs", choices=["onnxruntime"], help='also time onnxruntime (pip install "ge-runtime[bench]")')
     b.add_argument("--rounds", type=int, default=20, help="alternating rounds (default 20)")
     b.add_argument("--by-op", action="store_true", help="time per op family on ge (traced runs) and on "

@@ -42,9 +42,11 @@ def cmd_bench(args) -> int:
     if args.vs == "onnxruntime":
         contenders["onnxruntime"] = _onnxruntime_runner(path, args.threads, feeds)
     rows = summarize(alternate(contenders, rounds=args.rounds, warmup=args.warmup), base=next(iter(contenders)))
-    print(f"model {path}   threads {args.threads or CPUS} for ge and for onnxruntime   rounds {args.rounds}")
-    print(f"ge        {common.cores(sess)}")
-    print(format_table(rows, base=rows[0].name))
+    rank = _rank_prefix()
+    print(f"{rank}model {path}   threads {args.threads or CPUS} for ge and for onnxruntime   rounds {args.rounds}")
+    print(f"{rank}ge        {common.cores(sess)}")
+    print("\n".join(rank + line for line in format_table(rows, base=rows[0].name).splitlines()))
+    _ring_projection(sess.plan, rank)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": path, "threads": args.threads, "rows": [r.to_dict() for r in rows]}, f, indent=1)
@@ -52,6 +54,31 @@ def cmd_bench(args) -> int:
         plot_bench(rows, args.plot, title=common.label(path))
         print(f"wrote {args.plot}")
     return 0
+
+
+def _rank_prefix() -> str:
+    """"rank r/N  " under an MPI launcher (each rank prints its own results), else nothing."""
+    from ..hccl.world import launched_rank, under_mpi
+    if not under_mpi():
+        return ""
+    import os
+    size = next((os.environ[k] for k in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE") if k in os.environ), "?")
+    return f"rank {launched_rank()}/{size}  "
+
+
+def _ring_projection(plan, prefix: str = "") -> None:
+    """The modelled clock of the plan with its collectives on a ring of the plan's devices and of 8."""
+    from ..hccl.ops import collectives
+    from ..npu import compare
+    from ..npu.ring import HCCS_RING
+    if not collectives(plan):
+        return
+    print(f"{prefix}modelled  collectives on a {HCCS_RING.describe()}; per-device shapes kept (weak scaling)")
+    for n in sorted({max(plan.options.device_count, 2), 8}):
+        _, multi = compare(plan, devices=n)
+        hccl = sum(multi.stream_busy_s.get(s, 0.0) for s in {x.stream for x in plan.nodes if x.engine == "HCCL"})
+        print(f"{prefix}          {n} devices: {multi.makespan_s * 1e6:9.1f} us per run, collectives "
+              f"{hccl * 1e6:.1f} us on their stream")
 
 
 def _by_op(path: str, args) -> int:

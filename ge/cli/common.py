@@ -58,6 +58,8 @@ def options_of(args, **more) -> Options:
         kw["parallel"], kw["device_count"] = "data", args.data_parallel
     if getattr(args, "tensor_parallel", None):
         kw["parallel"], kw["device_count"] = "tensor", args.tensor_parallel
+    if getattr(args, "hcom_parallel", False):
+        kw["hcom_parallel"] = True
     if getattr(args, "device_id", -1) not in (-1, None):
         kw["device_id"] = args.device_id
     kw.update(more)

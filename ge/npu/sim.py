@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from .cost import node_work
 from .engines import AICORE, AICPU, DVPP, GE_LOCAL, HCCL
+from .ring import HCCS_RING, Ring
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class SimTask:
     bytes: float = 0.0
     cube: bool = False
     block_dim: int = 0   # blocks the launch is tiled into (0: as many as the work fills, up to the units)
+    seconds: float = 0.0  # a collective's work phase on the modelled ring (ring.py), instead of its flops
 
 
 @dataclass(frozen=True)
@@ -81,17 +83,24 @@ class SimResult:
                 f"AICORE utilization {self.aicore_utilization:.1%}, busy {self.aicore_busy:.1%}")
 
 
-def tasks_from_plan(plan, block_dims=None, single_stream: bool = False) -> list[SimTask]:
+def tasks_from_plan(plan, block_dims=None, single_stream: bool = False, devices: int = 0,
+                    ring: Ring = HCCS_RING) -> list[SimTask]:
     """One task per plan node (read, not imported: plan.nodes, plan.tensors); `block_dims` per step
-    overrides the launches' (a tiling for another device); `single_stream` puts every task on stream 0."""
+    overrides the launches' (a tiling for another device); `single_stream` puts every task on stream 0;
+    collectives (HCCL) take their time on `ring` of `devices` devices (0: the plan's device_count)."""
+    devices = devices or getattr(plan.options, "device_count", 1)
     tasks = []
     for n in plan.nodes:
         local = n.engine == GE_LOCAL or n.no_task
         w = None if local else node_work(n.op_type, n.attrs, [plan.tensors[t] if t >= 0 else None for t in n.inputs],
                                          [plan.tensors[t] for t in n.outputs])
         bd = block_dims[n.step] if block_dims is not None else (n.launch.block_dim if n.launch else 0)
+        secs = 0.0
+        if n.engine == HCCL and not local:
+            in_bytes = sum(plan.tensors[t].nbytes or 0 for t in n.inputs if t >= 0)
+            secs = ring.collective_s(n.op_type, in_bytes, devices)
         tasks.append(SimTask(n.name, GE_LOCAL if local else n.engine, 0 if single_stream else n.stream,
-                             w.flops if w else 0.0, w.bytes if w else 0.0, bool(w and w.cube), bd))
+                             w.flops if w else 0.0, w.bytes if w else 0.0, bool(w and w.cube), bd, secs))
     return tasks
 
 
@@ -204,6 +213,8 @@ def _work_phase(task: SimTask, model: NpuModel):
     """(seconds alone, blocks, bandwidth demand) of a task's work phase."""
     if task.engine == GE_LOCAL:
         return 0.0, 0, 0.0
+    if task.seconds:
+        return task.seconds, 1, 0.0
     em = model.engine(task.engine)
     rate = em.rate if (task.cube or task.engine in (DVPP, HCCL)) else em.vector_rate
     one_unit = task.flops / rate
@@ -228,8 +239,9 @@ def _rates(tasks, active, model: NpuModel) -> dict:
             for i, r in active.items()}
 
 
-def compare(plan, model: NpuModel = ASCEND_910, block_dims=None) -> tuple[SimResult, SimResult]:
+def compare(plan, model: NpuModel = ASCEND_910, block_dims=None, devices: int = 0,
+            tracer=None) -> tuple[SimResult, SimResult]:
     """(single stream, multi stream) modelled runs of one plan: its order on one stream with no events, and
-    its own streams and events."""
-    single = simulate(tasks_from_plan(plan, block_dims, single_stream=True), (), model)
-    return single, simulate(tasks_from_plan(plan, block_dims), plan.events, model)
+    its own streams and events (traced on `tracer` when given); collectives on a ring of `devices`."""
+    single = simulate(tasks_from_plan(plan, block_dims, single_stream=True, devices=devices), (), model)
+    return single, simulate(tasks_from_plan(plan, block_dims, devices=devices), plan.events, model, tracer)

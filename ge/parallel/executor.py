@@ -66,14 +66,16 @@ class GroupExecutor:
             out[t] = a[rank * b:(rank + 1) * b]
         return out
 
-    def run(self, feeds, outputs=None):
+    def run(self, feeds, outputs=None, tracer=None):
+        first = (lambda ex, f: ex.run_traced(f, tracer)) if tracer is not None else (lambda ex, f: ex.run(f))
         if len(self.executors) == 1:
-            return self.executors[0].run(self._slice(feeds, self.ranks[0]))
+            return first(self.executors[0], self._slice(feeds, self.ranks[0]))
         results, errors = [None] * len(self.executors), [None] * len(self.executors)
 
         def device(k):
             try:
-                results[k] = self.executors[k].run(self._slice(feeds, self.ranks[k]))
+                run = first if k == 0 else (lambda ex, f: ex.run(f))
+                results[k] = run(self.executors[k], self._slice(feeds, self.ranks[k]))
             except BaseException as e:   # raised on the caller below
                 errors[k] = e
                 if self.world is not None:
@@ -92,7 +94,8 @@ class GroupExecutor:
         return results[0]
 
     def run_traced(self, feeds, tracer):
-        raise GEError("tracing a group of devices is not supported yet: trace one device (device_count=1)")
+        """A run with this process's first device traced (its peers run untraced: one timeline a trace)."""
+        return self.run(feeds, tracer=tracer)
 
     def stats(self) -> dict:
         return {**self.executors[0].stats(), "devices": len(self.executors), "group_size": self.size}

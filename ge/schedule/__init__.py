@@ -20,6 +20,7 @@ from .split import split_streams
 from .streams import StreamAssignment, assign_streams, single_stream_reason
 
 log = logging.getLogger("ge.schedule")
+ALL_REDUCES = ("HcomAllReduce", "HorovodAllreduce")   # the ops GE's AllReduceParallelPass looks for
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ def schedule(order, engines, options) -> Schedule:
                        memory_priority=options.topo_sorting_mode == "memory_priority",
                        exact_ge=options.exact_ge_streams, labels=labels, groups=groups,
                        engine_caps=dict(options.stream_max_parallel_num),
-                       default_cap=1 if options.stream_parallel_mode == "engine" else None)
+                       default_cap=1 if options.stream_parallel_mode == "engine" else None,
+                       all_reduces=[n.op_type in ALL_REDUCES for n in order] if options.hcom_parallel else None)
     events = plan_events(preds, a.streams) if a.num_streams > 1 else EventPlan((), 0, 0, 0)
     if options.max_tasks_per_stream and a.single_stream_reason is None:
         a, events, preds = _split(a, events, preds, options.max_tasks_per_stream)

@@ -25,6 +25,11 @@ Step 2 (AssignByDependencyPass): for each node in order, a predecessor p is reus
         named (Options.stream_parallel_mode; README "Streams and events" has the measured choice).
 Step 2b (UpdateForParallelGroupPass): unlabelled nodes with a parallel group (`_parallel_group` attribute or
         Options.parallel_groups) that share a stream move to one new stream per (stream, group name).
+Step 2c (AllReduceParallelPass, Options.hcom_parallel / ge.hcomParallel): the data descendants of every
+        unlabelled AllReduce that are neither labelled nor collectives move from their stream to one new
+        stream per old stream, which Step 4 leaves alone: a consumer waiting for an in-flight AllReduce then
+        no longer holds up the compute behind it on its old stream (GE applies it to AllReduces with
+        fusion > 0, GE's default; ge's default fusion is 0, so ge applies it to every AllReduce).
 Step 3 (UpdateForSkippedEnginePass): an unlabelled no-task node (GE_LOCAL) whose neighbours all share a
         stream moves there.
 Step 4 (OptimizeIneffectiveMultiStreamPass), for nodes with neither label nor group: a node none of whose neighbours shares its stream moves to a
@@ -98,12 +103,14 @@ def single_stream_reason(order, options) -> str | None:
 
 def assign_streams(engines, preds, *, max_streams: int = 8, single_stream_reason: str | None = None,
                    names=None, memory_priority: bool = False, exact_ge: bool = False, labels=None,
-                   groups=None, engine_caps=None, default_cap: int | None = None) -> StreamAssignment:
+                   groups=None, engine_caps=None, default_cap: int | None = None,
+                   all_reduces=None) -> StreamAssignment:
     """Streams for an execution order given per position its engine and its predecessors' positions.
     `exact_ge`: GE's Step 2 without this module's two refinements (for comparison): every other same-engine
     successor blocks reuse, and no reuse of finished streams. `labels` / `groups`: per position its stream
     label / parallel group, or None (Steps 0 and 2b). `engine_caps` {engine: n} and `default_cap` (for the
-    engines not named; None: no cap): the most new streams an engine gets in Step 2."""
+    engines not named; None: no cap): the most new streams an engine gets in Step 2. `all_reduces`: per
+    position whether it is an AllReduce whose successors Step 2c moves (None: the pass is off)."""
     n = len(engines)
     names = tuple(names) if names is not None else tuple(f"#{i}" for i in range(n))
     if single_stream_reason is None and max_streams == 1:
@@ -120,6 +127,8 @@ def assign_streams(engines, preds, *, max_streams: int = 8, single_stream_reason
     a.independent()
     a.by_dependency()
     a.by_parallel_group()
+    if all_reduces is not None:
+        a.all_reduce_parallel(all_reduces)
     a.skipped_engine()
     moved = a.ineffective_multi_stream()
     streams = a.renumber()
@@ -158,6 +167,7 @@ class _Assigner:
         self.caps, self.default_cap = {}, None
         self.engine_streams: dict[str, list[int]] = {}   # engine -> the new streams given to it (Step 2)
         self.turn: dict[str, int] = {}                   # engine -> its round-robin counter
+        self.pinned: set[int] = set()    # positions Step 2c moved (Step 4 keeps them where they are)
 
     def _put(self, i, s, why):
         self.stream[i], self.reason[i] = s, why
@@ -268,6 +278,25 @@ class _Assigner:
             return f" ('{self.names[forks[-1]]}' has other {self.eng[forks[-1]]} successors)"
         return " (no reusable predecessor)"
 
+    def all_reduce_parallel(self, all_reduces):
+        """Step 2c: every descendant of an unlabelled AllReduce onto a new stream per old stream."""
+        todo = [i for i in range(self.n) if all_reduces[i] and self.label[i] is None]
+        seen: set[int] = set()
+        while todo:
+            for j in self.succs[todo.pop()]:
+                if j not in seen:
+                    seen.add(j)
+                    todo.append(j)
+        streams: dict[int, int] = {}
+        for i in sorted(seen):
+            if self.label[i] is not None or self.stream[i] in self.own_streams:
+                continue   # labelled nodes and collectives stay (GE moves no HCOM node)
+            old = self.stream[i]
+            if old not in streams:
+                streams[old] = self._new_stream()
+            self._move(i, streams[old], "hcom_parallel: after an AllReduce, beside the compute it does not need")
+            self.pinned.add(i)
+
     def skipped_engine(self):
         for i in range(self.n):
             if self.eng[i] != GE_LOCAL or self.label[i] is not None:
@@ -304,7 +333,7 @@ class _Assigner:
 
     def _better_stream(self, i, members) -> int | None:
         own = self.stream[i]
-        if own in self.own_streams or self.label[i] is not None or self.group[i] is not None:
+        if own in self.own_streams or i in self.pinned or self.label[i] is not None or self.group[i] is not None:
             return None
         neighbours = self.preds[i] + self.succs[i]
         if not neighbours or any(self.stream[j] == own for j in neighbours):
