@@ -18,7 +18,6 @@ import datetime
 import os
 import sys
 import tempfile
-import time
 
 import numpy as np
 import onnxruntime as ort
@@ -28,18 +27,7 @@ from ge.zoo import quantized_light_model
 
 sys.path.insert(0, os.path.dirname(__file__))
 from aicores_report import machine  # noqa: E402
-
-
-def _best(fns, reps):
-    best = [float("inf")] * len(fns)
-    for f in fns:
-        f()
-    for _ in range(reps):
-        for i, f in enumerate(fns):
-            t = time.perf_counter()
-            f()
-            best[i] = min(best[i], time.perf_counter() - t)
-    return [b * 1e3 for b in best]
+from timing import alternating_best  # noqa: E402
 
 
 def model_row(name, reps, d):
@@ -53,7 +41,7 @@ def model_row(name, reps, d):
     inp = sessions[2].get_inputs()[0]
     x = {inp.name: np.random.default_rng(3).standard_normal([d if isinstance(d, int) else 1 for d in inp.shape])
          .astype(np.float32)}
-    ms = _best([lambda s=s: s.run(None, x) for s in sessions], reps)
+    ms = [b * 1e3 for b in alternating_best([lambda s=s: s.run(None, x) for s in sessions], reps)]
     print(f"{name:12s} ge int8 {ms[0]:7.1f}  ge f32 {ms[1]:7.1f}  ort int8 {ms[2]:7.1f}  ort f32 {ms[3]:7.1f} ms"
           f"   ge int8 vs ge f32 {ms[1] / ms[0]:.2f}x, vs ort int8 {ms[2] / ms[0]:.2f}x")
 
@@ -91,8 +79,8 @@ def conv_rows(reps):
             return ge.Session(plan, runtime="v1")
         vnni, i16, f32 = session(True), session(False), session(True, True)
         xf = x.astype(np.float32)
-        ms = _best([lambda: vnni.run(None, {"x": x}), lambda: i16.run(None, {"x": x}),
-                    lambda: f32.run(None, {"xf": xf})], reps)
+        ms = [b * 1e3 for b in alternating_best([lambda: vnni.run(None, {"x": x}), lambda: i16.run(None, {"x": x}),
+                                                 lambda: f32.run(None, {"xf": xf})], reps)]
         macs = M * C * K * K * HW * HW / s / s
         print(f"conv {C:4d}->{M:4d} {K}x{K} on {HW:2d}x{HW:<2d}  VNNI {ms[0]:6.2f} ({macs / ms[0] / 1e6:5.1f} GMAC/s)"
               f"  int16 {ms[1]:6.2f} ({macs / ms[1] / 1e6:5.1f})  float32 {ms[2]:6.2f} ({macs / ms[2] / 1e6:5.1f}) ms")

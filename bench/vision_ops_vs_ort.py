@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import os
 import sys
-import time
 
 import numpy as np
 import onnxruntime as ort
@@ -21,9 +21,15 @@ import onnxruntime as ort
 import ge
 
 sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from aicores_report import machine  # noqa: E402
-from op_check import make_model  # noqa: E402
+from timing import alternating_best  # noqa: E402
+
+# tests/ is not put on sys.path: its runtime_v1/ folder (no package) would shadow the installed runtime_v1
+_spec = importlib.util.spec_from_file_location("op_check", os.path.join(os.path.dirname(__file__), "..", "tests",
+                                                                         "op_check.py"))
+_op_check = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_op_check)
+make_model = _op_check.make_model
 
 R = np.random.default_rng(0)
 
@@ -48,18 +54,6 @@ def _cases():
         R.uniform(-1, 1, (1, 18, 14, 14)).astype(np.float32)], {"kernel_shape": [3, 3]}, 22, ())
 
 
-def _best(fns, reps):
-    best = [float("inf")] * len(fns)
-    for f in fns:
-        f()
-    for _ in range(reps):
-        for i, f in enumerate(fns):
-            t = time.perf_counter()
-            f()
-            best[i] = min(best[i], time.perf_counter() - t)
-    return best
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=20)
@@ -75,7 +69,7 @@ def main():
         sess = ge.Session(plan, runtime="v2" if plan.is_dynamic else "v1")
         ref = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
         np.testing.assert_allclose(sess.run(None, feeds)[0], ref.run(None, feeds)[0], rtol=1e-3, atol=1e-3)
-        g, o = _best([lambda: sess.run(None, feeds), lambda: ref.run(None, feeds)], reps)
+        g, o = alternating_best([lambda: sess.run(None, feeds), lambda: ref.run(None, feeds)], reps)
         print(f"| {title} | {g * 1e3:.3f} | {o * 1e3:.3f} | {g / o:.2f}x |")
         sess.close()
 

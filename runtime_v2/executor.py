@@ -330,36 +330,30 @@ class Executor:
         """The plan's streams on host threads; a dynamic plan's caching-allocator blocks follow MIF's rules
         (stream_memory.py: per thread its frees, the other readers registered after the producing step)."""
         steps, allocs = inst.steps, inst.stream_allocs
-        if allocs is None:
-            def body(k):
-                kind, fn, ins, tail, _ = steps[k]
-                if kind == BOUND:
-                    fn(*[bufs[i] for i in ins], *tail)
-                elif kind == ALIAS:
-                    bufs[tail] = bufs[ins]
-                else:
-                    _static(fn, ins, tail, bufs, None, None)
-        else:
+        spans = shares = frees = group = None
+        if allocs is not None:
             spans, (shares, frees), group = [None] * len(bufs), self.stream_memory, self.thread_of
 
-            def body(k):
-                kind, fn, ins, tail, _ = steps[k]
-                alloc = allocs[group[k]]
-                if kind == BOUND:
-                    fn(*[bufs[i] for i in ins], *tail)
-                elif kind == ALIAS:
-                    bufs[tail] = bufs[ins]
-                elif kind == DYNAMIC:
-                    fn(bufs, shapes, spans, alloc, inst.core(self, k))
-                else:
-                    _static(fn, ins, tail, bufs, spans, alloc)
-                for t, readers in shares[k]:
-                    if spans[t] is not None:
-                        for g in readers:
-                            alloc.mif.access(spans[t], g)
-                for t in frees[k]:
-                    if spans[t] is not None:
-                        alloc.free(spans[t])
+        def body(k):
+            kind, fn, ins, tail, _ = steps[k]
+            alloc = None if allocs is None else allocs[group[k]]   # a static plan: the arena, no blocks
+            if kind == BOUND:
+                fn(*[bufs[i] for i in ins], *tail)
+            elif kind == ALIAS:
+                bufs[tail] = bufs[ins]
+            elif kind == DYNAMIC:
+                fn(bufs, shapes, spans, alloc, inst.core(self, k))
+            else:
+                _static(fn, ins, tail, bufs, spans, alloc)
+            if alloc is None:
+                return
+            for t, readers in shares[k]:
+                if spans[t] is not None:
+                    for g in readers:
+                        alloc.mif.access(spans[t], g)
+            for t in frees[k]:
+                if spans[t] is not None:
+                    alloc.free(spans[t])
         failed = (runner or inst.runner).run(body, tracer, labels)
         if allocs is not None:   # every thread is idle: GE's LastWaitEvents
             if failed is None:

@@ -1,0 +1,204 @@
+"""GE option values parsed into Options fields: flags, stream caps and modes, gears, node lists, input shapes.
+
+Each parser takes what a user or a GE-style dict gives and returns the field's typed value, or raises a
+GEError naming the option and what was wrong.
+"""
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+
+from .errors import GEError
+
+MAX_STREAMS = 1 << 16   # = options.RANGES["max_streams"]'s top
+
+def _flag(v) -> bool:
+    return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+MEMORY_POLICY = ("ge.exec.memoryOptimizationPolicy",)
+
+
+def _memory_policy(v) -> bool:
+    """GE's MEMORY_OPTIMIZATION_POLICY takes "MemoryPriority" or nothing (the default)."""
+    text = str(v).strip()
+    if text not in ("", "MemoryPriority"):
+        raise GEError(f"option ge.exec.memoryOptimizationPolicy takes 'MemoryPriority' (or '' for GE's "
+                      f"default), got {v!r:.40}")
+    return text == "MemoryPriority"
+
+
+def _with_memory_priority(mode) -> str:
+    """GE combines the policy with the sort mode: under BFS and DFS the ready set becomes the NodeOutInfo map
+    (one walk for both: ge's memory_priority); RDFS and StableRDFS ignore it in GE's walk, and ge has no such
+    combination of its own, so it says so instead of dropping one of the two."""
+    m = str(mode).strip().lower()
+    if m in ("0", "1", "bfs", "dfs", "memory_priority", "memorypriority"):
+        return "memory_priority"
+    raise GEError(f"ge.exec.memoryOptimizationPolicy=MemoryPriority with topo_sorting_mode {mode!r}: ge runs "
+                  "memory priority as its own order (GE's BFS/DFS walk keyed by NodeOutInfo); give "
+                  "topoSortingMode 0 or 1 with it, or drop the policy for RDFS/StableRDFS")
+
+
+def _ac_parallel(v):
+    """GE's AC_PARALLEL_ENABLE (AICPU in parallel with AICore on dynamic-shape graphs): "" and "0" are GE's
+    default and what ge does; "1" is refused (the reason is in the error)."""
+    text = str(v).strip()
+    if text in ("", "0"):
+        return None
+    if text == "1":
+        raise GEError("GE option ac_parallel_enable=1 is not supported by ge: it gives AICPU nodes of a "
+                      "dynamic-shape graph their own stream (GE's AssignAicpuCanParallel), which ge's stream "
+                      "assignment does not do; a dynamic graph gets ge's own streams with "
+                      "enable_dynamic_shape_multi_stream (GE: ENABLE_DYNAMIC_SHAPE_MULTI_STREAM), and static "
+                      "plans follow GE's static stream rules, where the option has no effect in GE")
+    raise GEError(f"option ac_parallel_enable takes '', '0' or '1', got {v!r:.40}")
+
+
+STREAM_MODES = ("auto", "engine")
+# GE's engine names (engine_conf.json) -> ge's engines; VectorEngine and DSAEngine run no ge op (ge's
+# elementwise ops are AICORE's), so their caps are accepted and bind nothing
+GE_ENGINE_NAMES = {"AIcoreEngine": "AICORE", "VectorEngine": "VectorEngine", "DSAEngine": "DSAEngine",
+                   "DNN_VM_AICPU": "AICPU", "DNN_VM_AICPU_ASCEND": "AICPU", "DNN_VM_DVPP": "DVPP",
+                   "DNN_HCCL": "HCCL", "DNN_VM_GE_LOCAL": "GE_LOCAL"}
+_GE_ENGINES = ("AICORE", "AICPU", "DVPP", "HCCL", "GE_LOCAL")   # = ge.npu.engines.ENGINES (a room above: not imported)
+
+
+def engine_caps(value) -> tuple:
+    """ge.streamMaxParallelNum ("AIcoreEngine:4,VectorEngine:2", {engine: n} or pairs) -> ((engine, n), ...)
+    in ge's engine names, sorted; each n a positive integer, each engine named once."""
+    key = "option stream_max_parallel_num (ge.streamMaxParallelNum)"
+    if isinstance(value, str):
+        items = []
+        for part in (p.strip() for p in value.split(",")):
+            if part:
+                name, sep, n = part.rpartition(":")
+                if not sep or not name.strip():
+                    raise GEError(f"{key}: '{part}' is not EngineName:N (e.g. 'AIcoreEngine:4,VectorEngine:2')")
+                items.append((name.strip(), n.strip()))
+    elif isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, Iterable) and all(isinstance(p, (tuple, list)) and len(p) == 2 for p in value):
+        items = list(value)
+    else:
+        raise GEError(f"{key} must be 'EngineName:N,...', {{engine: N}} or pairs, got {value!r:.40}")
+    caps = {}
+    for name, n in items:
+        engine = GE_ENGINE_NAMES.get(name, name)
+        if engine not in _GE_ENGINES and engine not in GE_ENGINE_NAMES.values():
+            raise GEError(f"{key}: unknown engine {name!r:.40}; GE's names: {', '.join(GE_ENGINE_NAMES)} "
+                          f"(or ge's: {', '.join(_GE_ENGINES)})")
+        try:
+            count = int(str(n).strip()) if not isinstance(n, bool) else None
+        except ValueError:
+            count = None
+        if count is None or not 1 <= count <= MAX_STREAMS:
+            raise GEError(f"{key}: {name} takes a positive number of streams, got {n!r:.40}")
+        if engine in caps:
+            raise GEError(f"{key} names engine {name} twice")
+        caps[engine] = count
+    return tuple(sorted(caps.items()))
+
+
+def _auto_mode(v):
+    """GE's ge.autoMultistreamParallelMode: "" is GE's default chain (ge's "engine" mode); "auto" is ge's
+    sibling-parallel assignment; GE's own auto passes (cv, LoadBalance:N, MainStream:N) are refused."""
+    text = str(v).strip()
+    if text in ("", "auto"):
+        return "stream_parallel_mode", text or "engine"
+    head, _, n = text.partition(":")
+    if text == "cv" or (head in ("LoadBalance", "MainStream") and n.isdigit() and 1 <= int(n) <= 64):
+        raise GEError(f"GE option ge.autoMultistreamParallelMode={text!r:.40} is not supported by ge: ge has one "
+                      "auto mode, 'auto' (sibling branches on streams of their own up to max_streams), not GE's "
+                      "experimental DAG passes (cv, LoadBalance:N, MainStream:N)")
+    raise GEError(f"option ge.autoMultistreamParallelMode takes '' (GE's default chain) or 'auto' (ge's "
+                  f"sibling-parallel assignment), got {v!r:.40}")
+
+
+MAX_GEARS = 100  # GE's limit on dynamic batch gears
+
+
+def _gears(value) -> tuple[int, ...]:
+    """Batch gears from "1,2,4,8", [1, 2, 4, 8] or 8: positive ints, sorted; a repeated gear is an error."""
+    if isinstance(value, str):
+        items = value.split(",")
+    else:
+        items = [value] if isinstance(value, numbers.Integral) or not isinstance(value, Iterable) else value
+    gears = []
+    for item in items:
+        text = str(item).strip()
+        if isinstance(item, str) and not text:
+            continue  # "1,2,4," from a shell script
+        if isinstance(item, bool) or not text.isdigit() or int(text) < 1:
+            raise GEError(f"dynamic_batch gears must be positive integers, got {item!r} in {value!r}")
+        gears.append(int(text))
+    if len(set(gears)) != len(gears):
+        raise GEError(f"dynamic_batch gears must not repeat, got {value!r}")
+    if len(gears) > MAX_GEARS:
+        raise GEError(f"dynamic_batch allows at most {MAX_GEARS} gears, got {len(gears)}")
+    return tuple(sorted(gears))
+
+
+def node_names_to(value, option: str) -> tuple:
+    """((name, text), ...) from {name: text}, "name:text;name2:text2" or pairs; a name appears once."""
+    if isinstance(value, str):
+        pairs = []
+        for item in value.split(";"):
+            if item.strip():
+                name, sep, text = item.rpartition(":")
+                if not sep or not name.strip() or not text.strip():
+                    raise GEError(f"option {option}: '{item}' is not node_name:value")
+                pairs.append((name.strip(), text.strip()))
+    elif isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, Iterable):
+        pairs = list(value)
+    else:
+        raise GEError(f"option {option} must be {{node name: value}} or 'name:value;...', got {value!r:.40}")
+    seen = set()
+    for pair in pairs:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) and x
+                                                                           for x in pair)):
+            raise GEError(f"option {option}: {pair!r:.40} is not (node name, value)")
+        if pair[0] in seen:
+            raise GEError(f"option {option} names node '{pair[0]}' twice")
+        seen.add(pair[0])
+    return tuple((a, b) for a, b in pairs)
+
+
+def input_shapes(value) -> tuple:
+    """((name, (dims...)), ...) from "data:1,3,224,224;mask:1,128" (atc), a dict {name: dims} or pairs.
+    Sizes are positive integers; a name appears once."""
+    if isinstance(value, str):
+        pairs = []
+        for item in value.replace(" ", "").split(";"):
+            if not item:
+                continue
+            name, sep, dims = item.rpartition(":")
+            if not sep or not name:
+                raise GEError(f"input_shape '{item}' is not name:d0,d1,... (e.g. data:1,3,224,224)")
+            pairs.append((name, dims.split(",") if dims else []))
+    elif isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, Iterable):
+        pairs = list(value)
+    else:
+        raise GEError(f"option input_shape must be 'name:d0,d1;...' or {{name: dims}}, got {value!r:.40}")
+    out, seen = [], set()
+    for pair in pairs:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise GEError(f"option input_shape: {pair!r:.40} is not (name, dims)")
+        name, dims = pair
+        if name in seen:
+            raise GEError(f"input_shape names input '{name}' twice")
+        seen.add(name)
+        shape = []
+        if isinstance(dims, str):
+            dims = dims.split(",") if dims else []
+        for d in [dims] if isinstance(dims, numbers.Integral) else dims:
+            text = str(d).strip()
+            if isinstance(d, bool) or not text.isdigit() or int(text) < 1:
+                raise GEError(f"input_shape of '{name}': sizes must be positive integers, got {dims!r:.40}")
+            shape.append(int(text))
+        out.append((name, tuple(shape)))
+    return tuple(out)
