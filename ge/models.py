@@ -229,7 +229,7 @@ def all_reduce_layers(layers: int = 4, batch: int = 8, width: int = 256, seed: i
     """x float32 [batch, width] -> Relu(MatMul) `layers` times -> `y`; each layer's output is also
     HcomAllReduce'd (sum, `fusion` (2: fusion_id 0), domain "ge") and halved into output `g<i>`. The
     AllReduces need nothing of the later layers, so with hcom_parallel they overlap them; with fusion 1 or
-    2 they are fused into one (ge/parallel/fusion.py)."""
+    2 they are fused into one (passes/fuse_collectives.py)."""
     b = _Builder(seed)
     h, outs = "x", []
     half = b.const("half", np.array(0.5, np.float32))
