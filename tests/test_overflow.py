@@ -36,3 +36,16 @@ def test_bfloat16_keeps_float32_range_and_a_bad_margin_is_refused():
     assert overflow_nodes(M, {"x": X}, "must_keep_origin_dtype") == ()
     with pytest.raises(GEError, match="margin must be >= 1"):
         overflow_nodes(M, {"x": X}, MIX, margin=0.5)
+
+
+def test_random_weight_shufflenet_keeps_top1_in_allow_mix_precision():
+    """The light model whose float16 run gave NaN (its float32 activations reach 4e7)."""
+    from ge.zoo import with_random_weights
+    m = with_random_weights("shufflenet")
+    s = ge.Session(m, runtime="v2")
+    feeds = {i.name: np.random.default_rng(0).standard_normal(i.shape).astype(np.float32) for i in s.get_inputs()}
+    want = s.run(None, feeds)[0]
+    assert np.isnan(ge.Session(m, runtime="v2", options=ge.Options(precision_mode=MIX)).run(None, feeds)[0]).any()
+    keep = overflow_nodes(m, feeds, MIX)
+    got = ge.Session(m, runtime="v2", options=ge.Options(precision_mode=MIX, keep_dtype=keep)).run(None, feeds)[0]
+    assert np.isfinite(got).all() and got.argmax() == want.argmax()
