@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from .cancel_transposes import cancel_transposes
 from .compute_in_float32 import compute_in_float32
-from .drop_qdq import drop_qdq
 from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
@@ -29,7 +28,6 @@ PIPELINE = [
     ("compute_in_float32", compute_in_float32),
     ("infer_shapes", infer_shapes),
     ("fuse_qdq", fuse_qdq),
-    ("drop_qdq", drop_qdq),           # DQ -> MaxPool -> Q of one scale: the pool on the 8-bit values
     ("fold_constants", fold_constants),
     ("fold_if", fold_if),               # an If on a constant condition: the branch it picks
     ("remove_identity", remove_identity),
