@@ -39,8 +39,8 @@ F32 = np.dtype(np.float32)
 
 def overflow_nodes(model, feeds: dict, mode: str = "allow_mix_precision", margin: float = 2.0,
                    runtime: str = "v2") -> tuple[str, ...]:
-    """Names of the nodes whose float32 results on `feeds` would not fit `mode`'s 16-bit type (with
-    `margin`), for `Options(keep_dtype=...)`."""
+    """The nodes whose float32 results on `feeds` would not fit `mode`'s 16-bit type (with `margin`), as
+    `Options(keep_dtype=...)` entries ("OpName:<name>": a name may hold a colon)."""
     if margin < 1:
         raise GEError(f"overflow_nodes: margin must be >= 1 (got {margin}): it is how far below the type's "
                       "largest value a result must stay")
@@ -57,7 +57,7 @@ def overflow_nodes(model, feeds: dict, mode: str = "allow_mix_precision", margin
     for v in graph.inputs:
         if v.name in feeds:
             results[v.name] = np.asarray(feeds[v.name])
-    return tuple(node.name for node in graph.nodes                         # Step 3
+    return tuple(f"OpName:{node.name}" for node in graph.nodes            # Step 3
                  if any(_past(v, results, limit) for v in (*node.inputs, *node.outputs)))
 
 

@@ -26,7 +26,7 @@ def test_overflowing_nodes_are_found_and_kept_in_float32():
     assert np.abs(want).max() < 65504 / 2 and not np.isfinite(_run(ge.Options(precision_mode=MIX))).all()
     keep = overflow_nodes(M, {"x": X}, MIX)
     # the fused Conv+Relu "c" overflows; "y" reads its result, so it stays float32 too (a Cast would overflow)
-    assert keep == ("c", "y")
+    assert keep == ("OpName:c", "OpName:y")
     got = _run(ge.Options(precision_mode=MIX, keep_dtype=keep))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
 
