@@ -5,8 +5,8 @@ A precision mode stores a reduced node's result in float16, whose largest finite
 whose float32 activations go past it gets inf there, and inf - inf or inf * 0 one op later is NaN. No op
 list can know this from the graph: the ops that overflow are the white-list convolutions themselves (the
 random-weight ResNet-50 light model reaches 2.1e5 in its last blocks and its logits, ShuffleNet 4.2e7).
-GE's answer is data: its overflow detection (`op_debug_level` / the `aicore_overflow` dump) names the
-operators, and the user keeps them in float32 (`keep_dtype`, or `modify_mixlist`'s black list).
+GE's answer is data: its overflow detection (`ge.exec.enableDumpDebug`, `dumpDebugMode=aicore_overflow`)
+names the operators, and the user keeps them in float32 (`keep_dtype`, or `modify_mixlist`'s black list).
 onnxruntime's float16 converter has the same split: a fixed block list (TopK, Resize, Range, CumSum, Min,
 Max, the ML ops...) plus a data-driven search (`auto_convert_mixed_precision`) for the rest.
 
