@@ -5,6 +5,9 @@
   single_stream_reason}. Attribute values are JSON; arrays, tuples, dicts and numpy scalars are tagged
   objects ({"__array__": key}, {"__tuple__": [...]}, {"__dict__": {...}}, {"__np__": dtype, "v": value}).
   Arrays: constants ("c<tensor index>") and array-valued attributes ("a<n>"); no pickle anywhere.
+  Control nodes (If, Loop, Scan, SequenceMap) keep their bodies as "bodies": [[attribute, plan document,
+  captured inputs], ...], each body's arrays under its own key prefix; a tensor whose value is not a tensor
+  (a sequence or optional of the host ops) has its value kind as a fifth entry.
 - gears document (`save_gears`, `ge compile --dynamic-batch`): {"format": "ge.gears", "version": 1, symbol,
   batched, inputs, outputs, plans: {gear: plan document}}; every array is stored once under a digest of
   its content ("w<sha1>"), so the gears share their weights.
@@ -26,7 +29,8 @@ from ..ir.dtypes import TOKEN
 from ..options import Options
 from ..plan import GearPlans, MemoryStats, Plan, TensorMemory
 
-FORMAT, GEARS, VERSION = "ge.plan", "ge.gears", 2
+FORMAT, GEARS, VERSION = "ge.plan", "ge.gears", 3
+READS = (2, 3)   # version 2: no bodies, no value kinds
 _TAIL = '"digest":"'   # plan.json ends with ,"digest":"<sha256 hex>"}
 
 
@@ -53,7 +57,7 @@ class _Encoder:
     def array(self, a: np.ndarray, where: str) -> dict:
         if a.dtype.hasobject:
             raise GEError(f"cannot save {where}: arrays of dtype {a.dtype} need pickle")
-        key = f"a{len(self.arrays)}"
+        key = f"a{len(self.arrays)}"   # one counter for a plan and its bodies: keys never collide
         self.arrays[key] = a
         return {"__array__": key}
 
@@ -78,28 +82,30 @@ class _Encoder:
                       "supported by offline models")
 
 
-def plan_document(plan: Plan) -> tuple[dict, dict[str, np.ndarray]]:
-    """(the JSON document, the arrays for weights.npz) of a plan."""
-    enc = _Encoder()
+def plan_document(plan: Plan, enc: _Encoder | None = None, prefix: str = "") -> tuple[dict, dict[str, np.ndarray]]:
+    """(the JSON document, the arrays for weights.npz) of a plan; a body's document shares its outer plan's
+    encoder, its constants under `prefix`."""
+    enc = enc or _Encoder()
     constants = {}
-    host = next((n for n in plan.nodes if n.bodies or n.kernel.host is not None), None)
-    if host is not None:   # bodies are plans of their own; the format has no place for them yet
-        raise GEError(f"cannot save plan '{plan.name}': {host.op_type} node '{host.name}' is control flow or a "
-                      "sequence op (host-driven, with plans of its own); an offline model cannot hold it yet: "
-                      "compile the model where it runs")
     for i, a in plan.constants.items():
         a = np.asarray(a)
         if a.dtype.hasobject:
             raise GEError(f"cannot save constant '{plan.tensors[i].name}': dtype {a.dtype} needs pickle")
-        constants[str(i)] = key = f"c{i}"
+        constants[str(i)] = key = f"{prefix}c{i}"
         enc.arrays[key] = a
     opts = {}
     for f in Options.__dataclass_fields__:
         opts[f] = enc.value(getattr(plan.options, f), f"option {f}")
-    nodes = [{"name": n.name, "op_type": n.op_type, "domain": n.domain, "opset": n.opset,
-              "attrs": {k: enc.value(v, f"attribute '{k}' of node '{n.name}'") for k, v in n.attrs.items()},
-              "inputs": list(n.inputs), "outputs": list(n.outputs), "engine": n.engine, "stream": n.stream,
-              "dynamic": n.is_dynamic, "alias": n.launch is None, "no_task": n.no_task} for n in plan.nodes]
+    nodes = []
+    for n in plan.nodes:
+        d = {"name": n.name, "op_type": n.op_type, "domain": n.domain, "opset": n.opset,
+             "attrs": {k: enc.value(v, f"attribute '{k}' of node '{n.name}'") for k, v in n.attrs.items()},
+             "inputs": list(n.inputs), "outputs": list(n.outputs), "engine": n.engine, "stream": n.stream,
+             "dynamic": n.is_dynamic, "alias": n.launch is None, "no_task": n.no_task}
+        if n.bodies:
+            d["bodies"] = [[attr, plan_document(body, enc, f"{prefix}b{n.step}.{k}.")[0], captured]
+                           for k, (attr, body, captured) in enumerate(n.bodies)]
+        nodes.append(d)
     mem = None
     if plan.memory is not None:
         m, s = plan.memory, plan.memory.stats
@@ -111,7 +117,8 @@ def plan_document(plan: Plan) -> tuple[dict, dict[str, np.ndarray]]:
                "stats": {f.name: enc.value(getattr(s, f.name), f"memory stat {f.name}")
                          for f in dataclasses.fields(MemoryStats)}}
     doc = {"format": FORMAT, "version": VERSION, "name": plan.name, "options": opts,
-           "tensors": [[t.name, TOKEN[t.dtype], list(t.shape), t.kind] for t in plan.tensors],
+           "tensors": [[t.name, TOKEN[t.dtype], list(t.shape), t.kind] + ([t.value_kind] if t.value_kind != "tensor"
+                                                                           else []) for t in plan.tensors],
            "inputs": list(plan.inputs), "outputs": list(plan.outputs), "constants": constants,
            "nodes": nodes,
            "events": [[e.id, e.record_after, e.wait_before, e.src_stream, e.dst_stream] for e in plan.events],

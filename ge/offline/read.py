@@ -18,17 +18,21 @@ import numpy as np
 
 from ..errors import GEError, ModelLoadError
 from ..ir.dtypes import BFLOAT16, FROM_TOKEN
+from ..kernels import sequence
 from ..kernels.bind import prepare_launch
 from ..kernels.registry import TensorSpec, lookup
 from ..npu.engines import ENGINES
 from ..options import Options
 from ..plan import GearPlans, MemoryPlan, MemoryStats, Plan, PlanNode, PlanTensor, SyncEvent, TensorMemory
-from .format import FORMAT, GEARS, VERSION, digest_matches
+from .format import FORMAT, GEARS, READS, VERSION, digest_matches
 
 DTYPES = FROM_TOKEN   # the element types ge computes in, by their .str (bfloat16 by name)
 KINDS = ("input", "const", "activation")
 SEGMENTS = ("weights", "feature_map", "atomic", "io", "dynamic")
 MAX_RANK, MAX_DIM, MAX_NAME = 32, 1 << 40, 4096
+MAX_DEPTH = 16   # bodies inside bodies, as the ONNX frontend allows
+VALUE_KINDS = ("tensor", "sequence", "optional", "optional_sequence")
+BODIES = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",), "SequenceMap": ("body",)}
 
 
 def parse(text: bytes, path: str) -> dict:
@@ -41,9 +45,9 @@ def parse(text: bytes, path: str) -> dict:
     if not isinstance(doc, dict) or doc.get("format") not in (FORMAT, GEARS):
         raise ModelLoadError(f"offline model '{path}' is not a ge plan (format "
                              f"{doc.get('format') if isinstance(doc, dict) else None!r})")
-    if doc.get("version") != VERSION:
+    if doc.get("version") not in READS:
         raise ModelLoadError(f"offline model '{path}' has format version {doc.get('version')!r}; this ge "
-                             f"reads version {VERSION}: compile the model again")
+                             f"reads versions {READS[0]}-{VERSION}: compile the model again")
     if not digest_matches(text):
         raise ModelLoadError(f"offline model '{path}': plan.json was changed after ge wrote it (its digest does "
                              "not match its text); an edited plan is refused: compile the model again")
@@ -168,12 +172,18 @@ def _build_gears(doc: dict, arrays: dict) -> GearPlans:
 
 
 def _spec(t, where: str, index: int = -1) -> PlanTensor:
-    name, dt, dims, kind = array(t, where, 4)
+    t = array(t, where)
+    if len(t) not in (4, 5):
+        raise _bad(where, f"expected 4 or 5 items, got {len(t)}")
+    name, dt, dims, kind = t[:4]
     kind = text(kind, f"{where}.kind")
     if kind not in KINDS:
         raise _bad(f"{where}.kind", f"{kind[:20]!r} is not one of {KINDS}")
+    value_kind = text(t[4], f"{where}.value_kind") if len(t) == 5 else "tensor"
+    if value_kind not in VALUE_KINDS:
+        raise _bad(f"{where}.value_kind", f"{value_kind[:20]!r} is not one of {VALUE_KINDS}")
     return PlanTensor(index, text(name, f"{where}.name"), dtype(dt, f"{where}.dtype"), shape(dims, f"{where}.shape"),
-                      kind)
+                      kind, value_kind)
 
 
 def _options(doc, arrays, at: str) -> Options:
@@ -187,8 +197,10 @@ def _options(doc, arrays, at: str) -> Options:
         raise _bad(f"{at}options", str(e)[:200]) from None
 
 
-def build_plan(doc: dict, arrays: dict, at: str = "") -> Plan:
-    """The Plan of one plan document (`at`: where it sits, for messages)."""
+def build_plan(doc: dict, arrays: dict, at: str = "", depth: int = 0) -> Plan:
+    """The Plan of one plan document (`at`: where it sits, for messages; `depth`: bodies it is inside)."""
+    if depth > MAX_DEPTH:
+        raise _bad(at.rstrip("."), f"bodies nest deeper than {MAX_DEPTH} levels")
     options = _options(doc, arrays, at)
     tensors = tuple(_spec(t, f"{at}tensors[{i}]", i) for i, t in enumerate(array(field(doc, "tensors", at), "tensors")))
     n_t = len(tensors)
@@ -207,7 +219,7 @@ def build_plan(doc: dict, arrays: dict, at: str = "") -> Plan:
             raise _bad(where, f"'{t.name}' is {a.dtype}{list(a.shape)} in weights.npz, {t.kind} "
                               f"{t.dtype}{list(t.shape)} in plan.json")
         constants[int(i)] = a
-    nodes = [_node(d, step, tensors, constants, options, arrays, f"{at}nodes[{step}]")
+    nodes = [_node(d, step, tensors, constants, options, arrays, f"{at}nodes[{step}]", depth)
              for step, d in enumerate(array(field(doc, "nodes", at), f"{at}nodes"))]
     n_n = len(nodes)
     events = []
@@ -226,7 +238,7 @@ def build_plan(doc: dict, arrays: dict, at: str = "") -> Plan:
                 single_stream_reason=text(reason, f"{at}single_stream_reason", optional=True))
 
 
-def _node(d, step, tensors, constants, options, arrays, where) -> PlanNode:
+def _node(d, step, tensors, constants, options, arrays, where, depth) -> PlanNode:
     n_t = len(tensors)
     name, op, domain = (text(field(d, k, where), f"{where}.{k}") for k in ("name", "op_type", "domain"))
     opset = integer(field(d, "opset", where), f"{where}.opset", 1, 1000)
@@ -274,7 +286,33 @@ def _node(d, step, tensors, constants, options, arrays, where) -> PlanNode:
                                                     f"the file says tensor '{t.name}' is {t.dtype}{list(t.shape)}")
         if len(inferred) < len(outs):
             raise _bad(f"{where}.outputs", f"{op} node '{name}' has {len(inferred)} outputs, the file {len(outs)}")
-    return PlanNode(step, name, op, domain, opset, attrs, ins, outs, kernel, launch, dynamic, engine, stream, no_task)
+    bodies = _bodies(d, op, domain, name, ins, dynamic, arrays, where, depth)
+    if dynamic and kernel.host is None and op == "Identity" and any(
+            tensors[t].value_kind != "tensor" for t in (*ins, *outs) if t >= 0):
+        kernel = dataclasses.replace(kernel, host=sequence.identity)   # as the compiler does (bodies.host_kernel)
+    return PlanNode(step, name, op, domain, opset, attrs, ins, outs, kernel, launch, dynamic, engine, stream, no_task,
+                    bodies)
+
+
+def _bodies(d, op, domain, name, ins, dynamic, arrays, where, depth) -> tuple:
+    """A control node's bodies: the ones its op has, each a plan checked as the outer one is; captured inputs
+    are the node's last inputs, so their counts must fit in them."""
+    raw = d.get("bodies", [])
+    want = BODIES.get(op, ()) if domain == "" else ()
+    got = [array(b, f"{where}.bodies[{k}]", 3) for k, b in enumerate(array(raw, f"{where}.bodies"))]
+    attrs = [text(b[0], f"{where}.bodies[{k}].attribute") for k, b in enumerate(got)]
+    if sorted(attrs) != sorted(want) or (want and not dynamic):
+        raise _bad(f"{where}.bodies", f"{op} node '{name}' has bodies {attrs}; its op has {list(want)} "
+                                      "(run on the host)")
+    out, left = [], len(ins)
+    for k, (attr, doc, captured) in enumerate(got):
+        n = integer(captured, f"{where}.bodies[{k}].captured", 0, left)
+        left -= n
+        body = build_plan(doc, arrays, f"{where}.bodies[{k}].", depth + 1)
+        if n > len(body.inputs):
+            raise _bad(f"{where}.bodies[{k}]", f"{n} captured inputs, the body has {len(body.inputs)} inputs")
+        out.append((attr, body, n))
+    return tuple(out)
 
 
 def _memory(m, tensors, n_n, arrays, where) -> MemoryPlan | None:

@@ -27,6 +27,10 @@ MAX_ERRORS = 12
 
 
 def verify_plan(plan) -> None:
+    """The checks above on the plan and on every body of its control nodes (each a plan of its own)."""
+    for n in plan.nodes:
+        for _, body, _ in n.bodies:
+            verify_plan(body)
     errors: list[str] = []
     _graph(plan, errors)
     if not errors:

@@ -3,6 +3,9 @@ carried state and a scan output, a Scan, a torch-like scripted loop over a seque
 and onnx.reference, and the errors bad bodies give."""
 from __future__ import annotations
 
+import json
+import os
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -138,8 +141,21 @@ def test_torch_like_scripted_loop_with_a_sequence():
 def test_runtime_v1_refuses_control_flow_naming_the_node():
     with pytest.raises(GEError, match="runtime_v1 cannot run If node 'branch'.*runtime='v2'"):
         ge.Session(_if_model(), runtime="v1")
-    with pytest.raises(GEError, match="cannot save plan .*If node 'branch'"):
-        ge.save(ge.compile(_if_model()), "/tmp/never.gem")
+
+
+@pytest.mark.parametrize("make", [_if_model, _scripted_loop])
+def test_offline_models_hold_bodies(make, tmp_path):
+    """A .gem keeps each control node's bodies (plans of their own) and the sequence tensors' kinds; the
+    loaded plan runs as the compiled one."""
+    plan = ge.compile(make())
+    loaded = ge.load(ge.save(plan, tmp_path / "cf.gem"))
+    assert loaded.to_json() == plan.to_json()
+    bodies = lambda p: [(a, b.to_json(), k) for n in p.nodes for a, b, k in n.bodies]  # noqa: E731
+    assert bodies(loaded) == bodies(plan) and bodies(plan)
+    feeds = ({"n": np.array(4, np.int64), "x": np.array([1, -2], np.float32)} if make is _scripted_loop else
+             {"x": np.arange(12, dtype=np.float32).reshape(3, 4) - 5})
+    for a, b in zip(ge.Session(plan).run(None, feeds), ge.Session(loaded).run(None, feeds)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def _branch(m, name):
@@ -200,3 +216,41 @@ def test_nested_if_in_a_loop_captures_through_two_scopes():
     g = import_onnx(m)
     verify(g)
     assert "capture %x:f32[2]" in str(g)
+
+
+def _deepen(d, levels):
+    """d with its If's then_branch replaced by the whole plan, `levels` times over (each level a valid plan)."""
+    inner = json.loads(json.dumps(d))
+    for _ in range(levels):
+        outer = json.loads(json.dumps(d))
+        next(n for n in outer["nodes"] if n["op_type"] == "If")["bodies"][0][1] = inner
+        inner = outer
+    d.clear()
+    d.update(inner)
+
+
+BAD_BODIES = {
+    "a body on a plain node": (lambda d: d["nodes"][0].__setitem__("bodies", [["body", {}, 0]]), r"has bodies"),
+    "a branch missing": (lambda d: next(n for n in d["nodes"] if n["op_type"] == "If")["bodies"].pop(), r"has bodies"),
+    "captures beyond the inputs": (lambda d: next(n for n in d["nodes"] if n["op_type"] == "If")["bodies"][0]
+                                   .__setitem__(2, 99), r"bodies\[0\]\.captured"),
+    "a body's tensor index": (lambda d: next(n for n in d["nodes"] if n["op_type"] == "If")["bodies"][0][1]["nodes"][0]
+                              ["inputs"].__setitem__(0, 10 ** 6), r"bodies\[0\]\.nodes\[0\]\.inputs\[0\]"),
+    "bodies nested too deep": (lambda d: _deepen(d, 17), r"nest deeper than 16"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BODIES))
+def test_offline_bodies_are_untrusted(case, tmp_path):
+    """A resealed .gem whose bodies do not fit their node is refused naming the field (read.py)."""
+    from ge.offline.format import seal
+    path = ge.save(ge.compile(_if_model()), f"{tmp_path}/cf.gem/")
+    with open(os.path.join(path, "plan.json")) as f:
+        doc = json.load(f)
+    doc.pop("digest")
+    edit, match = BAD_BODIES[case]
+    edit(doc)
+    with open(os.path.join(path, "plan.json"), "w") as f:
+        f.write(seal(doc))
+    with pytest.raises(ModelLoadError, match=match):
+        ge.load(path)
