@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from .errors import GEError
 from .option_values import (  # noqa: F401 - the value parsers; GE_ENGINE_NAMES, MEMORY_POLICY re-exported
     GE_ENGINE_NAMES, MAX_GEARS, MAX_STREAMS, MEMORY_POLICY, STREAM_MODES, _GE_ENGINES, _ac_parallel, _auto_mode,
-    _flag, _gears, _memory_policy, _with_memory_priority, engine_caps, input_shapes, node_names_to)
+    _flag, _gears, _memory_policy, _static_memory_policy, _with_memory_priority, engine_caps, input_shapes,
+    node_names_to)
 
 TOPO_MODES = ("bfs", "dfs", "rdfs", "stable_rdfs", "memory_priority")
 # integer options: (lowest, highest)
 RANGES = {"max_streams": (1, MAX_STREAMS), "thread_budget": (0, 1 << 12), "aicore_num": (0, 1 << 12),
           "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
           "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30), "max_events": (0, 1 << 30),
+          "gear_memory_split_bytes": (0, 1 << 50),
           "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16)}
 PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
@@ -105,6 +107,10 @@ class Options:
     # runtime_v1: batch gears (GE's ge.dynamicBatchSize, atc --dynamic_batch_size="1,2,4,8"): one static plan
     # per gear for a model whose inputs share a symbolic batch dim; a run pads up to the smallest gear >= batch
     dynamic_batch: tuple[int, ...] = ()
+    # runtime_v1 batch gears: the shared feature map is cut into pieces of at most this many bytes, each its
+    # own buffer (GE's DynamicBatchMemAssigner splits gear memory at kMaxSplitSizeForDynamicBatch = 400 MiB in
+    # extend-size memory mode, ge.exec.staticMemoryPolicy=1/2: runtime_v1/gear_memory.py); 0 = one buffer
+    gear_memory_split_bytes: int = 0
     # input shapes fixed at compile (GE's input_shape, atc --input_shape="data:1,3,224,224;mask:1,128"):
     # ((input name, (dims...)), ...); a symbolic dim becomes the given size everywhere it appears
     input_shape: tuple = ()
@@ -309,6 +315,7 @@ GE_ALIASES = {
     "ge.hcomParallel": lambda v: ("hcom_parallel", _flag(v)),
     "HCOM_PARALLEL": lambda v: ("hcom_parallel", _flag(v)),
     "ac_parallel_enable": _ac_parallel,
+    "ge.exec.staticMemoryPolicy": _static_memory_policy,
     "AC_PARALLEL_ENABLE": _ac_parallel,
 }
 
@@ -318,8 +325,6 @@ GE_REFUSED = {
                                     "are the caller's buffers, bound zero copy)",
     "ge.exec.outputReuseMemIndexes": "graph outputs are never pre-reused: each has its own io block",
     "ge.exec.outputReuseInputMemIndexes": "ge declares no I/O aliasing; an output aliasing an input is copied",
-    "ge.exec.staticMemoryPolicy": "ge has no expandable memory pools: runtime_v1's arena is static, "
-                                  "runtime_v2's caching allocator grows on its own",
     "ge.exec.reuseZeroCopyMemory": "ge keeps no zero-copy region across runs: the caller's buffers are bound "
                                    "per run",
     "ge.exec.input_fusion_size": "ge has no host-to-device copy to merge (inputs are host arrays)",
