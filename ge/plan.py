@@ -20,6 +20,7 @@ import numpy as np
 
 from .ir.dtypes import short
 from .kernels.registry import Launch, OpKernel
+from .npu.engines import ENGINE_INFO
 from .npu.memory import IO_ALIGN
 from .options import Options
 
@@ -78,11 +79,14 @@ def zero_copy_aligned(a: np.ndarray) -> bool:
 
 
 def fixed_address_steps(plan) -> frozenset:
-    """Steps of the nodes whose tasks keep the addresses they were loaded with (Options.fixed_address_ops by
-    node name or op type, or the node attribute `_no_address_refresh`; GE: ATTR_NAME_IS_FIXED_ADDR_PRIOR)."""
+    """Steps of the nodes whose tasks keep the addresses they were loaded with: declared by the kernel
+    contract (its engine's EngineInfo.address_refresh is False: the Hcom ops, GE's HCCL tasks), or asked for
+    by Options.fixed_address_ops (node name or op type) or the node attribute `_no_address_refresh`
+    (GE: ATTR_NAME_IS_FIXED_ADDR_PRIOR). Tasks that do not run (aliases, no-task nodes) keep nothing."""
     names = set(plan.options.fixed_address_ops)
     return frozenset(n.step for n in plan.nodes
-                     if n.name in names or n.op_type in names or n.attrs.get("_no_address_refresh"))
+                     if n.name in names or n.op_type in names or n.attrs.get("_no_address_refresh")
+                     or (not ENGINE_INFO[n.engine].address_refresh and n.launch is not None and not n.no_task))
 
 
 def copy_only_io(plan) -> frozenset:

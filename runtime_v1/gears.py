@@ -68,15 +68,15 @@ class _Set:
     """The feature-map buffers (one, or a piece each when split) and, per gear, an Executor computing in them."""
 
     def __init__(self, plans: dict, weights: dict, sizes: list[int], cuts: dict, memory):
-        self._releases = []
-        self.fm = []
+        self._releases, self.pieces = [], []
         for k, n in enumerate(sizes):
             buf, release = reserve(memory, n, "the feature map the batch gears share" +
                                    (f" (piece {k} of {len(sizes)})" if len(sizes) > 1 else ""))
-            self.fm.append(buf)
+            self.pieces.append(buf)
             self._releases.append(release)
+        self.fm = self.pieces[0]
         self.executors = {g: Executor(p, memory, weights=weights[g].buf, cuts=cuts[g],
-                                      feature_map=self.fm[0] if len(self.fm) == 1 else self.fm[:len(cuts[g]) + 1])
+                                      feature_map=self.fm if not cuts[g] else self.pieces[:len(cuts[g]) + 1])
                           for g, p in plans.items()}
 
     def close(self) -> None:
