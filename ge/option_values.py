@@ -76,6 +76,20 @@ def _static_memory_policy(v):
     raise GEError(f"option ge.exec.staticMemoryPolicy takes '', '0', '1', '2', '3' or '4', got {v!r:.40}")
 
 
+SYNC_KINDS = ("event", "notify")
+
+
+def _sync_kind(v):
+    """GE's option EVENT (stream_allocator.cc InsertSyncNodesByLogicStream): "notify" syncs with Notify,
+    anything else GE reads as events; ge names the two and refuses other text rather than guess."""
+    text = str(v).strip().lower()
+    if text in ("", "event"):
+        return None
+    if text == "notify":
+        return "sync_kind", "notify"
+    raise GEError(f"option EVENT takes 'event' or 'notify', got {v!r:.40}")
+
+
 STREAM_MODES = ("auto", "engine")
 # GE's engine names (engine_conf.json) -> ge's engines; VectorEngine and DSAEngine run no ge op (ge's
 # elementwise ops are AICORE's), so their caps are accepted and bind nothing

@@ -1,5 +1,6 @@
-"""Gear memory split (GE's DynamicBatchMemAssigner, GE_REFERENCE 2.10; seed 000 §3 "最大拆分限制: 动态batch场景下
-最大拆分大小为400MB"): the feature map the batch gears share, cut into pieces that are separate buffers.
+"""Gear memory split (GE's DynamicBatchMemAssigner, GE_REFERENCE 2.10; seed 000 §3 "最大拆分限制:
+动态batch场景下最大拆分大小为400MB"): the feature map the batch gears share, cut into pieces that are
+separate buffers.
 
 GE (dynamic_batch_mem_assigner.cc, CreateBlocks) walks the largest batch's blocks in order and starts a new
 virtual block when adding the next one would pass kMaxSplitSizeForDynamicBatch (400 MiB), in extend-size
@@ -11,6 +12,8 @@ memory mode only; the smaller batches' blocks are packed into those. ge does the
   2. Cuts: walk the runs in offset order; start a new piece at a run when the piece would pass the limit
      with it (and the piece holds something, and the cut is ALIGN-aligned, so offsets inside a piece keep
      their alignment). A run bigger than the limit is a piece of its own, as in GE.
+  The gears compile with GE's block strategies (memory_assigner "blocks", ge/compiler.py compile_gears):
+  ge's offset planners overlap tensors partially, so their runs chain across the whole map and leave no cut.
   3. The set's buffers: piece k is as big as the largest gear's piece k (`piece_sizes`), so every gear's
      pieces fit; each gear's Executor finds its tensors by (piece, offset in it).
 """
