@@ -20,12 +20,13 @@ def main(name="squeezenet", gears="1,32,256", split_mib="400"):
     data = next(i.name for i in m.graph.input if i.name not in inits)
     m = with_symbolic_dims(m, {data: {0: "N"}})
     limit = int(float(split_mib) * MIB)
-    plans = compile_gears(m, {"dynamic_batch": gears}).plans
+    before = compile_gears(m, {"dynamic_batch": gears}).plans    # one buffer (the hybrid assigner)
+    plans = compile_gears(m, {"dynamic_batch": gears, "gear_memory_split_bytes": limit}).plans   # blocks
     cuts, pieces = set_pieces(plans, limit)
     for g, p in sorted(plans.items()):
-        print(f"{name} gear {g:>3}: feature map {feature_bytes(p) / MIB:8.2f} MiB -> pieces "
-              f"{[round(n / MIB, 2) for n in piece_sizes(p, cuts[g])]} MiB")
-    one = max(feature_bytes(p) for p in plans.values())
+        print(f"{name} gear {g:>3}: feature map {feature_bytes(before[g]) / MIB:8.2f} MiB one buffer; split: "
+              f"{feature_bytes(p) / MIB:8.2f} MiB in pieces {[round(n / MIB, 2) for n in piece_sizes(p, cuts[g])]}")
+    one = max(feature_bytes(p) for p in before.values())
     print(f"{name} gears {gears}: one buffer {one / MIB:.2f} MiB; split at {split_mib} MiB: "
           f"{len(pieces)} buffers {[round(n / MIB, 2) for n in pieces]} = {sum(pieces) / MIB:.2f} MiB")
 
