@@ -36,7 +36,8 @@ class EventPlan:
     kind: str = "event"      # or "notify" (Options.sync_kind, GE's EVENT option): SendNotify/RecvNotify pairs
 
     def summary(self) -> str:
-        return (f"{self.kind}s: {self.cross_edges} cross-stream edges -> {self.after_ge_rules} after GE's rules -> "
+        what = "notifies" if self.kind == "notify" else "events"
+        return (f"{what}: {self.cross_edges} cross-stream edges -> {self.after_ge_rules} after GE's rules -> "
                 f"{self.after_reduction} after transitive reduction (kept {len(self.events)}, mode {self.mode})")
 
     def to_dicts(self, names=None) -> list[dict]:

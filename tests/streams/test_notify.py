@@ -45,3 +45,8 @@ def test_notify_plans_run_on_both_runtimes(runtime):
         assert s.stream_threads == 2
         for _ in range(3):
             np.testing.assert_array_equal(s.run(None, {"x": x})[0], want)
+
+
+def test_notify_summary_names_them():
+    from ge.schedule.events import EventPlan
+    assert EventPlan((), 3, 2, 1, kind="notify").summary().startswith("notifies: 3 cross-stream edges")
