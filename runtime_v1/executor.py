@@ -295,8 +295,8 @@ class Executor:
             keep[o[1]] = buf
             results[k] = buf
         m = self.model  # the atomic outputs start clean (GE's centralized AtomicAddrClean)
-        if m.feature_bytes > m.atomic_at:
-            inst.seg[m.atomic_slot][m.atomic_off:m.atomic_off + m.feature_bytes - m.atomic_at] = 0
+        for slot, start, stop in m.atomic:
+            inst.seg[slot][start:stop] = 0
         for slot in m.atomic_io:
             (keep[slot].reshape(-1).view(np.uint8) if slot in keep else inst.seg[slot])[:] = 0
         if inst.streams is not None or tracer is not None:

@@ -123,7 +123,7 @@ class Model:
         self.pieces = IO0 + len(self.io)      # piece k >= 1 of the feature-map slot is slot pieces + k - 1
         self.cuts = tuple(cuts)
         self.n_slots = self.pieces + len(self.cuts)
-        self.atomic_slot, self.atomic_off = self._fm(self.atomic_at)   # the region a run zeroes first
+        self.atomic = self._atomic_spans()   # [(slot, start, stop)]: the region a run zeroes first
         # state pairs (Options.state_pairs): (input slot, output slot); a run reads one block, writes the other
         self.states = tuple((self.io_slot[i].slot, self.io_slot[o].slot) for i, o in plan.states)
         per_op = plan.options.atomic_clean_policy == 1
@@ -150,6 +150,17 @@ class Model:
         """(slot, offset) of a byte offset of the feature-map slot: its piece when cut."""
         k = bisect.bisect_right(self.cuts, off)
         return (FEATURE_MAP, off) if k == 0 else (self.pieces + k - 1, off - self.cuts[k - 1])
+
+    def _atomic_spans(self) -> tuple[tuple[int, int, int], ...]:
+        """The atomic region [atomic_at, feature_bytes) as (slot, start, stop) per piece it covers."""
+        bounds = (0, *self.cuts, self.feature_bytes)
+        spans = []
+        for lo, hi in zip(bounds, bounds[1:]):
+            a, b = max(lo, self.atomic_at), min(hi, self.feature_bytes)
+            if a < b:
+                slot, off = self._fm(a)
+                spans.append((slot, off, off + b - a))
+        return tuple(spans)
 
     def _locate(self, t: int) -> tuple[int, int]:
         m = self.plan.memory.tensors[t]
