@@ -4,7 +4,9 @@ max |error| of the output against float32 and whether top-1 agrees (README "Prec
     python bench/precision_modes.py [--models squeezenet,inception_v1,...] [--runtime v2]
 
 Each model is compiled at its default (must_keep_origin_dtype) and in each mode; the same input (seeded)
-runs through all of them on one runtime.
+runs through all of them on one runtime. The nodes whose float32 results leave the 16-bit type's range on
+that input are kept in float32 (`ge.overflow.overflow_nodes` -> keep_dtype, GE's overflow detection then
+keep_dtype): the cell says how many ("kept N").
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import sys
 import numpy as np
 
 import ge
+from ge.overflow import overflow_nodes
 from ge.zoo import LIGHT_MODELS, with_random_weights
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -32,13 +35,14 @@ def row(name: str, runtime: str) -> str:
         want = s.run(None, feeds)[0].astype(np.float32)
     cells = []
     for mode in MODES:
-        plan = ge.compile(model, ge.Options(precision_mode=mode))
+        keep = overflow_nodes(model, feeds, mode, runtime=runtime)
+        plan = ge.compile(model, ge.Options(precision_mode=mode, keep_dtype=keep))
         with ge.Session(plan, runtime=runtime) as s:
             got = s.run(None, feeds)[0].astype(np.float32)
         ratio = plan.memory.stats.feature_map_bytes / base.memory.stats.feature_map_bytes
         same = "equal" if got.reshape(got.shape[0], -1).argmax(1).tolist() == \
             want.reshape(want.shape[0], -1).argmax(1).tolist() else "differs"
-        cells.append(f"{ratio:.2f}x, error {np.abs(got - want).max():.2g}, top-1 {same}")
+        cells.append(f"{ratio:.2f}x, error {np.abs(got - want).max():.2g}, top-1 {same}, kept {len(keep)}")
     return f"| {name} | " + " | ".join(cells) + " |"
 
 

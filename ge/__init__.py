@@ -14,12 +14,13 @@ from .errors import (DeviceMemoryError, ExecutionError, GEError, InputError, Mod
                      UnsupportedOpError)
 from .offline import load, save
 from .options import Options
+from .overflow import overflow_nodes
 from .ort import ExecutionMode, GraphOptimizationLevel, InferenceSession, SessionOptions
 from .plan import Plan
 
 __all__ = ["Session", "NodeArg", "Options", "Plan", "compile", "save", "load", "available_runtimes", "errors",
            "InferenceSession", "SessionOptions", "GraphOptimizationLevel", "ExecutionMode", "GEError",
            "ModelLoadError", "UnsupportedOpError", "ShapeError", "InputError", "DeviceMemoryError",
-           "ExecutionError"]
+           "ExecutionError", "overflow_nodes"]
 __version__ = "0.1.0"
 IMPORT_SECONDS = _time.perf_counter() - _IMPORT_T0

@@ -224,10 +224,12 @@ BLOCKS = {"mobilenet_v2_block": mobilenet_v2_block, "mbconv_block": mbconv_block
           "convnext_block": convnext_block}
 
 
-def all_reduce_layers(layers: int = 4, batch: int = 8, width: int = 256, seed: int = 0) -> onnx.ModelProto:
+def all_reduce_layers(layers: int = 4, batch: int = 8, width: int = 256, seed: int = 0,
+                      fusion: int = 0) -> onnx.ModelProto:
     """x float32 [batch, width] -> Relu(MatMul) `layers` times -> `y`; each layer's output is also
-    HcomAllReduce'd (sum, fusion 0, domain "ge") and halved into output `g<i>`. The AllReduces need nothing
-    of the later layers, so with hcom_parallel they overlap them."""
+    HcomAllReduce'd (sum, `fusion` (2: fusion_id 0), domain "ge") and halved into output `g<i>`. The
+    AllReduces need nothing of the later layers, so with hcom_parallel they overlap them; with fusion 1 or
+    2 they are fused into one (passes/fuse_collectives.py)."""
     b = _Builder(seed)
     h, outs = "x", []
     half = b.const("half", np.array(0.5, np.float32))
@@ -236,7 +238,8 @@ def all_reduce_layers(layers: int = 4, batch: int = 8, width: int = 256, seed: i
                  f"relu{i}")
         red = b.name(f"allreduce{i}")
         b.nodes.append(helper.make_node("HcomAllReduce", [h], [red], name=red, domain="ge", reduction="sum",
-                                        group="hccl_world_group"))
+                                        group="hccl_world_group", fusion=fusion,
+                                        **({"fusion_id": 0} if fusion == 2 else {})))
         b.nodes.append(helper.make_node("Mul", [red, half], [f"g{i}"], name=f"g{i}"))
         outs.append(f"g{i}")
     b.nodes.append(helper.make_node("Identity", [h], ["y"], name="y"))

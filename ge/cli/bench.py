@@ -46,6 +46,8 @@ def cmd_bench(args) -> int:
     print(f"{rank}model {path}   threads {args.threads or CPUS} for ge and for onnxruntime   rounds {args.rounds}")
     print(f"{rank}ge        {common.cores(sess)}")
     print("\n".join(rank + line for line in format_table(rows, base=rows[0].name).splitlines()))
+    if rank:
+        _aggregate(rows, feeds)
     _ring_projection(sess.plan, rank)
     if args.json:
         with open(args.json, "w") as f:
@@ -64,6 +66,24 @@ def _rank_prefix() -> str:
     import os
     size = next((os.environ[k] for k in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE") if k in os.environ), "?")
     return f"rank {launched_rank()}/{size}  "
+
+
+def _aggregate(rows, feeds) -> None:
+    """Under MPI, rank 0 prints the group's line per contender: a step of the group ends with its slowest
+    rank (every rank is fed the whole batch: data parallel runs 1/N of it on each, tensor parallel all of it
+    with 1/N of the weights), so the group's median is the slowest rank's, and its throughput the batch over
+    that. Every rank calls this (a gather)."""
+    from ..hccl.mpi import world_comm
+    comm = world_comm()
+    medians = comm.gather([r.median_ms for r in rows], root=0)
+    if comm.Get_rank() != 0:
+        return
+    batch = next((int(a.shape[0]) for a in feeds.values() if getattr(a, "ndim", 0) >= 1), 1)
+    print(f"all {len(medians)} ranks  (a group step ends with its slowest rank; batch {batch})")
+    for k, r in enumerate(rows):
+        per = [m[k] for m in medians]
+        print(f"all {len(medians)} ranks  {r.name:24s} median {max(per):9.3f} ms (ranks {min(per):.3f}-"
+              f"{max(per):.3f})  {batch / max(per) * 1e3:9.1f} items/s")
 
 
 def _ring_projection(plan, prefix: str = "") -> None:

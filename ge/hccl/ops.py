@@ -8,8 +8,8 @@ compute; runtime_v2 calls it from its host loop or stream thread, runtime_v1 as 
 calls from Python (it has no thunk). The transport is attached when a session loads the plan
 (`attach`): the plan holds the op, the session holds the group. Shapes follow GE: AllGather stacks the
 ranks' inputs on axis 0 (rank_size x dim 0), ReduceScatter gives each rank 1/rank_size of axis 0.
-`fusion` (0: alone, 1: fuse by the default policy, 2: fuse by fusion_id) is checked and kept; ge does not
-fuse collectives yet (each runs alone).
+`fusion` (0: alone, 1: fuse by the default policy, 2: fuse by fusion_id) is checked and kept; AllReduces
+with 1 or 2 are fused into one over continuous memory by passes/fuse_collectives.py.
 They register here, not in ge/kernels: they are no Numba kernels, and every file of ge/kernels is part of
 the kernel group's cache stamp (ge/npu/jitcache.py), so a file there would recompile every kernel.
 """

@@ -27,9 +27,9 @@ serves all ranks. Per image and group, `prepare` picks one of six ways (conv_low
              accumulated over all taps in registers (K = kH*kW is all overhead for a GEMM).
   DIRECT     other depthwise convs: each output plane accumulates w[k] * shifted input plane, tap by tap,
              in vectorizable row loops.
-float64 convs take `lowered` only (POINTWISE, SHIFTED, IM2COL, DIRECT): IMPLICIT's and DEPTHWISE's register
-tiles made float64's conv compile 149 s cold, 69 s without them, for a type onnxruntime's CPU Conv does not
-offer at all (float64 is here for checking, not speed).
+float64 convs run DIRECT only (`direct`): with every lowering, float64's conv compiled in 149 s cold, 69 s
+without IMPLICIT's and DEPTHWISE's register tiles, for a type onnxruntime's CPU Conv does not offer at all
+(float64 is here for checking, not speed).
 Every output element of a conv is one FMA chain (gemm.py) over k = (channel, tap) in the same order,
 whatever its channel or position (tiles change nothing), so channels with equal weights stay bitwise
 equal; SHIFTED and IM2COL even give the same bits. Workspaces: SHIFTED needs the padded rows
@@ -135,7 +135,7 @@ def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, 
 
 @njit(nogil=True, cache=True)
 def lowered(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim):
-    """conv's POINTWISE, SHIFTED, IM2COL and DIRECT (float64's only kernel: see the module doc)."""
+    """conv's POINTWISE, SHIFTED, IM2COL and DIRECT."""
     N, C, D, H, W = geom[0], geom[1], geom[2], geom[3], geom[4]
     M, OD, OH, OW = geom[5], geom[6], geom[7], geom[8]
     KD, KH, KW, sd, sh, sw = geom[9], geom[10], geom[11], geom[12], geom[13], geom[14]
@@ -164,13 +164,45 @@ def lowered(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, spli
             _shifted(x, xo, wg, y, yo, wsb, pk, Cg, H, W, Mg, OH, OW, KH, KW, sh, sw, ph, pw, tile,
                      c0, c1, s0, s1)
         else:
-            for m in range(Mg):
-                _direct(x, xo, w, (g * Mg + m) * K, y, yo + m * S, lohi, D, H, W, OD, OH, OW, KD, KH, KW,
-                        sd, sh, sw, pd, ph, pw, dd, dh, dw)
-        for m in range(c0, c1):
-            bias = b[g * Mg + m] if has_b else 0.0
-            o = yo + m * S + e0
-            epilogue(y, o, e1 - e0, 1.0, bias, z, o, 1.0, has_z, act, p0, p1)
+            _direct_planes(x, xo, w, y, yo, lohi, g, c0, c1, K, S, geom)
+        _finish(y, yo, b, z, g * Mg, c0, c1, S, e0, e1, has_b, has_z, act, p0, p1)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _direct_planes(x, xo, w, y, yo, lohi, g, c0, c1, K, S, geom):
+    """Output channels [c0, c1) of group g's plane pair (xo, yo), each over all its Cg input planes."""
+    Cg, Mg = geom[1] // geom[21], geom[5] // geom[21]
+    for m in range(c0, c1):
+        _direct(x, xo, w, (g * Mg + m) * K, y, yo + m * S, lohi, Cg, geom[2], geom[3], geom[4], geom[6], geom[7],
+                geom[8], geom[9], geom[10], geom[11], geom[12], geom[13], geom[14], geom[15], geom[16], geom[17],
+                geom[18], geom[19], geom[20])
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _finish(y, yo, b, z, m0, c0, c1, S, e0, e1, has_b, has_z, act, p0, p1):
+    """Bias, Z and the activation over output channels [c0, c1) of a plane pair, positions [e0, e1)."""
+    for m in range(c0, c1):
+        bias = b[m0 + m] if has_b else 0.0
+        o = yo + m * S + e0
+        epilogue(y, o, e1 - e0, 1.0, bias, z, o, 1.0, has_z, act, p0, p1)
+
+
+@njit(nogil=True, cache=True)
+def direct(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim):
+    """float64's conv (module doc): DIRECT over the block's pairs and output channels, `conv`'s arguments."""
+    N, C, H, W, M, OW = geom[0], geom[1], geom[3], geom[4], geom[5], geom[8]
+    KW, sw, pw, dw, G = geom[11], geom[14], geom[17], geom[20], geom[21]
+    Cg, Mg = C // G, M // G
+    K, S_in, S = Cg * geom[9] * geom[10] * KW, geom[2] * H * W, geom[6] * geom[7] * OW
+    _, q0, q1, c0, c1, _, _ = _block(ws, y, geom, mode, split, block_idx, block_dim)
+    lohi = np.empty(2 * KW, np.int64)
+    for kw in range(KW):
+        lohi[kw], lohi[KW + kw] = _valid(kw * dw - pw, sw, W, OW)
+    for q in range(q0, q1):
+        n, g = q // G, q % G
+        xo, yo = (n * C + g * Cg) * S_in, (n * M + g * Mg) * S
+        _direct_planes(x, xo, w, y, yo, lohi, g, c0, c1, K, S, geom)
+        _finish(y, yo, b, z, g * Mg, c0, c1, S, 0, S, has_b, has_z, act, p0, p1)
 
 
 @njit(nogil=True, cache=True)
@@ -288,7 +320,7 @@ def _mode(geom, Cg: int, Mg: int, KT: int, packed: bool, double: bool) -> int:
     undilated_2d = D == KD == OD == 1 and (geom[18:21] == 1).all()
     if packed:
         return PACKED
-    if Cg == 1 and Mg <= 4:
+    if double or Cg == 1 and Mg <= 4:
         return DEPTHWISE if undilated_2d and USE_DEPTHWISE and not double else DIRECT
     if KT == 1 and (geom[12:15] == 1).all() and not geom[15:18].any():  # 1x1, stride 1, no pad
         return POINTWISE
@@ -380,7 +412,7 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     inputs = (0, 1, 2 if has_b else 1, 3 if has_z else 0)
     if has_z and ctx.inputs[3].shape != ctx.outputs[0].shape:
         raise ctx.error(f"Z has shape {ctx.inputs[3].shape}, expected the output's {ctx.outputs[0].shape}")
-    return Launch(lowered if double else conv, (geom, mode, int(has_b), int(has_z), act, p0, p1, tile, split, lw),
+    return Launch(direct if double else conv, (geom, mode, int(has_b), int(has_z), act, p0, p1, tile, split, lw),
                   (TensorSpec((bd * max(per, 1),), dtype),), inputs, tiled=True, block_dim=bd)
 
 

@@ -200,34 +200,36 @@ def _from_grid(y, yo, q, qo, rows, OW, Wp):
 
 
 @njit(nogil=True, cache=True)
-def _direct(x, xo, w, wo, y, yo, lohi, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw):
-    """One output plane y[yo:] from one input plane x[xo:], row by row: each output row (in L1) gets
-    the sum over taps of w[tap] * a shifted input row. lohi[kw], lohi[KW+kw]: the valid ow range."""
+def _direct(x, xo, w, wo, y, yo, lohi, Cg, D, H, W, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw):
+    """One output plane y[yo:] from Cg input planes x[xo:] (weights w[wo:], channel-major), row by row:
+    each output row (in L1) gets the sum over channels and taps of w[tap] * a shifted input row.
+    lohi[kw], lohi[KW+kw]: the valid ow range."""
     for od in range(OD):
         for oh in range(OH):
             yr = yo + (od * OH + oh) * OW
             _zero(y, yr, OW)
-            for kd in range(KD):
-                i_d = od * sd - pd + kd * dd
-                for kh in range(KH):
-                    ih = oh * sh - ph + kh * dh
-                    if i_d < 0 or i_d >= D or ih < 0 or ih >= H:
-                        continue
-                    xr = xo + (i_d * H + ih) * W - pw
-                    wr = wo + (kd * KH + kh) * KW
-                    L, R = OW, OW  # a 3-tap stride-1 row does [L, R), where all taps are valid, in one pass
-                    if KW == 3 and sw == 1:
-                        l3, r3 = max(lohi[0], lohi[1], lohi[2]), min(lohi[3], lohi[4], lohi[5])
-                        if l3 < r3:
-                            _axpy3(y, yr + l3, w[wr], w[wr + 1], w[wr + 2], x, xr + l3, r3 - l3, dw)
-                            L, R = l3, r3
-                    for kw in range(KW):  # each tap over its valid range outside [L, R)
-                        lo, hi = lohi[kw], lohi[KW + kw]
-                        h, l = min(hi, L), max(lo, R)
-                        if lo < h:
-                            _axpy(y, yr + lo, w[wr + kw], x, xr + kw * dw + lo * sw, h - lo, sw)
-                        if l < hi:
-                            _axpy(y, yr + l, w[wr + kw], x, xr + kw * dw + l * sw, hi - l, sw)
+            for c in range(Cg):
+                for kd in range(KD):
+                    i_d = od * sd - pd + kd * dd
+                    for kh in range(KH):
+                        ih = oh * sh - ph + kh * dh
+                        if i_d < 0 or i_d >= D or ih < 0 or ih >= H:
+                            continue
+                        xr = xo + ((c * D + i_d) * H + ih) * W - pw
+                        wr = wo + ((c * KD + kd) * KH + kh) * KW
+                        L, R = OW, OW  # a 3-tap stride-1 row does [L, R), where all taps are valid, in one pass
+                        if KW == 3 and sw == 1:
+                            l3, r3 = max(lohi[0], lohi[1], lohi[2]), min(lohi[3], lohi[4], lohi[5])
+                            if l3 < r3:
+                                _axpy3(y, yr + l3, w[wr], w[wr + 1], w[wr + 2], x, xr + l3, r3 - l3, dw)
+                                L, R = l3, r3
+                        for kw in range(KW):  # each tap over its valid range outside [L, R)
+                            lo, hi = lohi[kw], lohi[KW + kw]
+                            h, l = min(hi, L), max(lo, R)
+                            if lo < h:
+                                _axpy(y, yr + lo, w[wr + kw], x, xr + kw * dw + lo * sw, h - lo, sw)
+                            if l < hi:
+                                _axpy(y, yr + l, w[wr + kw], x, xr + kw * dw + l * sw, hi - l, sw)
 
 
 @njit(nogil=True, cache=True)

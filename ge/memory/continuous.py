@@ -10,7 +10,9 @@ memory plan places them there and the Concat does nothing at run time (PlanNode.
      itself the output of a chosen Concat (no nesting).
   4. memory first: a block holding a whole Concat lives from its first input to its last reader, which can
      make the blocks harder to pack (DenseNet: 1.05x the bound with every chain link free, 1.00x without),
-     so `choose` keeps in place only the Concats that make the plan no larger than with copies.
+     so `choose` keeps in place only the Concats that make the plan no larger than with copies, except
+     the ones marked `_continuous_input` (a fused collective's input, passes/fuse_collectives.py: GE
+     requires continuous memory there), kept whenever rules 1-3 hold.
 Options.concat_in_place=False (or GE_DISABLE_PASSES=concat_in_place) keeps every Concat a copy.
 """
 from __future__ import annotations
@@ -70,6 +72,7 @@ def choose(plan) -> frozenset[int]:
     steps = in_place_concats(plan)
     if not steps:
         return steps
+    required = {n.step for n in plan.nodes if n.step in steps and n.attrs.get("_continuous_input")}
     copies = plan_memory(dataclasses.replace(plan, memory=None)).stats
 
     def fits(keep, options) -> bool:
@@ -79,8 +82,8 @@ def choose(plan) -> frozenset[int]:
     if fits(steps, plan.options):
         return steps
     trial = plan.options.replace(memory_assigner=copies.assigner)
-    keep: set[int] = set()
-    for s in sorted(steps):
+    keep = set(required)
+    for s in sorted(steps - keep):
         if fits(keep | {s}, trial):
             keep.add(s)
     return frozenset(keep)

@@ -8,6 +8,7 @@ from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
 from .fold_if import fold_if
 from .fuse_activation import fuse_activation
+from .fuse_collectives import fuse_collectives
 from .fuse_qdq import fuse_qdq
 from .infer_shapes import infer_shapes
 from .pack_conv_weights import pack_conv_weights
@@ -40,6 +41,7 @@ PIPELINE = [
 ]
 # once the pipeline has reached its fixed point: layouts for the kernels (the folds above match plain Convs)
 LOWERING = [
+    ("fuse_collectives", fuse_collectives),    # fused AllReduces: one Concat -> HcomAllReduce -> Split a group
     ("pack_conv_weights", pack_conv_weights),
     ("pack_qconv_weights", pack_qconv_weights),
     ("pack_rnn_weights", pack_rnn_weights),

@@ -1,7 +1,7 @@
 """Run under `mpiexec -n 2` by test_mpi.py; rank 0 prints one JSON line per check.
 
 data parallel on both runtimes equals this rank's one-device run, tensor parallel is within 1e-5 of it; a plan that differs on rank 1 is refused
-at load (GEError on every rank); then rank 1 exits before a run and rank 0's run raises ExecutionError
+at load (GEError on every rank); `ge bench` prints each rank's lines and rank 0 the group's; then rank 1 exits before a run and rank 0's run raises ExecutionError
 naming rank 1 (one launch for all: each costs seconds of start-up; mpiexec -disable-auto-cleanup keeps rank 0
 alive when rank 1 dies).
 """
@@ -40,6 +40,19 @@ if True:
         out["mismatch"] = "loaded"
     except ge.GEError as e:
         out["mismatch"] = str(e)
+if True:   # `ge bench` under mpiexec: each rank's lines, then rank 0's line for the group
+    import contextlib
+    import io
+    import tempfile
+
+    import onnx
+    from ge.cli import main
+    path = os.path.join(tempfile.mkdtemp(), f"mlp{rank}.onnx")
+    onnx.save(mlp(batch=4), path)
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        main(["bench", path, "--runtime", "v2", "--data-parallel", "2", "--rounds", "3", "--warmup", "1"])
+    out["bench"] = text.getvalue()
 if True:
     s = ge.Session(mlp(), runtime="v2", options=opts)
     if rank == 1:

@@ -1,6 +1,6 @@
 """Two ranks under the pip-installed MPI (the `dist` extra: mpi4py on the MPICH wheel, its mpiexec):
 data parallel equals one device on both runtimes, tensor parallel is within 1e-5 of it, mismatched plans are refused at load, a rank that dies
-is named by the other within the timeout. One mpiexec launch (mpi_worker.py) for all: ~10 s wall."""
+is named by the other within the timeout, `ge bench` prints the group's line. One mpiexec launch (mpi_worker.py) for all: ~10 s wall."""
 from __future__ import annotations
 
 import json
@@ -29,3 +29,5 @@ def test_two_ranks():
     assert "plans of group 'hccl_world_group' differ: rank 1" in rank0["mismatch"]
     assert "rank 1 did not answer rank 0 within 2 s" in rank0["die"]
     assert rank0["seconds"] < 10
+    bench = rank0["bench"]
+    assert "rank 0/2  " in bench and "all 2 ranks  ge v2" in bench and "items/s" in bench

@@ -33,6 +33,8 @@ def _outputs(plan, runtime):
 
 @pytest.mark.parametrize("name", LIGHT_MODELS)
 def test_round_trip_light_model(name, tmp_path):
+    """The loaded plan equals the saved one and runs to the same bits; the models alternate between the
+    runtimes (both on every model doubled VGG-19's 33 s)."""
     plan = ge.compile(light_model_path(name))
     path = ge.save(plan, tmp_path / f"{name}.gem")
     loaded = ge.load(path)
@@ -46,9 +48,10 @@ def test_round_trip_light_model(name, tmp_path):
     assert sorted(loaded.constants) == sorted(plan.constants)
     for i, a in plan.constants.items():
         np.testing.assert_array_equal(loaded.constants[i], a)
-    for runtime in ge.available_runtimes():
-        for a, b in zip(_outputs(plan, runtime), _outputs(loaded, runtime)):
-            np.testing.assert_array_equal(a, b)
+    runtimes = ge.available_runtimes()
+    runtime = runtimes[LIGHT_MODELS.index(name) % len(runtimes)]
+    for a, b in zip(_outputs(plan, runtime), _outputs(loaded, runtime)):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_events_and_streams_preserved(tmp_path):
