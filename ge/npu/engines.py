@@ -24,9 +24,9 @@ class EngineInfo:
     independent: bool = False  # needs its own stream, never shared (GE: DNN_HCCL)
     attach: bool = False       # may ride on a predecessor's stream of another engine
     cost: int = 10             # compute cost: the lowest wins among reusable predecessors
-    # its tasks keep the addresses they were loaded with (GE: HcclTaskInfo::Init calls DisableZeroCopy on
-    # its I/O unless the task def flags zero copy; seed 000 §2 "某些特殊算子如HCOM...不支持地址刷新"): their
-    # graph I/O is copied at the boundary, their blocks sit in the fixed segment (ge.plan.fixed_address_steps)
+    # False: its tasks take no user address (GE: HcclTaskInfo::Init calls DisableZeroCopy on its I/O unless
+    # the task def flags zero copy; seed 000 §2 "某些特殊算子如HCOM...不支持地址刷新"): their graph I/O is
+    # copied at the boundary (ge.plan.no_zero_copy_steps)
     address_refresh: bool = True
 
 

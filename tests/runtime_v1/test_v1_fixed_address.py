@@ -69,12 +69,13 @@ def test_hcom_tasks_keep_their_addresses_by_the_kernel_contract():
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hccl"))
     from hccl_models import one_op
     from ge.npu.engines import ENGINE_INFO, HCCL
-    from ge.plan import fixed_address_steps
+    from ge.plan import fixed_address_steps, no_zero_copy_steps
     assert not ENGINE_INFO[HCCL].address_refresh and all(e.address_refresh for k, e in ENGINE_INFO.items()
                                                          if k != HCCL)
     model = one_op("HcomAllReduce", [4, 6], reduction="sum")
     plan = ge.compile(model)
-    assert fixed_address_steps(plan) == {0} and {plan.tensors[t].name for t in copy_only_io(plan)} == {"x0", "y0"}
+    assert no_zero_copy_steps(plan) == {0} and not fixed_address_steps(plan)   # the boundary only, no fixed segment
+    assert {plan.tensors[t].name for t in copy_only_io(plan)} == {"x0", "y0"}
     x = aligned_empty((4, 6), np.float32)
     x[...] = np.arange(24, dtype=np.float32).reshape(4, 6)
     got = {}
