@@ -59,7 +59,7 @@ def test_results_equal_with_and_without_the_rule(runtime):
         np.testing.assert_array_equal(a, b)
 
 
-def test_hcom_tasks_keep_their_addresses_by_the_kernel_contract():
+def test_hcom_tasks_copy_their_graph_io_by_the_kernel_contract():
     """GE_REFERENCE 4.1 and GE's HcclTaskInfo::Init (DisableZeroCopy on an HCCL task's I/O); seed 000 §2
     "某些特殊算子如HCOM...不支持地址刷新": no option and no attribute, the Hcom kernel's engine (HCCL,
     EngineInfo.address_refresh False) declares it. runtime_v1 copies its graph I/O; runtime_v2 gives every
