@@ -92,6 +92,10 @@ def compile_gears(model, options: Options | dict | None = None, *, inputs=None, 
         raise GEError(f"parallel={options.parallel!r} with dynamic_batch: split a static batch instead (give "
                       "the model a fixed batch, e.g. Options.input_shape)")
     static = options.replace(dynamic_batch=())  # each gear's plan is an ordinary static plan
+    if options.gear_memory_split_bytes and options.memory_assigner == "hybrid":
+        # the split cuts between blocks (runtime_v1/gear_memory.py): GE's block strategies place whole
+        # blocks, the offset planners overlap tensors partially, which leaves nowhere to cut
+        static = static.replace(memory_assigner="blocks")
     plans, symbol, declared = {}, None, None
     for gear in options.dynamic_batch:
         # a fresh graph per gear: the passes rewrite it in place

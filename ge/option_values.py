@@ -55,6 +55,41 @@ def _ac_parallel(v):
     raise GEError(f"option ac_parallel_enable takes '', '0' or '1', got {v!r:.40}")
 
 
+# GE's kMaxSplitSizeForDynamicBatch (compiler/graph/build/memory/dynamic_batch_mem_assigner.h)
+GEAR_SPLIT_BYTES = 400 << 20
+
+
+def _static_memory_policy(v):
+    """GE's ge.exec.staticMemoryPolicy. "" / "0": GE's default, one block per gear. "1" / "2" turn on GE's
+    extend-size memory for static graphs (VarManager::IsGeUseExtendSizeMemory), whose one effect ge models is
+    the dynamic-batch split of gear memory at 400 MiB (GE_REFERENCE 2.10). "3" / "4" expand dynamic-shape
+    memory, which runtime_v2's caching allocator does on its own: refused with that reason."""
+    text = str(v).strip()
+    if text in ("", "0"):
+        return None
+    if text in ("1", "2"):
+        return "gear_memory_split_bytes", GEAR_SPLIT_BYTES
+    if text in ("3", "4"):
+        raise GEError(f"GE option ge.exec.staticMemoryPolicy={text} is not supported by ge: it makes "
+                      "dynamic-shape memory expandable, and runtime_v2's caching allocator grows on its own "
+                      "(runtime_v1's arena is static; '2' splits batch-gear memory at 400 MiB)")
+    raise GEError(f"option ge.exec.staticMemoryPolicy takes '', '0', '1', '2', '3' or '4', got {v!r:.40}")
+
+
+SYNC_KINDS = ("event", "notify")
+
+
+def _sync_kind(v):
+    """GE's option EVENT (stream_allocator.cc InsertSyncNodesByLogicStream): "notify" syncs with Notify,
+    anything else GE reads as events; ge names the two and refuses other text rather than guess."""
+    text = str(v).strip().lower()
+    if text in ("", "event"):
+        return None
+    if text == "notify":
+        return "sync_kind", "notify"
+    raise GEError(f"option EVENT takes 'event' or 'notify', got {v!r:.40}")
+
+
 STREAM_MODES = ("auto", "engine")
 # GE's engine names (engine_conf.json) -> ge's engines; VectorEngine and DSAEngine run no ge op (ge's
 # elementwise ops are AICORE's), so their caps are accepted and bind nothing

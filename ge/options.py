@@ -16,14 +16,17 @@ from dataclasses import dataclass, field
 
 from .errors import GEError
 from .option_values import (  # noqa: F401 - the value parsers; GE_ENGINE_NAMES, MEMORY_POLICY re-exported
-    GE_ENGINE_NAMES, MAX_GEARS, MAX_STREAMS, MEMORY_POLICY, STREAM_MODES, _GE_ENGINES, _ac_parallel, _auto_mode,
-    _flag, _gears, _memory_policy, _with_memory_priority, engine_caps, input_shapes, node_names_to)
+    GE_ENGINE_NAMES, MAX_GEARS, MAX_STREAMS, MEMORY_POLICY, STREAM_MODES, SYNC_KINDS, _GE_ENGINES, _ac_parallel,
+    _auto_mode,
+    _flag, _gears, _memory_policy, _static_memory_policy, _sync_kind, _with_memory_priority, engine_caps, input_shapes,
+    node_names_to)
 
 TOPO_MODES = ("bfs", "dfs", "rdfs", "stable_rdfs", "memory_priority")
 # integer options: (lowest, highest)
 RANGES = {"max_streams": (1, MAX_STREAMS), "thread_budget": (0, 1 << 12), "aicore_num": (0, 1 << 12),
           "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
           "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30), "max_events": (0, 1 << 30),
+          "gear_memory_split_bytes": (0, 1 << 50), "max_notifies": (1, 1024),
           "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16)}
 PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
@@ -46,7 +49,8 @@ class Options:
     topo_sorting_mode: str = "dfs"
     # memory
     disable_reuse_memory: bool = False
-    memory_assigner: str = "hybrid"   # hybrid (smallest of all), or one name of ge.memory.hybrid.ASSIGNERS
+    # hybrid (smallest of all), blocks (smallest of the block strategies), or a name of ge.memory.hybrid.ASSIGNERS
+    memory_assigner: str = "hybrid"
     inplace_memory: bool = False      # an output may overwrite a declared in-place input at its last read
     concat_in_place: bool = True      # producers write into their slices of a Concat's output, no copy
     # node names or op types whose outputs and workspaces get their own feature-map block, shared with nothing
@@ -91,6 +95,11 @@ class Options:
     # the device's event ids (GE: EventAllocator::kMaxEventNum = 4096); a plan needing more is multiplexed,
     # and refused when still over; 0 = no cap
     max_events: int = 0
+    # what syncs the streams (GE's option EVENT: "event", or "notify" for SendNotify/RecvNotify in place of
+    # every event, GE's InsertSyncNodesWithNotify); a notify plan has at most max_notifies ids (GE's
+    # kMaxNotifyNum = 1024, checked at compile), multiplexed when more are needed, else refused
+    sync_kind: str = "event"
+    max_notifies: int = 1024
     exact_ge_streams: bool = False    # GE's stream rules without ge's two refinements (for comparison)
     # threads that compute at once for a run: stream threads and AI cores share it; 0 = the CPUs of this process
     thread_budget: int = 0
@@ -105,6 +114,10 @@ class Options:
     # runtime_v1: batch gears (GE's ge.dynamicBatchSize, atc --dynamic_batch_size="1,2,4,8"): one static plan
     # per gear for a model whose inputs share a symbolic batch dim; a run pads up to the smallest gear >= batch
     dynamic_batch: tuple[int, ...] = ()
+    # runtime_v1 batch gears: the shared feature map is cut into pieces of at most this many bytes, each its
+    # own buffer (GE's DynamicBatchMemAssigner splits gear memory at kMaxSplitSizeForDynamicBatch = 400 MiB in
+    # extend-size memory mode, ge.exec.staticMemoryPolicy=1/2: runtime_v1/gear_memory.py); 0 = one buffer
+    gear_memory_split_bytes: int = 0
     # input shapes fixed at compile (GE's input_shape, atc --input_shape="data:1,3,224,224;mask:1,128"):
     # ((input name, (dims...)), ...); a symbolic dim becomes the given size everywhere it appears
     input_shape: tuple = ()
@@ -192,6 +205,9 @@ class Options:
         object.__setattr__(self, "input_shape", input_shapes(self.input_shape))
         for name in ("stream_labels", "parallel_groups", "state_pairs"):
             object.__setattr__(self, name, node_names_to(getattr(self, name), name))
+        if self.sync_kind not in SYNC_KINDS:
+            raise GEError(f"option sync_kind (GE: EVENT) must be one of {', '.join(SYNC_KINDS)}, got "
+                          f"{self.sync_kind!r:.40}")
         if self.stream_parallel_mode not in STREAM_MODES:
             raise GEError(f"option stream_parallel_mode (GE: ge.autoMultistreamParallelMode) must be one of "
                           f"{', '.join(STREAM_MODES)}, got {self.stream_parallel_mode!r:.40}")
@@ -309,6 +325,8 @@ GE_ALIASES = {
     "ge.hcomParallel": lambda v: ("hcom_parallel", _flag(v)),
     "HCOM_PARALLEL": lambda v: ("hcom_parallel", _flag(v)),
     "ac_parallel_enable": _ac_parallel,
+    "ge.exec.staticMemoryPolicy": _static_memory_policy,
+    "EVENT": _sync_kind,
     "AC_PARALLEL_ENABLE": _ac_parallel,
 }
 
@@ -318,14 +336,11 @@ GE_REFUSED = {
                                     "are the caller's buffers, bound zero copy)",
     "ge.exec.outputReuseMemIndexes": "graph outputs are never pre-reused: each has its own io block",
     "ge.exec.outputReuseInputMemIndexes": "ge declares no I/O aliasing; an output aliasing an input is copied",
-    "ge.exec.staticMemoryPolicy": "ge has no expandable memory pools: runtime_v1's arena is static, "
-                                  "runtime_v2's caching allocator grows on its own",
     "ge.exec.reuseZeroCopyMemory": "ge keeps no zero-copy region across runs: the caller's buffers are bound "
                                    "per run",
     "ge.exec.input_fusion_size": "ge has no host-to-device copy to merge (inputs are host arrays)",
     "ge.exec.graphIOMemAllocMode": "graph I/O is always the caller's memory (or a fresh array) in ge",
     "ge.exec.frozenInputIndexes": "ge refreshes every input slot per run; there is nothing to freeze",
-    "EVENT": "ge syncs with events only (no Notify)",
     "ge.experiment.memory_pool_threshold": "runtime_v2's cache is bounded by device_memory_bytes",
 }
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from .ir.dtypes import short
 from .kernels.registry import Launch, OpKernel
+from .npu.engines import ENGINE_INFO
 from .npu.memory import IO_ALIGN
 from .options import Options
 
@@ -78,11 +79,22 @@ def zero_copy_aligned(a: np.ndarray) -> bool:
 
 
 def fixed_address_steps(plan) -> frozenset:
-    """Steps of the nodes whose tasks keep the addresses they were loaded with (Options.fixed_address_ops by
-    node name or op type, or the node attribute `_no_address_refresh`; GE: ATTR_NAME_IS_FIXED_ADDR_PRIOR)."""
+    """Steps of the nodes whose tasks keep every address they were loaded with, feature map included
+    (Options.fixed_address_ops by node name or op type, or the node attribute `_no_address_refresh`; GE:
+    ATTR_NAME_IS_FIXED_ADDR_PRIOR): their blocks form the fixed segment, their graph I/O is copied."""
     names = set(plan.options.fixed_address_ops)
     return frozenset(n.step for n in plan.nodes
                      if n.name in names or n.op_type in names or n.attrs.get("_no_address_refresh"))
+
+
+def no_zero_copy_steps(plan) -> frozenset:
+    """Steps whose graph I/O is never bound zero copy: the fixed-address ones, and the tasks whose kernel
+    contract says so (their engine's EngineInfo.address_refresh is False: the Hcom ops, as GE's
+    HcclTaskInfo::Init calls DisableZeroCopy on its I/O). Those keep their feature-map blocks in the
+    feature map: GE re-bases an HCCL task's feature-map addresses with the model (IsFeatureBaseRefreshable)."""
+    return fixed_address_steps(plan) | frozenset(
+        n.step for n in plan.nodes
+        if not ENGINE_INFO[n.engine].address_refresh and n.launch is not None and not n.no_task)
 
 
 def copy_only_io(plan) -> frozenset:
@@ -90,7 +102,7 @@ def copy_only_io(plan) -> frozenset:
     reads or writes (Options.fixed_address_ops by node name or op type, or the node attribute
     `_no_address_refresh`): GE's "peers whose task cannot take address refresh" are copied, never zero copy
     (GE_REFERENCE 2.9, 4.1 DisableZeroCopy; seed 000 2.: "某些特殊算子如HCOM...不支持地址刷新")."""
-    fixed = [plan.nodes[s] for s in sorted(fixed_address_steps(plan))]
+    fixed = [plan.nodes[s] for s in sorted(no_zero_copy_steps(plan))]
     if not fixed or plan.memory is None:
         return frozenset()
     index = {t.name: t.index for t in plan.tensors}

@@ -72,6 +72,9 @@ def copy_weights(plan, buf: np.ndarray) -> None:
 
 class Instance:
     def __init__(self, model: Model, weights: np.ndarray, memory, feature_map=None):
+        # feature_map: the caller's buffer, or its buffers (piece 0, 1, ...) when the slot is cut (model.cuts)
+        pieces = list(feature_map[1:]) if isinstance(feature_map, (list, tuple)) else []
+        feature_map = feature_map[0] if isinstance(feature_map, (list, tuple)) else feature_map
         seg = model.segments
         f = align_up(model.feature_bytes) if feature_map is None else 0  # else: the caller's
         fx, io, var = align_up(seg.get("fixed", 0)), align_up(max(seg["io"], 1)), seg.get("variable", 0)
@@ -85,6 +88,7 @@ class Instance:
         self.flipped = False             # the state pairs' blocks have swapped roles (every other run)
         self.seg = [self.weights, self.fm, model.args, None, self.fixed]  # slot STATUS holds no buffer
         self.seg += [(self.io if s.segment == "io" else self.var)[s.offset:s.offset + s.nbytes] for s in model.io]
+        self.seg += pieces
         self.defaults = np.array([0 if a is None else _addr(a) for a in self.seg], np.int64)
         # one base table per stream (a thunk reports a failure in its own table's STATUS slot); row 0 is
         # `bases`, the others are copied from it per run
@@ -117,7 +121,7 @@ class Instance:
         dtype)] to patch per run: buffers in I/O slots)."""
         args, patches = [], []
         for k, (slot, off, count, dtype) in enumerate(task.args.buffers[:task.args.n_buf]):
-            if slot >= IO0:
+            if IO0 <= slot < self.model.pieces:
                 patches.append((k, slot, off, count, dtype))
                 args.append(None)
             else:
@@ -149,13 +153,13 @@ class Executor:
 
     binds_outputs = True  # Session may pass bound outputs: {output position: array}
 
-    def __init__(self, plan: Plan, device=None, *, weights=None, feature_map=None):
+    def __init__(self, plan: Plan, device=None, *, weights=None, feature_map=None, cuts=()):
         # device: a ge.npu.Device or DeviceMemory to reserve in (default: a memory of the plan's
         # device_memory_bytes); weights / feature_map: the caller's buffers (gears.py: batch gears share
         # them); an executor on a caller's feature map keeps one instance, since a second would write the
         # same bytes
         self.plan = plan
-        self.model = Model(plan)
+        self.model = Model(plan, cuts)   # cuts: the feature map in pieces (gears.py), feature_map their buffers
         self.memory = memory = memory_of(device, plan.options.device_memory_bytes)
         opts = plan.options
         self.refreshable = opts.feature_base_refreshable
@@ -291,8 +295,8 @@ class Executor:
             keep[o[1]] = buf
             results[k] = buf
         m = self.model  # the atomic outputs start clean (GE's centralized AtomicAddrClean)
-        if m.feature_bytes > m.atomic_at:
-            inst.fm[m.atomic_at:m.feature_bytes] = 0
+        for slot, start, stop in m.atomic:
+            inst.seg[slot][start:stop] = 0
         for slot in m.atomic_io:
             (keep[slot].reshape(-1).view(np.uint8) if slot in keep else inst.seg[slot])[:] = 0
         if inst.streams is not None or tracer is not None:

@@ -9,6 +9,8 @@ Load (`GearedExecutor(gear_plans, device)`, gear_plans a ge.plan.GearPlans, the 
   2. Feature map: one buffer of the largest feature-map size over the gears (GE's dynamic-batch assigner
      sizes it to the max gear); every gear's Executor is bound to it, so the gears share it. A "set" is
      that buffer plus one runtime_v1 Executor per gear, whose own arena holds only its I/O slots.
+     Above Options.gear_memory_split_bytes (GE's 400 MiB split, ge.exec.staticMemoryPolicy=1/2) the feature
+     map is several buffers instead, piece k as big as the largest gear's piece k (gear_memory.py).
   3. Sets are a pool: a run checks one out, so concurrent runs never share a feature map. The first set is
      built at load, more only when runs overlap (at most Options.executor_instances; later callers wait).
 Run (`run(feeds, outputs=None)`):
@@ -31,6 +33,7 @@ from ge.npu.pool import InstancePool
 from ge.npu.device import memory_of
 
 from .executor import Executor, copy_weights, reserve
+from .gear_memory import piece_sizes, set_pieces
 from .model import feature_bytes
 
 
@@ -62,19 +65,25 @@ def _bytes(a) -> np.ndarray:
 
 
 class _Set:
-    """One feature-map buffer and, per gear, an Executor computing in it."""
+    """The feature-map buffers (one, or a piece each when split) and, per gear, an Executor computing in them."""
 
-    def __init__(self, plans: dict, weights: dict, fm_bytes: int, memory):
-        self.fm, self._release = reserve(memory, fm_bytes, "the feature map the batch gears share")
-        self.executors = {g: Executor(p, memory, weights=weights[g].buf, feature_map=self.fm)
+    def __init__(self, plans: dict, weights: dict, sizes: list[int], cuts: dict, memory):
+        self._releases, self.pieces = [], []
+        for k, n in enumerate(sizes):
+            buf, release = reserve(memory, n, "the feature map the batch gears share" +
+                                   (f" (piece {k} of {len(sizes)})" if len(sizes) > 1 else ""))
+            self.pieces.append(buf)
+            self._releases.append(release)
+        self.fm = self.pieces[0]
+        self.executors = {g: Executor(p, memory, weights=weights[g].buf, cuts=cuts[g],
+                                      feature_map=self.fm if not cuts[g] else self.pieces[:len(cuts[g]) + 1])
                           for g, p in plans.items()}
 
     def close(self) -> None:
         for ex in self.executors.values():
             ex.close()
-        if self._release is not None:
-            self._release()
-            self._release = None
+        while self._releases:
+            self._releases.pop()()
 
 
 class GearedExecutor:
@@ -96,15 +105,20 @@ class GearedExecutor:
         # Step 1: weights, one image per distinct layout
         self._images: list[_Weights] = []
         self._weights = {g: self._image_for(p) for g, p in plans.items()}
-        # Step 2: one feature map of the largest size serves every gear
-        self.fm_bytes_per_gear = {g: feature_bytes(p) for g, p in plans.items()}
-        self._fm_bytes = max(self.fm_bytes_per_gear.values())
-        # Step 3: the pool of sets
+        # Step 2: one feature map of the largest size serves every gear, in pieces above the split size
         opts = self.plan.options
+        self.fm_bytes_per_gear = {g: feature_bytes(p) for g, p in plans.items()}
+        self._cuts, self.piece_bytes = set_pieces(plans, opts.gear_memory_split_bytes)
+        if len(self.piece_bytes) > 1 and opts.feature_base_refreshable:
+            raise GEError("feature_base_refreshable with a split gear feature map: the refreshable base is one "
+                          f"buffer, the gears' feature map is {len(self.piece_bytes)} pieces above "
+                          f"gear_memory_split_bytes={opts.gear_memory_split_bytes}; drop one of the two")
+        self._fm_bytes = sum(self.piece_bytes)
+        # Step 3: the pool of sets
         self._plans = plans
-        self._sets = InstancePool(lambda: _Set(plans, self._weights, self._fm_bytes, self.memory),
-                                  1 if opts.feature_base_refreshable else opts.executor_instances,
-                                  self._close_set, _Set(plans, self._weights, self._fm_bytes, self.memory))
+        new_set = lambda: _Set(plans, self._weights, self.piece_bytes, self._cuts, self.memory)  # noqa: E731
+        self._sets = InstancePool(new_set, 1 if opts.feature_base_refreshable else opts.executor_instances,
+                                  self._close_set, new_set())
         self._count = threading.Lock()
         self._gear_runs = dict.fromkeys(self.gears, 0)
         self._padded_runs = 0
@@ -202,7 +216,8 @@ class GearedExecutor:
     # -- stats ---------------------------------------------------------------------------------------
     @property
     def feature_map_bytes(self) -> int:
-        """Feature-map bytes held: one buffer of the largest gear's size per set (not one per gear)."""
+        """Feature-map bytes held: per set one buffer of the largest gear's size (not one per gear), or the
+        sum of its pieces when split."""
         return len(self._sets.all) * self._fm_bytes
 
     def stats(self) -> dict:
@@ -212,6 +227,8 @@ class GearedExecutor:
                    "padded_runs": self._padded_runs, "sets": len(self._sets.all),
                    "feature_map_bytes": len(self._sets.all) * self._fm_bytes}
         out.update(feature_map_bytes_per_gear=dict(self.fm_bytes_per_gear),
+                   feature_map_pieces=list(self.piece_bytes),
+                   feature_map_pieces_per_gear={g: piece_sizes(p, self._cuts[g]) for g, p in self._plans.items()},
                    weight_copies=len(self._images), weights_bytes=sum(i.nbytes for i in self._images))
         return out
 

@@ -7,7 +7,8 @@
      arguments of all launches, 3 = the error status (not a buffer: native.STATUS), 4 = the fixed feature
      map (blocks of tasks that keep their addresses, Options.fixed_address_ops: never re-bound, so slot 1 is
      the refreshable part), 5 + k = the k-th I/O block (a graph input, or a produced graph output with its
-     aliases; a state block, Options.state_pairs). Per run only the I/O slots are patched: a user array
+     aliases; a state block, Options.state_pairs), then one slot per further piece of the feature-map slot
+     when batch gears split it (`cuts`, runtime_v1/gear_memory.py). Per run only the I/O slots are patched: a user array
      becomes the slot (zero copy), so the task tables never change after load; a re-bound feature map
      (executor.py) is one slot too.
   3. Tasks: one per launched node (alias nodes and no-task Concats give none), in plan order, grouped per
@@ -32,6 +33,7 @@ Tiled tasks (block_dim > 1) need launch slots on the AI cores (one per stream th
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import os
 import time
@@ -100,7 +102,8 @@ class IoSlot:
 class Model:
     """What every run of a loaded plan shares: tables, thunks, weights, argument pool, I/O binding plan."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, cuts: tuple[int, ...] = ()):
+        # cuts: offsets of the feature-map slot where pieces 1.. start, each piece its own buffer and slot
         t0 = time.perf_counter()
         self.plan = plan
         _check_static(plan)
@@ -117,7 +120,10 @@ class Model:
         self.io = tuple(IoSlot(IO0 + k, r, mem.tensors[r].offset, plan.tensors[r].nbytes, mem.tensors[r].segment)
                         for k, r in enumerate(io_roots))
         self.io_slot = {s.tensor: s for s in self.io}
-        self.n_slots = IO0 + len(self.io)
+        self.pieces = IO0 + len(self.io)      # piece k >= 1 of the feature-map slot is slot pieces + k - 1
+        self.cuts = tuple(cuts)
+        self.n_slots = self.pieces + len(self.cuts)
+        self.atomic = self._atomic_spans()   # [(slot, start, stop)]: the region a run zeroes first
         # state pairs (Options.state_pairs): (input slot, output slot); a run reads one block, writes the other
         self.states = tuple((self.io_slot[i].slot, self.io_slot[o].slot) for i, o in plan.states)
         per_op = plan.options.atomic_clean_policy == 1
@@ -140,16 +146,32 @@ class Model:
         self.load_seconds = time.perf_counter() - t0
 
     # -- Step 3 --------------------------------------------------------------------------------
+    def _fm(self, off: int) -> tuple[int, int]:
+        """(slot, offset) of a byte offset of the feature-map slot: its piece when cut."""
+        k = bisect.bisect_right(self.cuts, off)
+        return (FEATURE_MAP, off) if k == 0 else (self.pieces + k - 1, off - self.cuts[k - 1])
+
+    def _atomic_spans(self) -> tuple[tuple[int, int, int], ...]:
+        """The atomic region [atomic_at, feature_bytes) as (slot, start, stop) per piece it covers."""
+        bounds = (0, *self.cuts, self.feature_bytes)
+        spans = []
+        for lo, hi in zip(bounds, bounds[1:]):
+            a, b = max(lo, self.atomic_at), min(hi, self.feature_bytes)
+            if a < b:
+                slot, off = self._fm(a)
+                spans.append((slot, off, off + b - a))
+        return tuple(spans)
+
     def _locate(self, t: int) -> tuple[int, int]:
         m = self.plan.memory.tensors[t]
         if m.segment == "weights":
             return WEIGHTS, m.offset
         if m.segment == "feature_map":
-            return FEATURE_MAP, m.offset
+            return self._fm(m.offset)
         if m.segment == "fixed":
             return FIXED, m.offset
         if m.segment == "atomic":
-            return FEATURE_MAP, self.atomic_at + m.offset
+            return self._fm(self.atomic_at + m.offset)
         if m.segment in ("io", "variable"):
             return self.io_slot[self.root[t]].slot, 0
         raise GEError(f"tensor '{m.name}' has no static placement ({m.segment}); runtime_v1 needs a static plan")
@@ -163,9 +185,10 @@ class Model:
             spec = plan.tensors[t]
             buffers.append((*self._locate(t), spec.nbytes // spec.dtype.itemsize, spec.dtype))
         planned = plan.memory.workspaces[node.step]
-        ws_slot = FIXED if node.step in plan.memory.fixed_workspaces else FEATURE_MAP
+        fixed = node.step in plan.memory.fixed_workspaces
         for k, w in enumerate(launch.workspaces):
-            buffers.append((ws_slot, planned[k][0] if k < len(planned) else 0, w.size, w.dtype))
+            off = planned[k][0] if k < len(planned) else 0
+            buffers.append((*((FIXED, off) if fixed else self._fm(off)), w.size, w.dtype))
         forced = os.environ.get("GE_V1_FALLBACK", "")
         reason = "forced by GE_V1_FALLBACK" if forced and (forced == "all" or node.op_type in forced.split(",")) \
             else ""

@@ -55,3 +55,30 @@ def test_readme_table_lists_every_ge_option():
     table = text[start:text.index("\n#", start + 5)]
     for key in (*GE_ALIASES, *GE_REFUSED, *MEMORY_POLICY):
         assert f"`{key}`" in table, f"README's GE-options table does not list {key}"
+
+
+def test_readme_table_names_real_fields_and_the_environment():
+    """The table's ge column names existing Options fields only (no stale names), every field a GE alias sets
+    is named in its row, and the GE environment variables ge reads are listed."""
+    import dataclasses
+    text = README.read_text()
+    start = text.index("### GE options")
+    rows = [r for r in text[start:text.index("\n#", start + 5)].splitlines() if r.startswith("| `")]
+    fields = {f.name for f in dataclasses.fields(ge.Options)}
+    samples = {"ge.exec.staticMemoryPolicy": "2", "EVENT": "notify", "ac_parallel_enable": "0",
+               "AC_PARALLEL_ENABLE": "0", "ge.autoMultistreamParallelMode": "auto", "HCCL_EXEC_TIMEOUT": "5",
+               "ge.exec.precision_mode_v2": "fp16", "ge.exec.modify_mixlist": (), "modify_mixlist": (),
+               "keep_dtype": "x", "ge.dynamicBatchSize": "1,2", "dynamic_batch_size": "1,2",
+               "ge.streamMaxParallelNum": "AIcoreEngine:2", "ge.exec.deviceId": "0"}
+    for row in rows:
+        ge_col = row.split("|")[2]
+        for name in re.findall(r"`([a-z_]+)(?:=[^`]*)?`", ge_col):
+            assert name in fields, f"README's GE-options row names '{name}', which Options does not have: {row[:80]}"
+    for key, alias in GE_ALIASES.items():
+        pair = alias(samples.get(key, "1"))
+        if pair is None:
+            continue
+        row = next(r for r in rows if f"`{key}`" in r.split("|")[1])
+        assert f"`{pair[0]}" in row.split("|")[2], f"README's row for {key} does not name the field {pair[0]}"
+    for env in ("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "OP_NO_REUSE_MEM"):
+        assert any(f"`{env}`" in r.split("|")[1] for r in rows), f"README's GE-options table lacks {env}"

@@ -2,7 +2,9 @@
 HybridMemAssigner, plus the offset planners of best_fit.py and two_sided.py). Ties go to the earlier
 candidate in ASSIGNERS.
 
-`assign(buffers, name="hybrid")` returns (winner, totals per candidate); a single name runs only that one.
+`assign(buffers, name="hybrid")` returns (winner, totals per candidate); a single name runs only that one;
+"blocks" runs the block strategies only (GE's HybridMemAssigner: whole blocks, no partial overlaps, which
+runtime_v1's gear memory split needs to cut between them).
 """
 from __future__ import annotations
 
@@ -22,9 +24,10 @@ ASSIGNERS["no-reuse"] = no_reuse
 
 def assign(buffers, name: str = "hybrid") -> tuple[Assignment, dict[str, int], dict[str, float]]:
     """(winning assignment, total bytes per candidate, seconds per candidate)."""
-    if name != "hybrid" and name not in ASSIGNERS:
-        raise ValueError(f"unknown memory assigner '{name}'; choose hybrid or one of {', '.join(ASSIGNERS)}")
-    names = [n for n in ASSIGNERS if n != "no-reuse"] if name == "hybrid" else [name]
+    if name not in ("hybrid", "blocks") and name not in ASSIGNERS:
+        raise ValueError(f"unknown memory assigner '{name}'; choose hybrid, blocks or one of {', '.join(ASSIGNERS)}")
+    names = ([n for n in ASSIGNERS if n != "no-reuse"] if name == "hybrid" else
+             [s.name for s in BLOCK_STRATEGIES] if name == "blocks" else [name])
     best, totals, seconds = None, {}, {}
     for n in names:
         t0 = time.perf_counter()

@@ -24,13 +24,17 @@ class EngineInfo:
     independent: bool = False  # needs its own stream, never shared (GE: DNN_HCCL)
     attach: bool = False       # may ride on a predecessor's stream of another engine
     cost: int = 10             # compute cost: the lowest wins among reusable predecessors
+    # False: its tasks take no user address (GE: HcclTaskInfo::Init calls DisableZeroCopy on its I/O unless
+    # the task def flags zero copy; seed 000 §2 "某些特殊算子如HCOM...不支持地址刷新"): their graph I/O is
+    # copied at the boundary (ge.plan.no_zero_copy_steps)
+    address_refresh: bool = True
 
 
 ENGINE_INFO = {
     AICORE: EngineInfo(AICORE, cost=10),
     AICPU: EngineInfo(AICPU, attach=True, cost=30),
     DVPP: EngineInfo(DVPP, attach=True, cost=20),
-    HCCL: EngineInfo(HCCL, independent=True, cost=40),
+    HCCL: EngineInfo(HCCL, independent=True, cost=40, address_refresh=False),
     GE_LOCAL: EngineInfo(GE_LOCAL, attach=True, cost=0),
 }
 

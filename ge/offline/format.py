@@ -114,6 +114,7 @@ def plan_document(plan: Plan, enc: _Encoder | None = None, prefix: str = "") -> 
                "tensors": [[getattr(t, f) for f in fields] for t in m.tensors],
                "workspaces": [[list(w) for w in ws] for ws in m.workspaces],
                "segments": dict(m.segments),
+               "fixed_workspaces": sorted(m.fixed_workspaces),   # steps whose workspaces are in "fixed"
                "stats": {f.name: enc.value(getattr(s, f.name), f"memory stat {f.name}")
                          for f in dataclasses.fields(MemoryStats)}}
     doc = {"format": FORMAT, "version": VERSION, "name": plan.name, "options": opts,

@@ -28,7 +28,7 @@ from .format import FORMAT, GEARS, READS, VERSION, digest_matches
 
 DTYPES = FROM_TOKEN   # the element types ge computes in, by their .str (bfloat16 by name)
 KINDS = ("input", "const", "activation")
-SEGMENTS = ("weights", "feature_map", "atomic", "io", "dynamic")
+SEGMENTS = ("weights", "feature_map", "atomic", "io", "dynamic", "fixed")
 MAX_RANK, MAX_DIM, MAX_NAME = 32, 1 << 40, 4096
 MAX_DEPTH = 16   # bodies inside bodies, as the ONNX frontend allows
 VALUE_KINDS = ("tensor", "sequence", "optional", "optional_sequence")
@@ -358,4 +358,6 @@ def _memory(m, tensors, n_n, arrays, where) -> MemoryPlan | None:
     if not all(isinstance(getattr(stats, k), (int, float)) and math.isfinite(getattr(stats, k))
                for k in ("feature_map_bytes", "no_reuse_bytes", "lower_bound_bytes", "seconds")):
         raise _bad(f"{where}.stats", "sizes must be finite numbers")
-    return MemoryPlan(tuple(mems), tuple(workspaces), segments, stats)
+    fixed = frozenset(integer(s, f"{where}.fixed_workspaces", 0, n_n - 1)
+                      for s in array(m.get("fixed_workspaces", []), f"{where}.fixed_workspaces"))
+    return MemoryPlan(tuple(mems), tuple(workspaces), segments, stats, fixed)

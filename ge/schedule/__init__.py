@@ -50,16 +50,20 @@ def schedule(order, engines, options) -> Schedule:
     events = plan_events(preds, a.streams) if a.num_streams > 1 else EventPlan((), 0, 0, 0)
     if options.max_tasks_per_stream and a.single_stream_reason is None:
         a, events, preds = _split(a, events, preds, options.max_tasks_per_stream)
-    cap = options.max_events
+    # GE's EVENT=notify: every sync is a SendNotify/RecvNotify pair instead, from the notify pool (at most
+    # kMaxNotifyNum = 1024 at compile); the runtimes wait on a notify as on an event
+    notify = options.sync_kind == "notify"
+    cap, what = (options.max_notifies, "notify") if notify else (options.max_events, "event")
+    events = dataclasses.replace(events, kind=options.sync_kind)
     if events.events and (options.event_multiplexing or (cap and len(events.events) > cap)):
-        reused = multiplex_events(events.events, a.streams)   # also when the device's events run out
-        log.info("event multiplexing: %d events on %d ids", len(reused), len({e.id for e in reused}))
+        reused = multiplex_events(events.events, a.streams)   # also when the device's ids run out
+        log.info("%s multiplexing: %d syncs on %d ids", what, len(reused), len({e.id for e in reused}))
         events = dataclasses.replace(events, events=reused)
     ids = len({e.id for e in events.events})
     if cap and ids > cap:
-        raise GEError(f"the plan needs {ids} event ids even with multiplexing ({len(events.events)} events on "
-                      f"{a.num_streams} streams), the device has max_events {cap}: raise max_events or lower "
-                      "max_streams")
+        option = "max_notifies" if notify else "max_events"
+        raise GEError(f"the plan needs {ids} {what} ids even with multiplexing ({len(events.events)} syncs on "
+                      f"{a.num_streams} streams), the device has {option} {cap}: raise {option} or lower max_streams")
     problems = verify_events(preds, a.streams, events.events)
     if problems:
         raise GEError(f"stream events do not cover the order's dependencies: {problems[:3]}")

@@ -33,9 +33,11 @@ class EventPlan:
     after_ge_rules: int      # left after GE's send/recv rules
     after_reduction: int     # left after the transitive reduction (== len(events) in that mode)
     mode: str = "transitive"
+    kind: str = "event"      # or "notify" (Options.sync_kind, GE's EVENT option): SendNotify/RecvNotify pairs
 
     def summary(self) -> str:
-        return (f"events: {self.cross_edges} cross-stream edges -> {self.after_ge_rules} after GE's rules -> "
+        what = "notifies" if self.kind == "notify" else "events"
+        return (f"{what}: {self.cross_edges} cross-stream edges -> {self.after_ge_rules} after GE's rules -> "
                 f"{self.after_reduction} after transitive reduction (kept {len(self.events)}, mode {self.mode})")
 
     def to_dicts(self, names=None) -> list[dict]:

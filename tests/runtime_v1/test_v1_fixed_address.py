@@ -57,3 +57,49 @@ def test_results_equal_with_and_without_the_rule(runtime):
             got.append(s.run(None, {"x": x, "w": w}))
     for a, b in zip(*got):
         np.testing.assert_array_equal(a, b)
+
+
+def test_hcom_tasks_copy_their_graph_io_by_the_kernel_contract():
+    """GE_REFERENCE 4.1 and GE's HcclTaskInfo::Init (DisableZeroCopy on an HCCL task's I/O); seed 000 §2
+    "某些特殊算子如HCOM...不支持地址刷新": no option and no attribute, the Hcom kernel's engine (HCCL,
+    EngineInfo.address_refresh False) declares it. runtime_v1 copies its graph I/O; runtime_v2 gives every
+    task the run's addresses, so both results are equal."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hccl"))
+    from hccl_models import one_op
+    from ge.npu.engines import ENGINE_INFO, HCCL
+    from ge.plan import fixed_address_steps, no_zero_copy_steps
+    assert not ENGINE_INFO[HCCL].address_refresh and all(e.address_refresh for k, e in ENGINE_INFO.items()
+                                                         if k != HCCL)
+    model = one_op("HcomAllReduce", [4, 6], reduction="sum")
+    plan = ge.compile(model)
+    assert no_zero_copy_steps(plan) == {0} and not fixed_address_steps(plan)   # the boundary only, no fixed segment
+    assert {plan.tensors[t].name for t in copy_only_io(plan)} == {"x0", "y0"}
+    x = aligned_empty((4, 6), np.float32)
+    x[...] = np.arange(24, dtype=np.float32).reshape(4, 6)
+    got = {}
+    for runtime in ("v1", "v2"):
+        s = ge.Session(model, runtime=runtime, options=ge.Options(parallel="data", device_count=2))
+        got[runtime] = s.run(None, {"x0": x})[0]
+        if runtime == "v1":
+            st = s.stats()
+            assert st["copy_only_inputs"] == 1 and st["zero_copy_inputs"] == 0 and st["copied_outputs"] == 1
+    np.testing.assert_array_equal(got["v1"], got["v2"])
+    np.testing.assert_array_equal(got["v1"], np.tile(x[:2] + x[2:], (2, 1)))
+
+
+def test_a_fixed_segment_survives_a_gem_round_trip(tmp_path):
+    """The fixed segment (GE_REFERENCE 2.11 is_fixed_addr_prior) and the steps whose workspaces sit in it are
+    saved in the .gem (ge/offline), so a loaded plan keeps the fixed task's blocks resident."""
+    from ge.offline import load, save
+    from test_v1_segmented_feature_map import _model as chain, _want
+    plan = ge.compile(chain(), {"fixed_address_ops": "fix"})
+    assert plan.memory.segments["fixed"] > 0
+    back = load(save(plan, tmp_path / "fixed.gem"))
+    assert dict(back.memory.segments) == dict(plan.memory.segments)
+    assert back.memory.fixed_workspaces == plan.memory.fixed_workspaces
+    assert [m.segment for m in back.memory.tensors] == [m.segment for m in plan.memory.tensors]
+    x = np.random.default_rng(6).standard_normal((64, 64)).astype(np.float32)
+    with ge.Session(back, runtime="v1") as s:
+        np.testing.assert_allclose(s.run(None, {"x": x})[0], _want(x), rtol=1e-6)
