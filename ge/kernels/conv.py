@@ -337,7 +337,7 @@ def _plan(mode: int, geom, Cg: int, mb: int, rows: int, itemsize: int):
     if mode == DEPTHWISE:  # a padded plane, a tile of rows at a time, and two vectors of slack for row tails
         tile = min(OH, max(8, DEPTHWISE_GRID // Wq // 8 * 8))  # whole register tiles of rows (8 or 4)
         size = _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + 32
-        if use_blocked(int(geom[21]), int(geom[5] // geom[21]), 64 // itemsize):  # or its channels-blocked tile
+        if use_blocked(int(geom[21]), int(geom[5] // geom[21]), 64 // itemsize, sw):  # or its channels-blocked tile
             size = max(size, _round16(int(blocked_rows(OH, OW, KH, KW, sh, sw)[2])))
         return tile, size, 0
     if mode == SHIFTED:  # GEMMs on a shifted padded input

@@ -29,7 +29,7 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
     output channels. taps: KH*KW int64 scratch; ws: this block's workspace (conv._plan's DEPTHWISE size)."""
     KT, A, B, S = KH * KW, min(sh, KH), min(sw, KW), OH * OW
     fused = not has_z and (act == NONE or act == RELU or act == CLIP or act == HARD_SIGMOID or act == HARD_SWISH)
-    if use_blocked(G, Mg, vlanes(y)):
+    if use_blocked(G, Mg, vlanes(y), sw):
         _blocked(x, w, b, y, ws, taps, q0, q1, G, H, W, OH, OW, KH, KW, sh, sw, ph, pw, has_b, fused, act, p0, p1)
         for q in range(q0, q1):
             if not fused:
@@ -180,9 +180,10 @@ BLOCKED_TILE = 32768  # floats of blocked input per tile (128 KiB, in L2; the KH
 
 
 @njit(cache=True)
-def use_blocked(G, Mg, lanes):
-    """Whether DEPTHWISE runs blocked: one output channel per group, float32, at least a block of planes."""
-    return Mg == 1 and lanes == 16 and G >= 16
+def use_blocked(G, Mg, lanes, sw):
+    """Whether DEPTHWISE runs blocked: one output channel per group, float32, at least a block of planes,
+    unit column stride (a row's pixels one vector apart: their loads share one address register)."""
+    return Mg == 1 and lanes == 16 and G >= 16 and sw == 1
 
 
 @njit(cache=True)
@@ -233,7 +234,6 @@ def _blocked_in(x, xo, P, nc, H, W, i0, R, p, d0, Wp, pw):
 def _blocked_out(p, d0, Wp, taps, y, yo, S, nc, OW, rows, sh, sw, bv, act, c0, c1, lo, hi):
     """Output rows 0 .. rows of planes yo + c*S (c < nc) from the tile at p[d0:] (the weights at p[0:], a
     vector a tap): 16 pixels of a row at a time in 16 FMA chains, transposed back into channel rows."""
-    st = 16 * sw
     for r in range(rows):
         for j in range(0, OW, 16):
             s, n = d0 + (r * sh * Wp + j * sw) * 16, min(16, OW - j)
@@ -242,21 +242,21 @@ def _blocked_out(p, d0, Wp, taps, y, yo, S, nc, OW, rows, sh, sw, bv, act, c0, c
             for t in range(taps.size):
                 wv, o = vload(p, 16 * t), s + taps[t]
                 a0 = vfma(wv, vload(p, o), a0)
-                a1 = vfma(wv, vload(p, o + 1 * st), a1)
-                a2 = vfma(wv, vload(p, o + 2 * st), a2)
-                a3 = vfma(wv, vload(p, o + 3 * st), a3)
-                a4 = vfma(wv, vload(p, o + 4 * st), a4)
-                a5 = vfma(wv, vload(p, o + 5 * st), a5)
-                a6 = vfma(wv, vload(p, o + 6 * st), a6)
-                a7 = vfma(wv, vload(p, o + 7 * st), a7)
-                a8 = vfma(wv, vload(p, o + 8 * st), a8)
-                a9 = vfma(wv, vload(p, o + 9 * st), a9)
-                a10 = vfma(wv, vload(p, o + 10 * st), a10)
-                a11 = vfma(wv, vload(p, o + 11 * st), a11)
-                a12 = vfma(wv, vload(p, o + 12 * st), a12)
-                a13 = vfma(wv, vload(p, o + 13 * st), a13)
-                a14 = vfma(wv, vload(p, o + 14 * st), a14)
-                a15 = vfma(wv, vload(p, o + 15 * st), a15)
+                a1 = vfma(wv, vload(p, o + 1 * 16), a1)
+                a2 = vfma(wv, vload(p, o + 2 * 16), a2)
+                a3 = vfma(wv, vload(p, o + 3 * 16), a3)
+                a4 = vfma(wv, vload(p, o + 4 * 16), a4)
+                a5 = vfma(wv, vload(p, o + 5 * 16), a5)
+                a6 = vfma(wv, vload(p, o + 6 * 16), a6)
+                a7 = vfma(wv, vload(p, o + 7 * 16), a7)
+                a8 = vfma(wv, vload(p, o + 8 * 16), a8)
+                a9 = vfma(wv, vload(p, o + 9 * 16), a9)
+                a10 = vfma(wv, vload(p, o + 10 * 16), a10)
+                a11 = vfma(wv, vload(p, o + 11 * 16), a11)
+                a12 = vfma(wv, vload(p, o + 12 * 16), a12)
+                a13 = vfma(wv, vload(p, o + 13 * 16), a13)
+                a14 = vfma(wv, vload(p, o + 14 * 16), a14)
+                a15 = vfma(wv, vload(p, o + 15 * 16), a15)
             v = vtrans16(_finish(a0, bv, act, c0, c1, lo, hi), _finish(a1, bv, act, c0, c1, lo, hi),
                          _finish(a2, bv, act, c0, c1, lo, hi), _finish(a3, bv, act, c0, c1, lo, hi),
                          _finish(a4, bv, act, c0, c1, lo, hi), _finish(a5, bv, act, c0, c1, lo, hi),
