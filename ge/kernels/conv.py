@@ -64,7 +64,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .conv_depthwise import blocked_rows, depthwise, use_blocked
+from .conv_depthwise import depthwise
 from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, implicit, input_layout, padded_channels
 from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shifted, _valid
 from .epilogue import activation_args, epilogue
@@ -336,10 +336,7 @@ def _plan(mode: int, geom, Cg: int, mb: int, rows: int, itemsize: int):
         return tile, 0 if how == IN_PLACE else lw, 0
     if mode == DEPTHWISE:  # a padded plane, a tile of rows at a time, and two vectors of slack for row tails
         tile = min(OH, max(8, DEPTHWISE_GRID // Wq // 8 * 8))  # whole register tiles of rows (8 or 4)
-        size = _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + 32
-        if use_blocked(int(geom[21]), int(geom[5] // geom[21]), 64 // itemsize, sw):  # or its channels-blocked tile
-            size = max(size, _round16(int(blocked_rows(OH, OW, KH, KW, sh, sw)[2])))
-        return tile, size, 0
+        return tile, _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + 32, 0
     if mode == SHIFTED:  # GEMMs on a shifted padded input
         tile = min(rows, max(-(-GEMM_MIN_COLUMNS // Wq), GRID_ELEMS // ((mb + A * B * Cg) * Wq)))
         cs = int(_channel_stride(tile + (KH - 1) // sh, Wq))

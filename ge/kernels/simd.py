@@ -24,8 +24,6 @@ AVX-512).
     veven(a, b), vodd(a, b)  the even (odd) lanes of a then b: a stride-2 row split into its two phases
     vtrans8(r0, ..., r7)     8 vectors (rows r, lanes m) -> 8 vectors t: t[j] lane d = r[d % 8] lane
                              j*(lanes//8) + d//8 (float64: the transpose; float32: channels 2j, 2j+1 in halves)
-    vtrans16(r0, ..., r15)   16 vectors (rows r, lanes m) -> t[m] lane r = r[r] lane m: float32 the transpose
-                             (float64: each eight's transpose; typed so one kernel source serves both)
     vstore_hi(arr, i, v, n)  arr[i:i+n] = v[lanes/2 : lanes/2+n]   (masked)
     vlo(a, b), vhi(a, b)     the low (high) halves of a and b, one after the other
     vsum(v)                  the lanes' sum, added in lane order (an ordered reduction: the same bits always)
@@ -309,37 +307,6 @@ def vtrans8(typingctx, r0, r1, r2, r3, r4, r5, r6, r7):
     def codegen(context, builder, sig, args):
         vec = list(args)
         for stage in _transpose_masks(r0.lanes):
-            new = list(vec)
-            for i, j, mi, mj in stage:
-                new[i] = builder.shuffle_vector(vec[i], vec[j], ir.Constant(ir.VectorType(_I32, r0.lanes), mi))
-                new[j] = builder.shuffle_vector(vec[i], vec[j], ir.Constant(ir.VectorType(_I32, r0.lanes), mj))
-            vec = new
-        return context.make_tuple(builder, out, vec)
-    return out(*rows), codegen
-
-
-def _swap_stages(n: int, count: int):
-    """vtrans16's 2-input shuffles on `count` vectors of n lanes: stage s swaps bit s of the vector index
-    with bit s of the lane index between vectors i and i | 1<<s (the second input's lanes are n..2n-1)."""
-    stages = []
-    for s in range(n.bit_length() - 1):
-        b = 1 << s
-        mi = [m if not m & b else n + (m ^ b) for m in range(n)]
-        mj = [m | b if not m & b else n + m for m in range(n)]
-        stages.append([(i, i | b, mi, mj) for i in range(count) if not i & b])
-    return stages
-
-
-@intrinsic
-def vtrans16(typingctx, r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15):
-    rows = (r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15)
-    if not (isinstance(r0, Vec) and all(r == r0 for r in rows)):
-        raise TypeError(f"vtrans16: expected sixteen equal Vec types, got {rows}")
-    out = types.UniTuple(r0, 16)
-
-    def codegen(context, builder, sig, args):
-        vec = list(args)
-        for stage in _swap_stages(r0.lanes, 16):
             new = list(vec)
             for i, j, mi, mj in stage:
                 new[i] = builder.shuffle_vector(vec[i], vec[j], ir.Constant(ir.VectorType(_I32, r0.lanes), mi))
