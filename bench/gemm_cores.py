@@ -4,7 +4,7 @@ and its 2 blocks on 2 Python threads at once (a stand-in for the AI-core team), 
 
     python bench/gemm_cores.py [--rounds 11] [--quick]
 
-Shapes: a conv-shaped GEMM (M 256, N 3136 = 56x56, K 576 = 64x3x3) through MatMul, every distinct conv of
+Shapes: a conv-shaped GEMM (M 256, N 3136 = 56x56, K 576 = 64x3x3) and 1024^3 through MatMul, every distinct conv of
 ONNX's light ResNet-50 at batch 1 (also totalled, weighted by how often each occurs), a VGG-19 conv and
 BERT-base's FFN MatMul (128 x 768 x 3072). numpy's GEMM for a conv is W[M, K] @ col[K, OH*OW] with col
 unfolded beforehand (not timed).
@@ -228,7 +228,8 @@ def conv_gemm(xs, ws, attrs):
 
 def cases(quick: bool):
     """[(name, count, op, shapes, attrs, (M, N, K))]"""
-    out = [("GEMM 256x3136x576", 0, "MatMul", [(256, 576), (576, 3136)], {}, (256, 3136, 576))]
+    out = [("GEMM 256x3136x576", 0, "MatMul", [(256, 576), (576, 3136)], {}, (256, 3136, 576)),
+           ("GEMM 1024^3", 0, "MatMul", [(1024, 1024), (1024, 1024)], {}, (1024, 1024, 1024))]
     convs = [(c, x, w, {"strides": list(st), "pads": list(p)}) for c, x, w, st, p, g in resnet50_convs() if g == 1]
     if quick:
         convs = [c for c in convs if c[1][1:] in ((64, 56, 56), (256, 14, 14), (512, 7, 7), (1024, 14, 14))]

@@ -36,6 +36,7 @@ CONV_CASES = [
     ((1, 3, 20, 20), (4, 3, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),          # stem-like
     ((1, 3, 12), (4, 3, 3), {"pads": [1, 2], "strides": [2]}),                         # 1-D
     ((1, 2, 5, 6, 7), (3, 2, 3, 2, 3), {"pads": [1, 0, 1, 1, 1, 0], "strides": [1, 2, 2]}),  # 3-D
+    ((1, 3, 9, 37), (3, 1, 3, 5), {"group": 3, "pads": [0, 2, 1, 0]}),  # depthwise rows of 3 vectors, padded one side
 ]
 
 
