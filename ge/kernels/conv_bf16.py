@@ -22,6 +22,8 @@ chunk's tiles: each group's y rows are written in runs (tiles outside groups wro
 ran 1.5x slower on 64 -> 256 1x1 convs).
 Positions sit in the lanes (not channels, as IMPLICIT and conv_vnni do) so the epilogue works on whole
 vectors of one channel's contiguous outputs: with channels in the lanes it is a transpose.
+_tile and _store are `by_type` (specialize.py): called with literal channel rows and flags they compiled
+once per literal, 24 -> 12 s cold for the kernel.
 Blocks (AI cores) take ranges of output rows; K is never split and each output's sum runs over K pairs in
 the same order whatever the tile, so the bits are the same for any block count.
 """
@@ -34,13 +36,15 @@ from ..ir.dtypes import BFLOAT16
 from .conv import _conv_shape
 from .gemm import MIN_BLOCK_MACS
 from .registry import KernelContext, Launch, TensorSpec, register
+from .specialize import by_type
 from .simd_bf16 import bvadd_bf16, bvbcast2, bvbias_relu, bvdot, bvload2, bvstore32, bvzero
 from .tiling import block_dim_for, block_range, largest_share
 
 MR, NP = 8, 32       # a register tile: output channels x positions (2 vectors)
 SLACK = NP + 16      # positions past a block's grid the last tile may read
 ROW_TILES = 24       # output rows at least this wide are tiled row by row
-CHUNK_BYTES = 1 << 16  # positions a chunk: their input (all K) stays in L1 / L2 for every channel group
+CHUNK_BYTES = 1 << 18  # tiles a chunk: their input (all K) stays in L2 for every channel group (1 << 16:
+# 10-20% slower on the 56 x 56 convs, 1 << 20 the same)
 
 
 def _has_bf16() -> bool:
@@ -129,6 +133,7 @@ def _offsets(C2, KH, KW, sh, sw, PL, Wq, koff):
                                                    kw // sw) * 2)
 
 
+@by_type
 @njit(nogil=True, cache=True)
 def _epi(v, b, z, zo, has_z, relu):
     """Step 4's arithmetic on one accumulator: + bias, + Z[zo:zo+16] when has_z, Relu."""
@@ -138,6 +143,7 @@ def _epi(v, b, z, zo, has_z, relu):
     return bvbias_relu(v, 0.0, relu)
 
 
+@by_type
 @njit(nogil=True, cache=True)
 def _store(v0, v1, y, tb, j, m, M, b, z, has_z, relu, yo, n, direct):
     """Step 4 for tile row j (channel m): its two accumulators, positions yo .. yo + n (n <= 32)."""
@@ -149,6 +155,7 @@ def _store(v0, v1, y, tb, j, m, M, b, z, has_z, relu, yo, n, direct):
         bvstore32(tb, j * NP, _epi(v0, b[m], z, 0, False, relu), _epi(v1, b[m], z, 0, False, relu), NP)
 
 
+@by_type
 @njit(nogil=True, cache=True)
 def _tile(xp, wp, y, tb, b, z, koff, g, p, n, yo, direct, OW, Wq, M, S, has_z, relu):
     """Steps 3 and 4 for channel group g, grid columns [p, p + n) (n <= 32): stored at y offset yo when
