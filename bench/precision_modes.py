@@ -70,10 +70,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=10)
     a = ap.parse_args()
     if a.speed:
-        print(f"allow_mix_precision_bf16 speed, one core, runtime_{a.runtime}, {datetime.datetime.now():%Y-%m-%d %H:%M},"
-              f" {machine()}; best of {a.rounds}, alternating")
-        print("| model | ge f32 ms | ge bf16 ms | ORT f32 ms | bf16 vs ge f32 | bf16 vs ORT f32 | top-1 |\n|---|---|---|"
-              "---|---|---|---|")
+        print(f"allow_mix_precision_bf16 speed, one core, runtime_{a.runtime}, "
+              f"{datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}; best of {a.rounds}, alternating")
+        print("| model | ge f32 ms | ge bf16 ms | ORT f32 ms | bf16 vs ge f32 | bf16 vs ORT f32 | top-1 |\n"
+              "|---|---|---|---|---|---|---|")
         for name in (a.models if a.models != ",".join(LIGHT_MODELS) else "resnet50").split(","):
             print(speed_row(name, a.runtime, a.rounds), flush=True)
         return

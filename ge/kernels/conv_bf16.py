@@ -22,8 +22,8 @@ chunk's tiles: each group's y rows are written in runs (tiles outside groups wro
 ran 1.5x slower on 64 -> 256 1x1 convs).
 Positions sit in the lanes (not channels, as IMPLICIT and conv_vnni do) so the epilogue works on whole
 vectors of one channel's contiguous outputs: with channels in the lanes it is a transpose.
-_tile and _store are `by_type` (specialize.py): called with literal channel rows and flags they compiled
-once per literal, 24 -> 12 s cold for the kernel.
+_tile is `by_type` (specialize.py): called with literal flags it compiled once per literal (24 -> 12 s cold
+with _store by_type too); _store and _epi are inlined in Numba's IR (as calls, 1x1 convs ran 7% slower).
 Blocks (AI cores) take ranges of output rows; K is never split and each output's sum runs over K pairs in
 the same order whatever the tile, so the bits are the same for any block count.
 """
@@ -133,8 +133,7 @@ def _offsets(C2, KH, KW, sh, sw, PL, Wq, koff):
                                                    kw // sw) * 2)
 
 
-@by_type
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def _epi(v, b, z, zo, has_z, relu):
     """Step 4's arithmetic on one accumulator: + bias, + Z[zo:zo+16] when has_z, Relu."""
     v = bvbias_relu(v, b, 0)
@@ -143,8 +142,7 @@ def _epi(v, b, z, zo, has_z, relu):
     return bvbias_relu(v, 0.0, relu)
 
 
-@by_type
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def _store(v0, v1, y, tb, j, m, M, b, z, has_z, relu, yo, n, direct):
     """Step 4 for tile row j (channel m): its two accumulators, positions yo .. yo + n (n <= 32)."""
     if m >= M:

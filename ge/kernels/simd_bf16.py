@@ -115,7 +115,8 @@ def bvstore32(typingctx, arr, idx, v0, v1, n):
 
     def codegen(context, builder, sig, args):
         ary, i, a, b, cnt = args
-        h = builder.shuffle_vector(_round_bf16(builder, a), _round_bf16(builder, b), ir.Constant(ir.VectorType(_I32, 32), list(range(32))))
+        h = builder.shuffle_vector(_round_bf16(builder, a), _round_bf16(builder, b),
+                                   ir.Constant(ir.VectorType(_I32, 32), list(range(32))))
         data = context.make_array(arr)(context, builder, ary).data
         full = builder.icmp_signed(">=", cnt, ir.Constant(cnt.type, 32))
         with builder.if_else(full) as (then, other):

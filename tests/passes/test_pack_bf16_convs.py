@@ -15,9 +15,10 @@ BF16 = "allow_mix_precision_bf16"
 
 def _casts(m_out: int, c_in: int = 8, k: int = 3, **attrs):
     """x -> bf16 -> f32 -> Conv -> bf16 -> f32: the pattern allow_mix_precision_bf16 leaves around a Conv."""
-    return model([node("Cast", ["x"], ["xb"], to=TensorProto.BFLOAT16), node("Cast", ["xb"], ["x32"], to=TensorProto.FLOAT),
+    bf, f = TensorProto.BFLOAT16, TensorProto.FLOAT
+    return model([node("Cast", ["x"], ["xb"], to=bf), node("Cast", ["xb"], ["x32"], to=f),
                   node("Conv", ["x32", "w", "b"], ["c"], name="conv", **attrs),
-                  node("Cast", ["c"], ["yb"], to=TensorProto.BFLOAT16), node("Cast", ["yb"], ["y"], to=TensorProto.FLOAT)],
+                  node("Cast", ["c"], ["yb"], to=bf), node("Cast", ["yb"], ["y"], to=f)],
                  {"x": [1, c_in, 6, 6]}, ["y"], {"w": randn(m_out, c_in, k, k), "b": randn(m_out)})
 
 
@@ -72,14 +73,27 @@ def test_bf16_conv_matches_the_float32_path(case, monkeypatch):
 
 @needs_bf16
 def test_same_bits_for_any_core_count():
-    m, feeds = _conv_model(32, 64, 16, 3, 1, 1)
+    """Blocks take output rows, K is never split: 1 and 3 blocks (run one after the other) give the same bits."""
+    from ge.ir.dtypes import BFLOAT16
+    from ge.kernels import KernelContext, TensorSpec, lookup
+    from ge.kernels.registry import call
+    M, C, H = 64, 32, 16
+    x = randn(1, C, H, H).astype(BFLOAT16)
+    w = (randn(M, C, 3, 3) / 17).astype(BFLOAT16)
+    wp = np.empty(conv_bf16.packed_size(M, C, 3, 3), np.uint16)
+    conv_bf16.pack_weights(w.view(np.uint16).reshape(-1), M, C, 3, 3, wp)
+    b = randn(M)
     outs = []
-    for cores in (1, 2):
-        plan = ge.compile(m, ge.Options(precision_mode=BF16, aicore_num=cores))
-        (conv,) = [n for n in plan.nodes if n.op_type == "ConvBF16"]
-        outs.append((conv.launch.block_dim, ge.Session(plan, runtime="v1").run(None, feeds)[0]))
-    assert outs[0][0] == 1 and outs[1][0] == 2
-    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    for cores in (1, 3):
+        specs = [TensorSpec(x.shape, BFLOAT16), TensorSpec(wp.shape, BFLOAT16), TensorSpec(b.shape, np.float32)]
+        ctx = KernelContext("ConvBF16", "c", {"pads": [1] * 4, "weight_shape": [M, C, 3, 3], "activation": "Relu"},
+                            specs, [None] * 3, 1, cores=cores)
+        launch = lookup("ConvBF16", "ge").bind(ctx)
+        y = np.empty((1, M, H, H), BFLOAT16)
+        call(launch, [x, wp.view(BFLOAT16), b], [y])
+        outs.append((launch.block_dim, y))
+    assert outs[0][0] == 1 and outs[1][0] == 3
+    np.testing.assert_array_equal(outs[0][1].view(np.uint16), outs[1][1].view(np.uint16))
 
 
 @pytest.mark.parametrize("why,m", [
