@@ -22,8 +22,9 @@ chunk's tiles: each group's y rows are written in runs (tiles outside groups wro
 ran 1.5x slower on 64 -> 256 1x1 convs).
 Positions sit in the lanes (not channels, as IMPLICIT and conv_vnni do) so the epilogue works on whole
 vectors of one channel's contiguous outputs: with channels in the lanes it is a transpose.
-_tile is `by_type` (specialize.py): called with literal flags it compiled once per literal (24 -> 12 s cold
-with _store by_type too); _store and _epi are inlined in Numba's IR (as calls, 1x1 convs ran 7% slower).
+_tile, _store and _epi are inlined in Numba's IR from one call site each (as calls, with literal arguments,
+each literal mix compiled its own copy: 24 s cold; as by_type calls 12 s, and 1x1 convs ran 10-20% slower
+than now, ~9 s cold).
 Blocks (AI cores) take ranges of output rows; K is never split and each output's sum runs over K pairs in
 the same order whatever the tile, so the bits are the same for any block count.
 """
@@ -36,7 +37,6 @@ from ..ir.dtypes import BFLOAT16
 from .conv import _conv_shape
 from .gemm import MIN_BLOCK_MACS
 from .registry import KernelContext, Launch, TensorSpec, register
-from .specialize import by_type
 from .simd_bf16 import bvadd_bf16, bvbcast2, bvbias_relu, bvdot, bvload2, bvstore32, bvzero
 from .tiling import block_dim_for, block_range, largest_share
 
@@ -153,8 +153,7 @@ def _store(v0, v1, y, tb, j, m, M, b, z, has_z, relu, yo, n, direct):
         bvstore32(tb, j * NP, _epi(v0, b[m], z, 0, False, relu), _epi(v1, b[m], z, 0, False, relu), NP)
 
 
-@by_type
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def _tile(xp, wp, y, tb, b, z, koff, g, p, n, yo, direct, OW, Wq, M, S, has_z, relu):
     """Steps 3 and 4 for channel group g, grid columns [p, p + n) (n <= 32): stored at y offset yo when
     direct, else through the tile buffer into the valid columns (yo: y's offset of grid column 0)."""
@@ -239,11 +238,11 @@ def bf16_conv(x, w, b, z, y, ws, geom, has_z, relu, block_idx, block_dim):
                 for i in range(c0, min(tiles, c0 + chunk)):
                     if by_row:
                         r, ow0 = i // per_row, i % per_row * NP
-                        _tile(xp, w, yn, tb, b, zn, koff, g, r * Wq + ow0, min(NP, OW - ow0), (t0 + r) * OW + ow0,
-                              True, OW, Wq, M, S, has_z, relu)
+                        p, n, yo, direct = r * Wq + ow0, min(NP, OW - ow0), (t0 + r) * OW + ow0, True
                     else:
-                        _tile(xp, w, yn, tb, b, zn, koff, g, i * NP, min(NP, cols - i * NP),
-                              t0 * OW + (i * NP if Wq == OW else 0), Wq == OW, OW, Wq, M, S, has_z, relu)
+                        p, n, direct = i * NP, min(NP, cols - i * NP), Wq == OW
+                        yo = t0 * OW + (p if direct else 0)
+                    _tile(xp, w, yn, tb, b, zn, koff, g, p, n, yo, direct, OW, Wq, M, S, has_z, relu)
 
 
 # -- the op ---------------------------------------------------------------------------------------------

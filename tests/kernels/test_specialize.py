@@ -3,8 +3,7 @@ jitted callers pass (regression: the GEMM's block compiled 15 times in the kerne
 import numpy as np
 from numba import njit
 
-from ge.kernels import (axis_scan, conv, conv_bf16, conv_depthwise, conv_implicit, conv_lowering, epilogue, gemm,
-                        reduce, select)
+from ge.kernels import axis_scan, conv, conv_depthwise, conv_implicit, conv_lowering, epilogue, gemm, reduce, select
 from ge.kernels.registry import Launch, call
 from ge.kernels.specialize import by_type
 
@@ -40,8 +39,7 @@ def test_constants_do_not_multiply_specializations():
 def test_the_shared_kernels_are_marked():
     for f in (gemm.gemm_block, gemm.gemm_nt_block, epilogue.epilogue, conv_lowering._pad_copy,
               conv_implicit._panels, conv_depthwise._dw_rows, conv._share, reduce.fold, axis_scan._sift_down,
-              select._merge_sort, conv_bf16._tile):
-        # each was compiled a second time for a literal (DEPTHWISE's rows: 36 s)
+              select._merge_sort):  # each was compiled a second time for a literal (DEPTHWISE's rows: 36 s)
         assert f.get_call_template.__qualname__.startswith("by_type"), f
 
 
