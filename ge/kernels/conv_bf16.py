@@ -25,6 +25,7 @@ vectors of one channel's contiguous outputs: with channels in the lanes it is a 
 _tile, _store and _epi are inlined in Numba's IR from one call site each (as calls, with literal arguments,
 each literal mix compiled its own copy: 24 s cold; as by_type calls 12 s, and 1x1 convs ran 10-20% slower
 than now, ~9 s cold).
+vdpbf16ps reads bfloat16 denormals as zero (Intel's rule for the instruction): invisible at bfloat16 tolerance.
 Blocks (AI cores) take ranges of output rows; K is never split and each output's sum runs over K pairs in
 the same order whatever the tile, so the bits are the same for any block count.
 """
