@@ -2,11 +2,14 @@
 max |error| of the output against float32 and whether top-1 agrees (README "Precision").
 
     python bench/precision_modes.py [--models squeezenet,inception_v1,...] [--runtime v2]
+    taskset -c 0 python bench/precision_modes.py --speed [--models resnet50] [--rounds 10]
 
 Each model is compiled at its default (must_keep_origin_dtype) and in each mode; the same input (seeded)
 runs through all of them on one runtime. The nodes whose float32 results leave the 16-bit type's range on
 that input are kept in float32 (`ge.overflow.overflow_nodes` -> keep_dtype, GE's overflow detection then
-keep_dtype): the cell says how many ("kept N").
+keep_dtype): the cell says how many ("kept N"). --speed times allow_mix_precision_bf16 (Convs on AVX512-BF16,
+conv_bf16.py) beside ge's float32 and onnxruntime's float32 on one AI core / one thread, the three
+alternating in one process (bench/timing.py), and says whether top-1 agrees with float32.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from ge.zoo import LIGHT_MODELS, with_random_weights
 
 sys.path.insert(0, os.path.dirname(__file__))
 from aicores_report import feeds_for, machine  # noqa: E402
+from timing import alternating_best  # noqa: E402
 
 MODES = ("allow_mix_precision", "allow_mix_precision_bf16")
 
@@ -46,11 +50,37 @@ def row(name: str, runtime: str) -> str:
     return f"| {name} | " + " | ".join(cells) + " |"
 
 
+def speed_row(name: str, runtime: str, rounds: int) -> str:
+    from ge.bench import onnxruntime_session
+    model = with_random_weights(name)
+    f32 = ge.Session(ge.compile(model, ge.Options(aicore_num=1)), runtime=runtime)
+    bf16 = ge.Session(ge.compile(model, ge.Options(aicore_num=1, precision_mode="allow_mix_precision_bf16")),
+                      runtime=runtime)
+    ort = onnxruntime_session(model, 1)
+    feeds = feeds_for(f32)
+    want, got = f32.run(None, feeds)[0], bf16.run(None, feeds)[0].astype(np.float32)
+    same = want.reshape(want.shape[0], -1).argmax(1).tolist() == got.reshape(got.shape[0], -1).argmax(1).tolist()
+    t32, t16, tort = alternating_best([lambda: f32.run(None, feeds), lambda: bf16.run(None, feeds),
+                                       lambda: ort.run(None, feeds)], rounds)
+    return (f"| {name} | {t32 * 1e3:.1f} | {t16 * 1e3:.1f} | {tort * 1e3:.1f} | {t32 / t16:.2f}x | {tort / t16:.2f}x | "
+            f"{'equal' if same else 'differs'}, max |error| {np.abs(got - want).max():.2g} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default=",".join(LIGHT_MODELS))
     ap.add_argument("--runtime", default="v2")
+    ap.add_argument("--speed", action="store_true", help="time bf16 against float32 (default model resnet50)")
+    ap.add_argument("--rounds", type=int, default=10)
     a = ap.parse_args()
+    if a.speed:
+        print(f"allow_mix_precision_bf16 speed, one core, runtime_{a.runtime}, "
+              f"{datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}; best of {a.rounds}, alternating")
+        print("| model | ge f32 ms | ge bf16 ms | ORT f32 ms | bf16 vs ge f32 | bf16 vs ORT f32 | top-1 |\n"
+              "|---|---|---|---|---|---|---|")
+        for name in (a.models if a.models != ",".join(LIGHT_MODELS) else "resnet50").split(","):
+            print(speed_row(name, a.runtime, a.rounds), flush=True)
+        return
     print(f"precision modes, runtime_{a.runtime}, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
     print("| model | " + " | ".join(MODES) + " |\n|---|" + "---|" * len(MODES))
     for name in a.models.split(","):

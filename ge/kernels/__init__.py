@@ -1,6 +1,6 @@
 """The kernel library: importing this package registers every kernel family, each named here."""
 from . import registry
-from . import (activation, attention, axis_scan, binary, bitwise, cast, control, conv, einsum,  # noqa: F401
+from . import (activation, attention, axis_scan, binary, bitwise, cast, control, conv, conv_bf16, einsum,  # noqa: F401
                elementwise, expanded, image_decoder, indexing, linalg, linear_attention, loss, matmul,
                movement, nms, norm, pad, patches, pool, qlinear, quant, reduce, refused, resize,
                reverse_sequence, rms_norm, rnn, sample, select, sequence, softmax, spectral, tensor, tfidf,

@@ -11,6 +11,7 @@ from .fuse_activation import fuse_activation
 from .fuse_collectives import fuse_collectives
 from .fuse_qdq import fuse_qdq
 from .infer_shapes import infer_shapes
+from .pack_bf16_convs import pack_bf16_convs
 from .pack_conv_weights import pack_conv_weights
 from .pack_qconv_weights import pack_qconv_weights
 from .pack_rnn_weights import pack_rnn_weights
@@ -42,6 +43,7 @@ PIPELINE = [
 # once the pipeline has reached its fixed point: layouts for the kernels (the folds above match plain Convs)
 LOWERING = [
     ("fuse_collectives", fuse_collectives),    # fused AllReduces: one Concat -> HcomAllReduce -> Split a group
+    ("pack_bf16_convs", pack_bf16_convs),   # before pack_conv_weights, which would take the same Convs
     ("pack_conv_weights", pack_conv_weights),
     ("pack_qconv_weights", pack_qconv_weights),
     ("pack_rnn_weights", pack_rnn_weights),
