@@ -28,7 +28,7 @@ from .format import FORMAT, GEARS, READS, VERSION, digest_matches
 
 DTYPES = FROM_TOKEN   # the element types ge computes in, by their .str (bfloat16 by name)
 KINDS = ("input", "const", "activation")
-SEGMENTS = ("weights", "feature_map", "atomic", "io", "dynamic", "fixed")
+SEGMENTS = ("weights", "feature_map", "atomic", "io", "dynamic", "fixed", "variable")
 MAX_RANK, MAX_DIM, MAX_NAME = 32, 1 << 40, 4096
 MAX_DEPTH = 16   # bodies inside bodies, as the ONNX frontend allows
 VALUE_KINDS = ("tensor", "sequence", "optional", "optional_sequence")

@@ -77,3 +77,17 @@ def test_state_is_carried_from_run_to_run(runtime):
 def test_bad_state_pairs_name_the_pair(pairs, match):
     with pytest.raises(GEError, match=match):
         ge.compile(_kv(), {"state_pairs": pairs})
+
+
+@pytest.mark.parametrize("runtime", ["v1", "v2"])
+def test_state_survives_an_offline_model(runtime, tmp_path):
+    """A .gem keeps the variable segment and the state pairs (in its options): the loaded plan carries the
+    state from run to run as the compiled one does."""
+    plan = ge.compile(_kv(), {"state_pairs": STATE})
+    loaded = ge.load(ge.save(plan, tmp_path / "kv.gem"))
+    assert loaded.states == plan.states and loaded.memory.segments["variable"] == 1024
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    with ge.Session(loaded, runtime=runtime) as s:
+        for r in range(1, 3):
+            _, cache = s.run(None, {"x": x})
+            np.testing.assert_allclose(cache, r * -np.abs(x), rtol=1e-6)
