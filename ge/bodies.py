@@ -15,9 +15,7 @@ Step 4: captures become the body plan's last inputs; compile (passes, order, ker
 from __future__ import annotations
 
 import copy
-import dataclasses
 
-from .errors import GEError
 from .ir import Value
 from .kernels import sequence
 from .passes.infer_shapes import infer_shapes
@@ -26,15 +24,9 @@ MAX_ROUNDS = 3
 
 
 def host_kernel(node, kernel):
-    """The node's kernel; a tensor kernel meeting sequences or optionals is refused, save Identity."""
-    values = [v for v in (*node.inputs, *node.outputs) if v is not None]
-    if kernel.host is None and any(not v.is_tensor for v in values):
-        if node.op_type == "Identity":
-            return dataclasses.replace(kernel, host=sequence.identity)
-        kind = next(v for v in values if not v.is_tensor).kind
-        raise GEError(f"{node.op_type} node '{node.name}' reads or gives a {kind}: ge runs sequences and "
-                      "optionals through the sequence, optional and control-flow ops only")
-    return kernel
+    """The node's kernel (sequence.host_kernel on its values' kinds)."""
+    return sequence.host_kernel(node.op_type, node.name,
+                                [v.kind for v in (*node.inputs, *node.outputs) if v is not None], kernel)
 
 
 def compile_bodies(node, compile_fn) -> tuple:

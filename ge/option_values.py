@@ -174,22 +174,25 @@ def _gears(value) -> tuple[int, ...]:
     return tuple(sorted(gears))
 
 
+def _pairs(value, item, must: str) -> list:
+    """A list of pairs from "a:x;b:y" (each non-empty item through `item`), a dict or an iterable of pairs."""
+    if isinstance(value, str):
+        return [item(t) for t in value.split(";") if t.strip()]
+    if isinstance(value, dict):
+        return list(value.items())
+    if isinstance(value, Iterable):
+        return list(value)
+    raise GEError(f"{must}, got {value!r:.40}")
+
+
 def node_names_to(value, option: str) -> tuple:
     """((name, text), ...) from {name: text}, "name:text;name2:text2" or pairs; a name appears once."""
-    if isinstance(value, str):
-        pairs = []
-        for item in value.split(";"):
-            if item.strip():
-                name, sep, text = item.rpartition(":")
-                if not sep or not name.strip() or not text.strip():
-                    raise GEError(f"option {option}: '{item}' is not node_name:value")
-                pairs.append((name.strip(), text.strip()))
-    elif isinstance(value, dict):
-        pairs = list(value.items())
-    elif isinstance(value, Iterable):
-        pairs = list(value)
-    else:
-        raise GEError(f"option {option} must be {{node name: value}} or 'name:value;...', got {value!r:.40}")
+    def item(text):
+        name, sep, val = text.rpartition(":")
+        if not sep or not name.strip() or not val.strip():
+            raise GEError(f"option {option}: '{text}' is not node_name:value")
+        return name.strip(), val.strip()
+    pairs = _pairs(value, item, f"option {option} must be {{node name: value}} or 'name:value;...'")
     seen = set()
     for pair in pairs:
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) and x
@@ -204,21 +207,13 @@ def node_names_to(value, option: str) -> tuple:
 def input_shapes(value) -> tuple:
     """((name, (dims...)), ...) from "data:1,3,224,224;mask:1,128" (atc), a dict {name: dims} or pairs.
     Sizes are positive integers; a name appears once."""
-    if isinstance(value, str):
-        pairs = []
-        for item in value.replace(" ", "").split(";"):
-            if not item:
-                continue
-            name, sep, dims = item.rpartition(":")
-            if not sep or not name:
-                raise GEError(f"input_shape '{item}' is not name:d0,d1,... (e.g. data:1,3,224,224)")
-            pairs.append((name, dims.split(",") if dims else []))
-    elif isinstance(value, dict):
-        pairs = list(value.items())
-    elif isinstance(value, Iterable):
-        pairs = list(value)
-    else:
-        raise GEError(f"option input_shape must be 'name:d0,d1;...' or {{name: dims}}, got {value!r:.40}")
+    def item(text):
+        name, sep, dims = text.rpartition(":")
+        if not sep or not name:
+            raise GEError(f"input_shape '{text}' is not name:d0,d1,... (e.g. data:1,3,224,224)")
+        return name, dims.split(",") if dims else []
+    pairs = _pairs(value.replace(" ", "") if isinstance(value, str) else value, item,
+                   "option input_shape must be 'name:d0,d1;...' or {name: dims}")
     out, seen = [], set()
     for pair in pairs:
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and isinstance(pair[0], str)):

@@ -190,7 +190,7 @@ def _finish(y, yo, b, z, m0, c0, c1, S, e0, e1, has_b, has_z, act, p0, p1):
 @njit(nogil=True, cache=True)
 def direct(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim):
     """float64's conv (module doc): DIRECT over the block's pairs and output channels, `conv`'s arguments."""
-    N, C, H, W, M, OW = geom[0], geom[1], geom[3], geom[4], geom[5], geom[8]
+    C, H, W, M, OW = geom[1], geom[3], geom[4], geom[5], geom[8]
     KW, sw, pw, dw, G = geom[11], geom[14], geom[17], geom[20], geom[21]
     Cg, Mg = C // G, M // G
     K, S_in, S = Cg * geom[9] * geom[10] * KW, geom[2] * H * W, geom[6] * geom[7] * OW

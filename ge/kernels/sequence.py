@@ -6,7 +6,11 @@ runtime reuses once its last reader ran).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+
+from ..errors import GEError
 
 from .registry import register_host
 
@@ -119,3 +123,14 @@ def identity(call, args):
     """Identity of a sequence or optional (the tensor Identity is an alias kernel)."""
     return [args[0]]
 
+
+def host_kernel(op_type: str, name: str, kinds, kernel):
+    """The kernel a node runs given its values' kinds ("tensor", "sequence", ...): a tensor kernel meeting
+    sequences or optionals is refused, save Identity, which then runs on the host (`identity`)."""
+    other = next((k for k in kinds if k != "tensor"), None)
+    if kernel.host is None and other is not None:
+        if op_type == "Identity":
+            return dataclasses.replace(kernel, host=identity)
+        raise GEError(f"{op_type} node '{name}' reads or gives a {other}: ge runs sequences and optionals through "
+                      "the sequence, optional and control-flow ops only")
+    return kernel

@@ -23,6 +23,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, models, register_model
 
+from .simd_int8 import element_ptr
+
 _I16, _I32, _F32 = ir.IntType(16), ir.IntType(32), ir.FloatType()
 _V, _VI, _VH = ir.VectorType(_F32, 16), ir.VectorType(_I32, 16), ir.VectorType(_I16, 16)
 
@@ -49,11 +51,6 @@ class _BVecModel(models.PrimitiveModel):
         super().__init__(dmm, fe_type, _V)
 
 
-def _ptr(context, builder, aryty, ary, idx, to):
-    data = context.make_array(aryty)(context, builder, ary).data
-    return builder.bitcast(builder.gep(data, [idx]), to.as_pointer())
-
-
 def _check(arr, dtype, what):
     if not isinstance(arr, types.Array) or arr.dtype != dtype:
         raise TypeError(f"simd_bf16.{what}: expected a {dtype} array, got {arr}")
@@ -69,7 +66,7 @@ def bvload2(typingctx, arr, idx):
     _check(arr, types.uint16, "bvload2")
 
     def codegen(context, builder, sig, args):
-        return builder.load(_ptr(context, builder, arr, args[0], args[1], _V), align=2)
+        return builder.load(element_ptr(context, builder, arr, args[0], args[1], _V), align=2)
     return bvec(arr, idx), codegen
 
 
@@ -78,7 +75,7 @@ def bvbcast2(typingctx, arr, idx):
     _check(arr, types.uint16, "bvbcast2")
 
     def codegen(context, builder, sig, args):
-        x = builder.load(_ptr(context, builder, arr, args[0], args[1], _F32), align=2)
+        x = builder.load(element_ptr(context, builder, arr, args[0], args[1], _F32), align=2)
         v = builder.insert_element(ir.Constant(_V, ir.Undefined), x, ir.Constant(_I32, 0))
         return builder.shuffle_vector(v, ir.Constant(_V, ir.Undefined), ir.Constant(_VI, [0] * 16))
     return bvec(arr, idx), codegen
@@ -144,7 +141,7 @@ def bvadd_bf16(typingctx, v, arr, idx):
     _check(arr, types.uint16, "bvadd_bf16")
 
     def codegen(context, builder, sig, args):
-        h = builder.load(_ptr(context, builder, arr, args[1], args[2], _VH), align=2)
+        h = builder.load(element_ptr(context, builder, arr, args[1], args[2], _VH), align=2)
         wide = builder.shl(builder.zext(h, _VI), ir.Constant(_VI, [16] * 16))
         return builder.fadd(args[0], builder.bitcast(wide, _V))
     return bvec(v, arr, idx), codegen

@@ -35,7 +35,8 @@ class _IVecModel(models.PrimitiveModel):
         super().__init__(dmm, fe_type, _V)
 
 
-def _ptr(context, builder, aryty, ary, idx, to):
+def element_ptr(context, builder, aryty, ary, idx, to):
+    """A pointer of LLVM type `to` at element idx of the array (for vector loads and stores)."""
     data = context.make_array(aryty)(context, builder, ary).data
     return builder.bitcast(builder.gep(data, [idx]), to.as_pointer())
 
@@ -55,7 +56,7 @@ def ivload(typingctx, arr, idx):
     _bytes(arr)
 
     def codegen(context, builder, sig, args):
-        return builder.load(_ptr(context, builder, arr, args[0], args[1], _V), align=1)
+        return builder.load(element_ptr(context, builder, arr, args[0], args[1], _V), align=1)
     return ivec(arr, idx), codegen
 
 
@@ -64,7 +65,7 @@ def ivbcast4(typingctx, arr, idx):
     _bytes(arr)
 
     def codegen(context, builder, sig, args):
-        x = builder.load(_ptr(context, builder, arr, args[0], args[1], _I32), align=1)
+        x = builder.load(element_ptr(context, builder, arr, args[0], args[1], _I32), align=1)
         v = builder.insert_element(ir.Constant(_V, ir.Undefined), x, ir.Constant(_I32, 0))
         return builder.shuffle_vector(v, ir.Constant(_V, ir.Undefined), ir.Constant(_V, [0] * 16))
     return ivec(arr, idx), codegen
@@ -88,6 +89,6 @@ def ivstore(typingctx, arr, idx, v):
         raise TypeError(f"simd_int8.ivstore: expected an int32 array, got {arr}")
 
     def codegen(context, builder, sig, args):
-        builder.store(args[2], _ptr(context, builder, arr, args[0], args[1], _V), align=4)
+        builder.store(args[2], element_ptr(context, builder, arr, args[0], args[1], _V), align=4)
         return context.get_dummy_value()
     return types.void(arr, idx, v), codegen

@@ -287,9 +287,10 @@ def _node(d, step, tensors, constants, options, arrays, where, depth) -> PlanNod
         if len(inferred) < len(outs):
             raise _bad(f"{where}.outputs", f"{op} node '{name}' has {len(inferred)} outputs, the file {len(outs)}")
     bodies = _bodies(d, op, domain, name, ins, dynamic, arrays, where, depth)
-    if dynamic and kernel.host is None and op == "Identity" and any(
-            tensors[t].value_kind != "tensor" for t in (*ins, *outs) if t >= 0):
-        kernel = dataclasses.replace(kernel, host=sequence.identity)   # as the compiler does (bodies.host_kernel)
+    try:   # the compiler's rule: Identity of a sequence runs on the host, other tensor kernels refuse one
+        kernel = sequence.host_kernel(op, name, [tensors[t].value_kind for t in (*ins, *outs) if t >= 0], kernel)
+    except GEError as e:
+        raise _bad(where, str(e)[:300]) from None
     return PlanNode(step, name, op, domain, opset, attrs, ins, outs, kernel, launch, dynamic, engine, stream, no_task,
                     bodies)
 

@@ -1,13 +1,12 @@
 """runtime_v2 on a dynamic plan's streams (GE's dynamic-shape multi-stream): one thread per stream, the
 caching allocator following GE's MIF protocol across them (runtime_v2/mif.py, stream_memory.py)."""
-import threading
-
 import numpy as np
 import pytest
 
 import ge
 from ge.errors import ExecutionError
 from ge.zoo import inception_like
+from hammer import hammer
 
 MODEL = inception_like(blocks=2, channels=16, size=8)
 
@@ -36,22 +35,8 @@ def test_eight_racing_threads_on_a_symbolic_batch_match_the_single_stream_run_an
     assert ex.stream_threads == 4 and ex.stats()["dynamic_steps"] == len(ex.plan.nodes)
     cases = [_feeds(n, seed) for seed, n in enumerate((1, 3, 2, 5))]
     want = [single.run(None, f)[0] for f in cases]
-    errors, start = [], threading.Barrier(8)
-
-    def work(i):
-        try:
-            start.wait()
-            for r in range(6):
-                k = (i + r) % len(cases)
-                np.testing.assert_array_equal(multi.run(None, cases[k])[0], want[k])
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(300)
-    assert not errors, errors[0]
+    problems = hammer(lambda f: multi.run(None, f)[0], cases * 2, want * 2, runs=6, timeout=300, rotate=True)
+    assert not problems, problems[0]
     stats = multi._executor.allocator_stats()
     dyn = stats["dynamic"]
     assert stats["instances"] > 1
