@@ -28,7 +28,7 @@ MAX_CACHED = 256  # entries per node
 
 
 class DynamicNode:
-    __slots__ = ("node", "plan", "present", "values", "outs", "out0", "cache")
+    __slots__ = ("node", "plan", "present", "values", "outs", "out0", "cache", "tasks")
 
     def __init__(self, plan: Plan, step: Step):
         self.node, self.plan = step.node, plan
@@ -40,22 +40,66 @@ class DynamicNode:
         self.outs = step.outs
         self.out0 = self.node.outputs[0]
         self.cache: dict = {}
+        self.tasks: dict = {}   # key -> its launch as a thunk task for posting (or None), see post
 
     def __call__(self, bufs, shapes, spans, alloc, core=None) -> None:
+        hit = self._hit(bufs, shapes)[1]
+        out_shapes, fn, ins, sizes, ws, args, alias, tiled, _ = hit
+        if tiled is not None and core is not None:
+            fn, args = tiled.bound(*core), ()
+        outs = self._outputs(hit, bufs, shapes, spans, alloc)
+        if outs is None:
+            return
+        if ws:
+            held = [alloc.alloc(nbytes) for _, _, nbytes in ws]
+            try:
+                fn(*[bufs[t] for t in ins], *outs, *[sp.as_array(dt, n) for sp, (n, dt, _) in zip(held, ws)],
+                   *args)
+            finally:
+                for sp in held:
+                    alloc.free(sp)
+        else:
+            fn(*[bufs[t] for t in ins], *outs, *args)
+
+    def post(self, bufs, shapes, spans, alloc, queues, g: int, slot: int, step: int):
+        """As a call, but the launch goes to native stream thread g's queue (queues.py) with that thread's
+        base table: (task, buffers) when posted, () for an alias (nothing to run), None when the caller
+        must run it here (value inputs, atomic outputs or no thunk encoding; nothing was done). Workspaces
+        are freed right after posting: the stream runs what it is given later in order."""
+        if self.values:
+            return None
+        key, hit = self._hit(bufs, shapes)
+        task = self._task(key, hit, shapes) if hit[6] < 0 else None
+        if task is None and hit[6] < 0:
+            return None
+        outs = self._outputs(hit, bufs, shapes, spans, alloc)
+        if outs is None:
+            return ()
+        ins, ws = hit[2], hit[4]
+        held = [alloc.alloc(nbytes) for _, _, nbytes in ws]
+        buffers = [*[bufs[t] for t in ins], *outs, *[sp.as_array(dt, n) for sp, (n, dt, _) in zip(held, ws)]]
+        bases, bp = task.post_bases(slot)
+        task.fill(bases, buffers)
+        queues.post(g, 1, task.addr, task.ip, task.fp, bp, task.launch.block_dim, step)
+        for sp in held:   # the stream's next allocations run after this launch: reuse is ordered
+            alloc.free(sp)
+        return task, buffers   # the caller keeps the task (its base tables) alive until the run ends
+
+    def _hit(self, bufs, shapes):
         key = tuple([shapes[t] for t in self.present])
         if self.values:
             key = (key, *[bufs[t].tobytes() for t in self.values])
         hit = self.cache.get(key)
-        if hit is None:
-            hit = self._prepare(key, bufs, shapes)
-        out_shapes, fn, ins, sizes, ws, args, alias, tiled = hit
-        if tiled is not None and core is not None:
-            fn, args = tiled.bound(*core), ()
+        return key, hit if hit is not None else self._prepare(key, bufs, shapes)
+
+    def _outputs(self, hit, bufs, shapes, spans, alloc):
+        """Output shapes set, output buffers allocated: the arrays, or None for an alias (its view set)."""
+        out_shapes, sizes, alias = hit[0], hit[3], hit[6]
         for o, s in zip(self.outs, out_shapes):
             shapes[o.tensor] = s
         if alias >= 0:
             bufs[self.out0] = bufs[alias]
-            return
+            return None
         outs = []
         for o, (count, dtype, nbytes) in zip(self.outs, sizes):
             if o.place == HOST or nbytes == 0:
@@ -67,16 +111,19 @@ class DynamicNode:
                 a = sp.as_array(dtype, count)
             bufs[o.tensor] = a
             outs.append(a)
-        if ws:
-            held = [alloc.alloc(nbytes) for _, _, nbytes in ws]
-            try:
-                fn(*[bufs[t] for t in ins], *outs, *[sp.as_array(dt, n) for sp, (n, dt, _) in zip(held, ws)],
-                   *args)
-            finally:
-                for sp in held:
-                    alloc.free(sp)
-        else:
-            fn(*[bufs[t] for t in ins], *outs, *args)
+        return outs
+
+    def _task(self, key, hit, shapes):
+        """The hit's launch as a thunk task of any block_dim (None: atomic outputs or no encoding); made
+        on the first post, so single-stream runs never build one."""
+        task = self.tasks.get(key, False)
+        if task is False:
+            _, _, ins, sizes, ws, _, _, tiled, launch = hit
+            task = tiled if tiled is not None else self._encode(launch, ins, shapes, sizes, ws)
+            if task is not None and task.atomic:
+                task = None
+            task = self.tasks.setdefault(key, task)   # racing instances post through one: the first
+        return task
 
     def _prepare(self, key, bufs, shapes):
         node, tensors = self.node, self.plan.tensors
@@ -94,21 +141,20 @@ class DynamicNode:
                                  f"plan says {list(want)}")
         out_shapes = tuple(s.shape for s in outputs)
         if launch is None:
-            hit = (out_shapes, None, (), (), (), (), node.inputs[node.kernel.alias], None)
+            hit = (out_shapes, None, (), (), (), (), node.inputs[node.kernel.alias], None, None)
         else:
             sizes = tuple((s.size, s.dtype, s.nbytes) for s in outputs)
             ws = tuple((w.size, w.dtype, w.nbytes) for w in launch.workspaces)
             ins = passed_inputs(node, launch)
             hit = (out_shapes, cleaning(launch, len(ins)), ins, sizes, ws, launch.args, -1,
-                   self._tiled(launch, ins, shapes, sizes, ws))
+                   self._encode(launch, ins, shapes, sizes, ws) if launch.block_dim > 1 else None, launch)
         if len(self.cache) >= MAX_CACHED:
             self.cache.clear()
+            self.tasks.clear()
         self.cache[key] = hit
         return hit
 
-    def _tiled(self, launch, ins, shapes, sizes, ws):
-        if launch.block_dim < 2:
-            return None
+    def _encode(self, launch, ins, shapes, sizes, ws):
         tensors = self.plan.tensors
         specs = [(int(np.prod(shapes[t], dtype=np.int64)), tensors[t].dtype) for t in ins]
         specs += [(count, dtype) for count, dtype, _ in sizes] + [(count, dtype) for count, dtype, _ in ws]

@@ -39,6 +39,7 @@ from ge.plan import aligned_empty, event_uses, zero_copy_aligned
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .control import HostNode
 from .dynamic import DynamicNode
+from .launcher import launch_table, queues_for, run_launched, run_static
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST, STATIC, lower
 from .mif import MultiStreamAllocator
 from .states import States
@@ -81,6 +82,8 @@ class Instance:
             if ex.stream_memory is not None else None
         self.runner = StreamRunner(ex.programs, len(ex.plan.events), self.team, uses=event_uses(ex.plan.events),
                                    memory=alloc if self.stream_allocs else None) if ex.programs else None
+        # a dynamic plan's other threads as native loops fed by the caller (launcher.py), when they can wait
+        self.queues = queues_for(ex, self) if self.stream_allocs else None
 
     def core(self, ex, step: int):
         """(team, slot) of the thread that runs `step`, or None when the plan launches nothing tiled."""
@@ -138,6 +141,9 @@ class Instance:
         if self.runner is not None:
             self.runner.close()
             self.runner = None
+        if self.queues is not None:
+            self.queues.close()
+            self.queues = None
         if self.cores is not None:
             self.cores.release_slots(self.slots)
             self.cores = None
@@ -176,6 +182,8 @@ class Executor:
         self.thread_of = thread_of(plan, self.stream_threads)
         self.stream_memory = stream_tables(plan, self.lowered, self.thread_of) \
             if self.programs and not self._stream_threads_possible() else None
+        self.launch_table = launch_table(self.programs, event_uses(plan.events)) \
+            if self.stream_memory is not None else None
         tiled = any(n.launch is not None and n.launch.block_dim > 1 for n in plan.nodes)
         self.cores = team() if tiled or (plan.is_dynamic and opts.aicore_num > 1) else None
         me, device, shared = weakref.ref(self), self.device, self._shared is not None  # no pool <-> self cycle
@@ -297,7 +305,7 @@ class Executor:
                 elif kind == DYNAMIC:
                     fn(bufs, shapes, spans, alloc, inst.core(self, k))
                 else:
-                    _static(fn, ins, tail, bufs, spans, alloc)
+                    run_static(fn, ins, tail, bufs, spans, alloc)
                 if release:
                     for t in release:
                         sp = spans[t]
@@ -344,7 +352,7 @@ class Executor:
             elif kind == DYNAMIC:
                 fn(bufs, shapes, spans, alloc, inst.core(self, k))
             else:
-                _static(fn, ins, tail, bufs, spans, alloc)
+                run_static(fn, ins, tail, bufs, spans, alloc)
             if alloc is None:
                 return
             for t, readers in shares[k]:
@@ -354,7 +362,10 @@ class Executor:
             for t in frees[k]:
                 if spans[t] is not None:
                     alloc.free(spans[t])
-        failed = (runner or inst.runner).run(body, tracer, labels)
+        if inst.queues is not None and runner is None and tracer is None:
+            failed = run_launched(self, inst, bufs, shapes, spans)
+        else:
+            failed = (runner or inst.runner).run(body, tracer, labels)
         if allocs is not None:   # every thread is idle: GE's LastWaitEvents
             if failed is None:
                 inst.alloc.synchronize()
@@ -475,21 +486,3 @@ def _feed(inst: Instance, feeds: dict, bufs: list, shapes: list, inner: bool = F
             c["copied_inputs"] += 1
         bufs[t] = a.reshape(-1)
         shapes[t] = a.shape
-
-
-def _static(fn, ins, tail, bufs, spans, alloc) -> None:
-    """A static launch with outputs outside the arena: HOST arrays or caching-allocator spans."""
-    outs, rest = tail
-    arrays = []
-    for o in outs:
-        if o.place == HOST or o.nbytes == 0:
-            a = bufs[o.tensor]  # a caller's bound output array, or None
-            if a is None or a.size != o.count:
-                a = bufs[o.tensor] = np.empty(o.count, o.dtype)
-        elif o.place == ALLOC:
-            sp = spans[o.tensor] = alloc.alloc(o.nbytes)
-            a = bufs[o.tensor] = sp.as_array(o.dtype, o.count)
-        else:
-            a = bufs[o.tensor]
-        arrays.append(a)
-    fn(*[bufs[i] for i in ins], *arrays, *rest)

@@ -11,6 +11,8 @@ dynamic node:
      and runs the blocks on the team (`ge.npu.aicore.launch`); it returns when every block is done.
   3. A kernel that raised sets the STATUS slot: the blocks are re-run from Python one after the other, so
      the kernel's own exception (and message) reaches the executor.
+  4. `post_bases(slot)`: a base table of the launching thread's own, for posting the launch to a native
+     stream thread (queues.py) instead of running it here; `fill` writes the buffers' addresses into it.
 """
 from __future__ import annotations
 
@@ -50,6 +52,23 @@ class TiledCall:
             self.bases[BUF0 + self.n + k] = _addr(a)
         self.statics = statics   # alive as long as a base table points at them
         self.atomic = tuple(n_inputs + k for k in launch.atomic)
+        self.ip, self.fp = self.irow.ctypes.data, self.frow.ctypes.data
+        self._posted: dict = {}   # launch slot -> (base table, its address): one per launching thread
+
+    def post_bases(self, slot: int):
+        """(base table, its address) of the thread with launch `slot` (>= 0: a slot is one thread's)."""
+        got = self._posted.get(slot)
+        if got is None:
+            bases = self.bases.copy()
+            got = self._posted[slot] = (bases, bases.ctypes.data)
+        return got
+
+    @staticmethod
+    def fill(bases, buffers) -> None:
+        """The buffers' addresses (in call order) into a posted base table; its STATUS cleared."""
+        for k, a in enumerate(buffers):
+            bases[BUF0 + k] = a.__array_interface__["data"][0]
+        bases[STATUS] = 0
 
     def bound(self, team, slot: int, fixed: dict | None = None):
         """fn(*buffers) for one launching thread; `fixed` {position: array}: buffers that never change."""
