@@ -78,9 +78,9 @@ class DynamicNode:
         ins, ws = hit[2], hit[4]
         held = [alloc.alloc(nbytes) for _, _, nbytes in ws]
         buffers = [*[bufs[t] for t in ins], *outs, *[sp.as_array(dt, n) for sp, (n, dt, _) in zip(held, ws)]]
-        bases, bp = task.post_bases(slot)
-        task.fill(bases, buffers)
-        queues.post(g, 1, task.addr, task.ip, task.fp, bp, task.launch.block_dim, step)
+        posted = task.post_bases(slot)
+        task.fill(posted, buffers)
+        queues.post(g, 1, task.addr, task.ip, task.fp, posted[1], task.launch.block_dim, step)
         for sp in held:   # the stream's next allocations run after this launch: reuse is ordered
             alloc.free(sp)
         return task, buffers   # the caller keeps the task (its base tables) alive until the run ends

@@ -54,7 +54,10 @@ def queues_for(ex, inst) -> StreamQueues | None:
     cap = [0] * ex.stream_threads
     for g, w, r in table:
         cap[g] += len(w) + len(r) + 1
-    return StreamQueues(ex.stream_threads, flags, cap, inst.team, inst.slots)
+    return StreamQueues(ex.stream_threads, flags, cap, inst.team, inst.slots, first=1 if HOST_STREAM else 0)
+
+
+HOST_STREAM = True
 
 
 def run_launched(ex, inst, bufs, shapes, spans):
@@ -66,14 +69,16 @@ def run_launched(ex, inst, bufs, shapes, spans):
     posted: dict = {}   # step -> (task, buffers) of posted kernels: alive until drained, to name a failure
     failed = None
     k = -1
-    hold(team)
+    here = q.first   # threads below it run on the host
+    if here:
+        hold(team)
     try:
         for k, (g, waits, records) in enumerate(table):
             if ctrl[ABORT]:   # a posted kernel raised
                 break
             kind, fn, ins, tail, _ = steps[k]
             alloc = allocs[g]
-            if g == 0:
+            if g < here:
                 if not all([q.wait_flag(j, run) for j in waits]):
                     break   # aborted meanwhile
                 for j in waits:
@@ -83,12 +88,12 @@ def run_launched(ex, inst, bufs, shapes, spans):
                     q.post(g, WAIT, q.flag(j), run)
                     memory.wait(g, tokens[j])
             done = None
-            if g != 0 and kind == DYNAMIC and type(fn) is DynamicNode:
+            if g >= here and kind == DYNAMIC and type(fn) is DynamicNode:
                 done = fn.post(bufs, shapes, spans, alloc, q, g, int(slots[g]), k)
                 if done:
                     posted[k] = done
             if done is None:   # runs here: on another thread's behalf after it drained
-                if g != 0:
+                if g >= here:
                     q.drain(g)
                 if kind == BOUND:
                     fn(*[bufs[i] for i in ins], *tail)
@@ -107,7 +112,7 @@ def run_launched(ex, inst, bufs, shapes, spans):
                     alloc.free(spans[t])
             for j in records:
                 tokens[j] = memory.record(g)
-                if g == 0:
+                if g < here:
                     signal(ctrl, q.flag(j), run)
                 else:
                     q.post(g, RECORD, q.flag(j), run)
@@ -115,9 +120,10 @@ def run_launched(ex, inst, bufs, shapes, spans):
         failed = (k, e)
         abort(ctrl)
     finally:
-        for g in range(1, q.threads):
+        for g in range(here, q.threads):
             q.drain(g)
-        unhold(team)
+        if here:
+            unhold(team)
     errors = [failed] if failed else []
     for s in q.failed_steps():
         errors.append((s, _rerun(*posted[s])))

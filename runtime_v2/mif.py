@@ -78,7 +78,7 @@ class MultiStreamAllocator:
     # -- per stream -------------------------------------------------------------------------------
     def alloc(self, nbytes: int, stream: int) -> Block:
         with self._lock:
-            blk = self._from_borrow(nbytes, stream)
+            blk = self._from_borrow(nbytes, stream) if self._borrow[stream] else None
             if blk is not None:
                 self.borrow_hits += 1
                 blk._reset(stream)
@@ -101,6 +101,12 @@ class MultiStreamAllocator:
         with self._lock:
             if stream not in blk.occupants or stream in blk.freed:
                 raise GEError(f"stream {stream} frees a block it does not hold")
+            if len(blk.occupants) == 1 and not blk.views:   # only this stream used it: no view to keep
+                blk.freed.add(stream)
+                blk.live = False   # as _recycle: no stream has it pending (nobody settled it yet)
+                blk.version += 1
+                self._recycled(blk, stream)
+                return
             blk.freed.add(stream)
             blk.views.setdefault(stream, set()).add(stream)
             self._settle(blk, stream)
@@ -165,13 +171,17 @@ class MultiStreamAllocator:
         """Recycle the block on `stream` if that stream knows every occupant freed it; else keep it pending."""
         if blk.views[stream] >= blk.occupants:
             self._recycle(blk)
-            if stream == blk.birth:
-                self._home(blk)
-            else:
-                self._borrow[stream][blk] = None
-                self.counters["borrow_recycles"] += 1
+            self._recycled(blk, stream)
         else:
             self._pending[stream][blk] = None
+
+    def _recycled(self, blk: Block, stream: int) -> None:
+        """Step 3's destination: the birth pool, or (freed on another stream) that stream's borrow pool."""
+        if stream == blk.birth:
+            self._home(blk)
+        else:
+            self._borrow[stream][blk] = None
+            self.counters["borrow_recycles"] += 1
 
     def _recycle(self, blk: Block) -> None:
         blk.live = False

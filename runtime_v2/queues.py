@@ -93,8 +93,9 @@ class StreamQueues:
     `capacity`: per thread, the most entries one run posts (rings never wrap over unread entries: a run
     ends with every queue drained)."""
 
-    def __init__(self, threads: int, flags: int, capacity: list, team, slots, name: str = "ge-stream"):
-        self.threads, self.team, self.slots, self.name = threads, team, slots, name
+    def __init__(self, threads: int, flags: int, capacity: list, team, slots, name: str = "ge-stream",
+                 first: int = 1):
+        self.threads, self.team, self.slots, self.name, self.first = threads, team, slots, name, first
         self.ctrl = native.new_ctrl(2 * threads + flags)
         self.flag0 = USER0 + 2 * LINE * threads
         self.caps = [max(c, 1) for c in capacity]
@@ -115,7 +116,7 @@ class StreamQueues:
     def begin(self) -> int:
         """A new run (every stream idle): its number, ABORT and FAIL cleared, the threads started."""
         if not self._threads:
-            for g in range(1, self.threads):
+            for g in range(self.first, self.threads):
                 t = threading.Thread(target=serve, daemon=True, name=f"{self.name}-{g}", args=(
                     self.ctrl, self.queues[g], self.tail(g), self.head(g), self.team, int(self.slots[g]),
                     self.caps[g]))
@@ -138,9 +139,11 @@ class StreamQueues:
     def drain(self, g: int) -> None:
         """Until stream g ran everything posted to it (the host's token is lent meanwhile)."""
         if self.ctrl[self.head(g)] != self.posted[g]:
-            unhold(self.team)
+            if self.first:
+                unhold(self.team)
             wait(self.ctrl, self.head(g), self.posted[g], ZERO, False)
-            hold(self.team)
+            if self.first:
+                hold(self.team)
 
     def wait_flag(self, j: int, value: int) -> bool:
         """The host waits for event flag j; False when the run was aborted meanwhile."""
@@ -153,14 +156,15 @@ class StreamQueues:
         return ok
 
     def failed_steps(self) -> list[int]:
-        return [int(self.ctrl[self.head(g) + 2]) for g in range(1, self.threads) if self.ctrl[self.head(g) + 2] >= 0]
+        return [int(self.ctrl[self.head(g) + 2]) for g in range(self.first, self.threads)
+                if self.ctrl[self.head(g) + 2] >= 0]
 
     def close(self) -> None:
         """Stop the stream threads (between runs)."""
         if not self._threads:
             return
         native.stop(self.ctrl)
-        for g in range(1, self.threads):
+        for g in range(self.first, self.threads):
             native.bump(self.ctrl, self.tail(g))
         for t in self._threads:
             t.join(timeout=10)
