@@ -182,7 +182,7 @@ class Executor:
         self.thread_of = thread_of(plan, self.stream_threads)
         self.stream_memory = stream_tables(plan, self.lowered, self.thread_of) \
             if self.programs and not self._stream_threads_possible() else None
-        self.launch_table = launch_table(self.programs, event_uses(plan.events)) \
+        self.launch_table = launch_table(self.programs, event_uses(plan.events), self.stream_threads) \
             if self.stream_memory is not None else None
         tiled = any(n.launch is not None and n.launch.block_dim > 1 for n in plan.nodes)
         self.cores = team() if tiled or (plan.is_dynamic and opts.aicore_num > 1) else None

@@ -27,12 +27,13 @@ from ge.npu.native import ABORT
 
 from .dynamic import DynamicNode
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST
-from .queues import RECORD, WAIT, StreamQueues, abort, signal
+from .queues import RECORD, WAIT, StreamQueues, abort, flag_word, signal
 
 
-def launch_table(programs, uses) -> tuple[list, int]:
-    """Per step (thread, flag indices it waits for, flag indices it records), and the number of flags:
-    one flag per (event id, use), so each is recorded once per run and holds the run's number after."""
+def launch_table(programs, uses, threads: int) -> tuple[list, int]:
+    """Per step (thread, flags it waits for, flags it records) as (index, control word) pairs, and the
+    number of flags: one per (event id, use), so each is recorded once per run and holds the run's number
+    after."""
     _, use = uses
     flags: dict = {}
     table: list = []
@@ -42,7 +43,8 @@ def launch_table(programs, uses) -> tuple[list, int]:
             r = tuple(flags.setdefault((e, use.get(("record", step, e), 0)), len(flags)) for e in records)
             table.append((step, g, w, r))
     table.sort()
-    return [t[1:] for t in table], len(flags)
+    word = lambda js: tuple((j, flag_word(threads, j)) for j in js)  # noqa: E731
+    return [(g, word(w), word(r)) for _, g, w, r in table], len(flags)
 
 
 def queues_for(ex, inst) -> StreamQueues | None:
@@ -79,13 +81,14 @@ def run_launched(ex, inst, bufs, shapes, spans):
             kind, fn, ins, tail, _ = steps[k]
             alloc = allocs[g]
             if g < here:
-                if not all([q.wait_flag(j, run) for j in waits]):
+                if not all([q.wait_flag(w, run) for _, w in waits]):
                     break   # aborted meanwhile
-                for j in waits:
-                    memory.wait(0, tokens[j])
+                for j, _ in waits:
+                    memory.wait(g, tokens[j])
             else:
-                for j in waits:
-                    q.post(g, WAIT, q.flag(j), run)
+                for j, w in waits:
+                    if ctrl[w] != run:   # not recorded yet: the stream waits for it
+                        q.post(g, WAIT, w, run)
                     memory.wait(g, tokens[j])
             done = None
             if g >= here and kind == DYNAMIC and type(fn) is DynamicNode:
@@ -110,12 +113,14 @@ def run_launched(ex, inst, bufs, shapes, spans):
             for t in frees[k]:
                 if spans[t] is not None:
                     alloc.free(spans[t])
-            for j in records:
+            for j, w in records:
                 tokens[j] = memory.record(g)
                 if g < here:
-                    signal(ctrl, q.flag(j), run)
+                    signal(ctrl, w, run)
                 else:
-                    q.post(g, RECORD, q.flag(j), run)
+                    q.post(g, RECORD, w, run)
+            if g >= here:
+                q.flush(g)
     except Exception as e:  # noqa: BLE001 - reported to the caller of run()
         failed = (k, e)
         abort(ctrl)

@@ -8,8 +8,8 @@ device streams, the calling thread walks the plan (launcher.py) and every other 
           on the AI cores from this thread's launch slot (ge.npu.aicore.launch)
   RECORD  store the run's number in an event's flag (and wake its sleeper)
   WAIT    until an event's flag holds the run's number
-Each queue is a ring of ROW-word entries; the host bumps the stream's TAIL after writing one, the stream
-stores HEAD after running it (the host waits on HEAD to drain a stream). Every word is in one control
+Each queue is a ring of ROW-word entries; the host stores the stream's TAIL after writing a step's entries,
+the stream stores HEAD after running each (the host waits on HEAD to drain a stream). Every word is in one control
 array (ge.npu.native's layout): per stream a TAIL line and a HEAD line (HEAD's line also holds FAIL, the
 step whose kernel raised), then one line per event flag. Waits spin, yield, then sleep on the word's futex.
 A stream holds an AI-core token while it runs entries and gives it back while it waits (for an entry or an
@@ -84,8 +84,21 @@ def signal(ctrl, word, value):
 
 
 @njit(nogil=True, cache=True)
+def publish(ctrl, word, posted):
+    """The host made entries up to `posted` visible to a stream (and woke it if it sleeps)."""
+    addr = ctrl.ctypes.data + 8 * word
+    store_seqcst(addr, posted)
+    wake(ctrl, addr)
+
+
+@njit(nogil=True, cache=True)
 def abort(ctrl):
     store_seqcst(ctrl.ctypes.data + 8 * ABORT, 1)
+
+
+def flag_word(threads: int, j: int) -> int:
+    """The control word of event flag j (after the streams' TAIL and HEAD lines)."""
+    return USER0 + 2 * LINE * threads + LINE * j
 
 
 class StreamQueues:
@@ -97,7 +110,7 @@ class StreamQueues:
                  first: int = 1):
         self.threads, self.team, self.slots, self.name, self.first = threads, team, slots, name, first
         self.ctrl = native.new_ctrl(2 * threads + flags)
-        self.flag0 = USER0 + 2 * LINE * threads
+        self.tails = [self.tail(g) for g in range(threads)]
         self.caps = [max(c, 1) for c in capacity]
         self.queues = [np.zeros(c * ROW, np.int64) for c in self.caps]
         self.posted = [0] * threads
@@ -109,9 +122,6 @@ class StreamQueues:
 
     def head(self, g: int) -> int:
         return USER0 + 2 * LINE * g + LINE
-
-    def flag(self, j: int) -> int:
-        return self.flag0 + LINE * j
 
     def begin(self) -> int:
         """A new run (every stream idle): its number, ABORT and FAIL cleared, the threads started."""
@@ -130,14 +140,20 @@ class StreamQueues:
 
     def post(self, g: int, op: int, a: int, b: int = 0, fp: int = 0, bp: int = 0, bd: int = 0,
              step: int = -1) -> None:
+        """Write an entry for stream g; it sees it at the next `flush(g)`."""
         q, n = self.queues[g], self.posted[g]
         e = (n % self.caps[g]) * ROW
         q[e], q[e + 1], q[e + 2], q[e + 3], q[e + 4], q[e + 5], q[e + 6] = op, a, b, fp, bp, bd, step
         self.posted[g] = n + 1
-        native.bump(self.ctrl, self.tail(g))
+
+    def flush(self, g: int) -> None:
+        """Stream g may run every entry written so far (one store and wake for a step's entries)."""
+        if self.ctrl[self.tails[g]] != self.posted[g]:
+            publish(self.ctrl, self.tails[g], self.posted[g])
 
     def drain(self, g: int) -> None:
         """Until stream g ran everything posted to it (the host's token is lent meanwhile)."""
+        self.flush(g)
         if self.ctrl[self.head(g)] != self.posted[g]:
             if self.first:
                 unhold(self.team)
@@ -145,9 +161,8 @@ class StreamQueues:
             if self.first:
                 hold(self.team)
 
-    def wait_flag(self, j: int, value: int) -> bool:
-        """The host waits for event flag j; False when the run was aborted meanwhile."""
-        word = self.flag(j)
+    def wait_flag(self, word: int, value: int) -> bool:
+        """The host waits for an event flag; False when the run was aborted meanwhile."""
         if self.ctrl[word] == value:
             return True
         unhold(self.team)
