@@ -22,6 +22,7 @@ from ge.npu.thunks import ThunkError
 from ge.plan import Plan
 
 from .lowering import HOST, Step, passed_inputs
+from .queues import TASK
 from .tiled import TiledCall
 
 MAX_CACHED = 256  # entries per node
@@ -43,13 +44,31 @@ class DynamicNode:
         self.tasks: dict = {}   # key -> its launch as a thunk task for posting (or None), see post
 
     def __call__(self, bufs, shapes, spans, alloc, core=None) -> None:
-        hit = self._hit(bufs, shapes)[1]
+        key = tuple([shapes[t] for t in self.present])   # _hit and _outputs inline: the hot loop
+        if self.values:
+            key = (key, *[bufs[t].tobytes() for t in self.values])
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self._prepare(key, bufs, shapes)
         out_shapes, fn, ins, sizes, ws, args, alias, tiled, _ = hit
         if tiled is not None and core is not None:
             fn, args = tiled.bound(*core), ()
-        outs = self._outputs(hit, bufs, shapes, spans, alloc)
-        if outs is None:
+        for o, s in zip(self.outs, out_shapes):
+            shapes[o.tensor] = s
+        if alias >= 0:
+            bufs[self.out0] = bufs[alias]
             return
+        outs = []
+        for o, (count, dtype, nbytes) in zip(self.outs, sizes):
+            if o.place == HOST or nbytes == 0:
+                a = bufs[o.tensor]  # a caller's bound output array, or None
+                if a is None or a.size != count:
+                    a = np.empty(count, dtype)
+            else:
+                sp = spans[o.tensor] = alloc.alloc(nbytes)
+                a = sp.as_array(dtype, count)
+            bufs[o.tensor] = a
+            outs.append(a)
         if ws:
             held = [alloc.alloc(nbytes) for _, _, nbytes in ws]
             try:
@@ -80,7 +99,7 @@ class DynamicNode:
         buffers = [*[bufs[t] for t in ins], *outs, *[sp.as_array(dt, n) for sp, (n, dt, _) in zip(held, ws)]]
         posted = task.post_bases(slot)
         task.fill(posted, buffers)
-        queues.post(g, 1, task.addr, task.ip, task.fp, posted[1], task.launch.block_dim, step)
+        queues.post(g, TASK, task.addr, task.ip, task.fp, posted[1], task.launch.block_dim, step)
         for sp in held:   # the stream's next allocations run after this launch: reuse is ordered
             alloc.free(sp)
         return task, buffers   # the caller keeps the task (its base tables) alive until the run ends

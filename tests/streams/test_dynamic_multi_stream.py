@@ -82,3 +82,51 @@ def test_each_reader_thread_frees_a_block_after_its_own_last_use():
     for g in {ex.thread_of[n.step] for n in users}:
         last = max(n.step for n in users if ex.thread_of[n.step] == g)
         assert out in frees[last]
+
+
+def _gather_then_branches():
+    """x[N, 8] -> Gather(x, i, axis 1) -> Relu on one branch, Tanh -> Sigmoid on the other, joined by Add:
+    an out-of-range index in `i` makes the Gather kernel raise."""
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Gather", ["x", "i"], ["g"], name="pick", axis=1),
+             helper.make_node("Relu", ["g"], ["a"], name="a_relu"),
+             helper.make_node("Tanh", ["x"], ["t"], name="b_tanh"),
+             helper.make_node("Sigmoid", ["t"], ["b"], name="b_sig"),
+             helper.make_node("Add", ["a", "b"], ["y"], name="join")]
+    g = helper.make_graph(nodes, "two", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8]),
+                                         helper.make_tensor_value_info("i", TensorProto.INT64, [8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_a_kernel_raising_on_a_native_stream_thread_names_its_node_and_the_next_run_works():
+    """The stream threads are native loops fed by the caller (runtime_v2/queues.py, launcher.py): a posted
+    kernel that raises aborts the run on every thread, and is re-run on the caller for its message."""
+    model = _gather_then_branches()
+    multi = ge.Session(model, runtime="v2", options=ge.Options(enable_dynamic_shape_multi_stream=True,
+                                                               thread_budget=2))
+    ex = multi._executor
+    assert multi.plan.num_streams == 2 and multi.plan.events
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    good = np.arange(8, dtype=np.int64)[::-1].copy()
+    want = ge.Session(model, runtime="v2").run(None, {"x": x, "i": good})[0]
+    np.testing.assert_array_equal(multi.run(None, {"x": x, "i": good})[0], want)
+    pick = next(n for n in ex.plan.nodes if n.name == "pick")
+    assert ex._instances.idle[0].queues is not None and ex._dynamic[pick.step].tasks   # it was posted
+    bad = good.copy()
+    bad[3] = 100
+    for _ in range(2):
+        with pytest.raises(ExecutionError, match="Gather node 'pick'.*IndexError"):
+            multi.run(None, {"x": x, "i": bad})
+        assert ex.allocator_stats()["dynamic"]["allocated"] == 0
+        np.testing.assert_array_equal(multi.run(None, {"x": x, "i": good})[0], want)
+
+
+def test_a_traced_run_uses_python_stream_threads_and_gives_the_same_result():
+    from ge.npu import Tracer
+    multi = _multi()
+    feeds = _feeds(3, 1)
+    want = multi.run(None, feeds)[0]
+    tracer = Tracer()
+    np.testing.assert_array_equal(multi.run_traced(feeds, tracer)[0], want)
+    assert {s.track for s in tracer.slices if s.kind == "kernel"} == {0, 1, 2, 3}
