@@ -8,6 +8,9 @@ A `DynamicNode` is called by the executor loop as `node(bufs, shapes, spans, all
      caller's bound array when it fits, else a fresh one; ALLOC: a span of the caching allocator),
      allocate workspaces, launch (a tiled launch on the AI cores: `core` is the thread's (team, slot), see
      tiled.py), free the workspaces.
+`post(...)` (a dynamic plan on native stream threads, launcher.py) does steps 1-3 the same but, instead of
+launching, writes the buffers' addresses into the stream thread's own base table of the launch's thunk
+task (tiled.py, made once per prepared shape, block_dim 1 too) and posts it to that thread's queue.
 The cache is shared by every executor instance (dict operations are atomic under the GIL; a race only
 prepares the same entry twice) and bounded.
 """

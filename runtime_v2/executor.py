@@ -16,8 +16,9 @@ Multi-stream (streams.py): a plan with several streams runs one host thread per 
 plan's events; the kernels release the GIL, so streams overlap on real cores. A plan with dynamic steps or
 caching-allocator tensors (GE's dynamic-shape multi-stream, ENABLE_DYNAMIC_SHAPE_MULTI_STREAM) gives each
 instance a multi-stream allocator instead (mif.py: GE's MIF protocol), each thread frees what it is done
-with (stream_memory.py), and the events carry the allocator's recycle state. A budget of one thread runs
-the plan in plan order.
+with (stream_memory.py), and the events carry the allocator's recycle state; its stream threads are native
+loops that the calling thread feeds with the bound launches (launcher.py, queues.py: all Python on one
+thread). A budget of one thread runs the plan in plan order.
 
 State (Options.state_pairs, the plan's variable segment): one device region per executor holds each pair's
 two blocks; a run reads the input from one (unless the caller feeds it) and writes the output into the

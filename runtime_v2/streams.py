@@ -1,5 +1,9 @@
 """Multi-stream execution for runtime_v2: one host thread per stream group, events between them.
 
+This runner serves static plans, traced runs (`run_traced`) and instances without AI-core launch slots; a
+dynamic plan's untraced runs go to native stream threads fed by the caller instead (queues.py, launcher.py:
+Python threads there spent more on GIL hand-offs than the streams gained).
+
 A plan with several streams (PlanNode.stream) and its sync events (Plan.events) runs as follows:
   1. Threads: ge.npu.programs.stream_threads (the thread budget, at most one per stream); stream s runs on
      thread s mod that number. With one thread the plan runs in plan order, as one stream.
