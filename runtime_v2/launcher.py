@@ -1,19 +1,22 @@
 """The host side of a dynamic plan's streams on native threads (queues.py): one walk of the plan per run.
 
-The calling thread walks the steps in plan order (topological, so every event a step waits for was
-recorded or posted before) and, per step k on thread g:
-  1. Waits: g = 0 (the host's own streams) waits for the event flags here; another thread gets WAIT
-     entries. The MIF recycle state travels with the event as before (`memory.wait(g, token)`).
-  2. The step: on thread 0 it runs here, as on one thread. On another thread, a dynamic node is bound
-     here (shapes, output blocks from thread g's allocator view, its base table) and posted as a TASK;
-     what cannot be posted (value inputs read on the host, atomic outputs, host ops, no thunk) runs here
-     after thread g drained its queue, i.e. after g's earlier steps and waits.
-  3. MIF: the block shares and frees of the step (stream_memory.py), on the host, in plan order: a block
-     freed on g may serve g's later launches at once (g runs them after), another thread's only after an
+The calling thread (the host) walks the steps in plan order (topological, so every event a step waits
+for was recorded or posted before) and, per step k on stream thread g (every thread is native):
+  1. Waits: a WAIT entry on g per event not recorded yet; the MIF recycle state travels with the event
+     as before (`memory.wait(g, token)`).
+  2. The step: a dynamic node is bound here (shapes, output blocks from thread g's allocator view, its
+     base table) and posted as a TASK; an alias only sets its view; what cannot be posted (value inputs
+     read here, atomic outputs, host ops, static launches, no thunk) runs here once g drained its queue,
+     i.e. after g's earlier steps and waits.
+  3. MIF: the block shares and frees of the step (stream_memory.py), here, in plan order: a block freed
+     on g may serve g's later launches at once (g runs them after), another thread's only after an
      event, as MIF decides.
-  4. Records: a RECORD entry on g (or the flag set here for thread 0), with `memory.record(g)`'s token.
-All Python runs on one thread: no GIL hand-offs between streams, which cost more than the streams gained
-(README "Stream modes and their cost"). At the end every queue is drained (GE's LastWaitEvents).
+  4. Records: a RECORD entry on g per event, with `memory.record(g)`'s token; then g sees the step's
+     entries (one store).
+All Python runs on one thread: no GIL hand-offs between streams (with Python stream threads they cost
+more than the streams gained, README "Stream modes and their cost"), and the host runs ahead of the
+kernels, as GE's host launches ahead of its streams. The host keeps no AI-core token (it runs no kernel
+unless a step cannot be posted). At the end every queue is drained (GE's LastWaitEvents).
 A failing step (here or a posted kernel) aborts the run: the streams skip the rest, the host stops
 posting, and the earliest failing step's error is reported (a posted kernel is re-run here for it).
 """
@@ -22,12 +25,11 @@ from __future__ import annotations
 import numpy as np
 
 from ge.kernels.registry import serial_blocks
-from ge.npu.aicore import hold, unhold
 from ge.npu.native import ABORT
 
 from .dynamic import DynamicNode
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST
-from .queues import RECORD, WAIT, StreamQueues, abort, flag_word, signal
+from .queues import RECORD, WAIT, StreamQueues, abort, flag_word
 
 
 def launch_table(programs, uses, threads: int) -> tuple[list, int]:
@@ -56,10 +58,7 @@ def queues_for(ex, inst) -> StreamQueues | None:
     cap = [0] * ex.stream_threads
     for g, w, r in table:
         cap[g] += len(w) + len(r) + 1
-    return StreamQueues(ex.stream_threads, flags, cap, inst.team, inst.slots, first=1 if HOST_STREAM else 0)
-
-
-HOST_STREAM = False   # thread 0 on the host too (measured against all-native threads)
+    return StreamQueues(ex.stream_threads, flags, cap, inst.team, inst.slots)
 
 
 def run_launched(ex, inst, bufs, shapes, spans):
@@ -71,37 +70,27 @@ def run_launched(ex, inst, bufs, shapes, spans):
     posted: dict = {}   # step -> (task, buffers) of posted kernels: alive until drained, to name a failure
     failed = None
     k = -1
-    here = q.first   # threads below it run on the host
-    if here:
-        hold(team)
     try:
         for k, (g, waits, records) in enumerate(table):
             if ctrl[ABORT]:   # a posted kernel raised
                 break
             kind, fn, ins, tail, _ = steps[k]
             alloc = allocs[g]
-            if g < here:
-                if not all([q.wait_flag(w, run) for _, w in waits]):
-                    break   # aborted meanwhile
-                for j, _ in waits:
-                    memory.wait(g, tokens[j])
-            else:
-                for j, w in waits:
-                    if ctrl[w] != run:   # not recorded yet: the stream waits for it
-                        q.post(g, WAIT, w, run)
-                    memory.wait(g, tokens[j])
+            for j, w in waits:
+                if ctrl[w] != run:   # not recorded yet: the stream waits for it
+                    q.post(g, WAIT, w, run)
+                memory.wait(g, tokens[j])
             done = None
-            if g >= here and kind == DYNAMIC and type(fn) is DynamicNode:
+            if kind == DYNAMIC and type(fn) is DynamicNode:
                 done = fn.post(bufs, shapes, spans, alloc, q, g, int(slots[g]), k)
                 if done:
                     posted[k] = done
-            if done is None:   # runs here: on another thread's behalf after it drained
-                if g >= here:
-                    q.drain(g)
+            if kind == ALIAS:   # a view: nothing to wait for
+                bufs[tail] = bufs[ins]
+            elif done is None:   # runs here, on thread g's behalf, once g ran everything before it
+                q.drain(g)
                 if kind == BOUND:
                     fn(*[bufs[i] for i in ins], *tail)
-                elif kind == ALIAS:
-                    bufs[tail] = bufs[ins]
                 elif kind == DYNAMIC:
                     fn(bufs, shapes, spans, alloc, (team, int(slots[g])))
                 else:
@@ -115,20 +104,14 @@ def run_launched(ex, inst, bufs, shapes, spans):
                     alloc.free(spans[t])
             for j, w in records:
                 tokens[j] = memory.record(g)
-                if g < here:
-                    signal(ctrl, w, run)
-                else:
-                    q.post(g, RECORD, w, run)
-            if g >= here:
-                q.flush(g)
+                q.post(g, RECORD, w, run)
+            q.flush(g)
     except Exception as e:  # noqa: BLE001 - reported to the caller of run()
         failed = (k, e)
         abort(ctrl)
     finally:
-        for g in range(here, q.threads):
+        for g in range(q.threads):
             q.drain(g)
-        if here:
-            unhold(team)
     errors = [failed] if failed else []
     for s in q.failed_steps():
         errors.append((s, _rerun(*posted[s])))

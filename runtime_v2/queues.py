@@ -2,16 +2,18 @@
 
 Python stream threads lose what the streams gain: both need the GIL between kernels, and each hand-off of
 it is an OS wake-up (inception_like at batch 1: 0.5-0.8x of one stream). Here, as GE's host launches onto
-device streams, the calling thread walks the plan (launcher.py) and every other thread is a native loop
+device streams, the calling thread walks the plan (launcher.py) and every stream thread is a native loop
 (`serve`, GIL released for its life) that runs what the host posts to its queue, in order:
   TASK    a kernel thunk (ge.npu.thunks: addr, int row, float row, base table, block_dim); a tiled one runs
           on the AI cores from this thread's launch slot (ge.npu.aicore.launch)
-  RECORD  store the run's number in an event's flag (and wake its sleeper)
+  RECORD  store the run's number in an event's flag (and wake its sleeper): each flag is one (event, use),
+          recorded once per run, so flags are never reset
   WAIT    until an event's flag holds the run's number
-Each queue is a ring of ROW-word entries; the host stores the stream's TAIL after writing a step's entries,
-the stream stores HEAD after running each (the host waits on HEAD to drain a stream). Every word is in one control
-array (ge.npu.native's layout): per stream a TAIL line and a HEAD line (HEAD's line also holds FAIL, the
-step whose kernel raised), then one line per event flag. Waits spin, yield, then sleep on the word's futex.
+Each queue is a ring of ROW-word entries; the host stores the stream's TAIL after writing a step's
+entries, the stream stores HEAD after running each (the host waits on HEAD to drain a stream). Every word
+is in one control array (ge.npu.native's layout): per stream a TAIL line and a HEAD line (HEAD's line also
+holds FAIL, the step whose kernel raised), then one line per event flag. Waits spin, yield, then sleep on
+the word's futex.
 A stream holds an AI-core token while it runs entries and gives it back while it waits (for an entry or an
 event), so the AI cores serve the other launches meanwhile. A kernel that raised sets ABORT: every stream
 skips what is left (consuming it, so HEAD still reaches TAIL), the host re-runs the kernel for its message.
@@ -76,14 +78,6 @@ def serve(ctrl, queue, tail, head, team, slot, cap):
 
 
 @njit(nogil=True, cache=True)
-def signal(ctrl, word, value):
-    """The host records an event: ctrl[word] = value, its sleeper woken."""
-    addr = ctrl.ctypes.data + 8 * word
-    store_seqcst(addr, value)
-    wake(ctrl, addr)
-
-
-@njit(nogil=True, cache=True)
 def publish(ctrl, word, posted):
     """The host made entries up to `posted` visible to a stream (and woke it if it sleeps)."""
     addr = ctrl.ctypes.data + 8 * word
@@ -102,13 +96,12 @@ def flag_word(threads: int, j: int) -> int:
 
 
 class StreamQueues:
-    """Threads 1.. of one instance as native stream loops; thread 0 is the host (the caller of a run).
-    `capacity`: per thread, the most entries one run posts (rings never wrap over unread entries: a run
-    ends with every queue drained)."""
+    """The stream threads of one instance as native loops, started at its first run. `capacity`: per
+    thread, the most entries one run posts (rings never wrap over unread entries: a run ends with every
+    queue drained)."""
 
-    def __init__(self, threads: int, flags: int, capacity: list, team, slots, name: str = "ge-stream",
-                 first: int = 1):
-        self.threads, self.team, self.slots, self.name, self.first = threads, team, slots, name, first
+    def __init__(self, threads: int, flags: int, capacity: list, team, slots, name: str = "ge-stream"):
+        self.threads, self.team, self.slots, self.name = threads, team, slots, name
         self.ctrl = native.new_ctrl(2 * threads + flags)
         self.tails = [self.tail(g) for g in range(threads)]
         self.caps = [max(c, 1) for c in capacity]
@@ -126,7 +119,7 @@ class StreamQueues:
     def begin(self) -> int:
         """A new run (every stream idle): its number, ABORT and FAIL cleared, the threads started."""
         if not self._threads:
-            for g in range(self.first, self.threads):
+            for g in range(self.threads):
                 t = threading.Thread(target=serve, daemon=True, name=f"{self.name}-{g}", args=(
                     self.ctrl, self.queues[g], self.tail(g), self.head(g), self.team, int(self.slots[g]),
                     self.caps[g]))
@@ -152,26 +145,13 @@ class StreamQueues:
             publish(self.ctrl, self.tails[g], self.posted[g])
 
     def drain(self, g: int) -> None:
-        """Until stream g ran everything posted to it (the host's token is lent meanwhile)."""
+        """Until stream g ran everything posted to it."""
         self.flush(g)
         if self.ctrl[self.head(g)] != self.posted[g]:
-            if self.first:
-                unhold(self.team)
             wait(self.ctrl, self.head(g), self.posted[g], ZERO, False)
-            if self.first:
-                hold(self.team)
-
-    def wait_flag(self, word: int, value: int) -> bool:
-        """The host waits for an event flag; False when the run was aborted meanwhile."""
-        if self.ctrl[word] == value:
-            return True
-        unhold(self.team)
-        ok = wait(self.ctrl, word, value, ABORT, True)
-        hold(self.team)
-        return ok
 
     def failed_steps(self) -> list[int]:
-        return [int(self.ctrl[self.head(g) + 2]) for g in range(self.first, self.threads)
+        return [int(self.ctrl[self.head(g) + 2]) for g in range(self.threads)
                 if self.ctrl[self.head(g) + 2] >= 0]
 
     def close(self) -> None:
@@ -179,7 +159,7 @@ class StreamQueues:
         if not self._threads:
             return
         native.stop(self.ctrl)
-        for g in range(self.first, self.threads):
+        for g in range(self.threads):
             native.bump(self.ctrl, self.tail(g))
         for t in self._threads:
             t.join(timeout=10)
