@@ -20,6 +20,7 @@ skips what is left (consuming it, so HEAD still reaches TAIL), the host re-runs 
 """
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -109,6 +110,7 @@ class StreamQueues:
         self.posted = [0] * threads
         self.run_id = 0
         self._threads: list[threading.Thread] = []
+        self._pid = os.getpid()
 
     def tail(self, g: int) -> int:
         return USER0 + 2 * LINE * g
@@ -117,7 +119,11 @@ class StreamQueues:
         return USER0 + 2 * LINE * g + LINE
 
     def begin(self) -> int:
-        """A new run (every stream idle): its number, ABORT and FAIL cleared, the threads started."""
+        """A new run (every stream idle): its number, ABORT and FAIL cleared, the threads started (again in
+        a forked child, which inherits no threads)."""
+        if self._pid != os.getpid():
+            self._pid, self._threads = os.getpid(), []
+            self.ctrl[STOP] = 0
         if not self._threads:
             for g in range(self.threads):
                 t = threading.Thread(target=serve, daemon=True, name=f"{self.name}-{g}", args=(
