@@ -100,8 +100,11 @@ class DynamicNode:
         ins, ws = hit[2], hit[4]
         held = [alloc.alloc(nbytes) for _, _, nbytes in ws]
         buffers = [*[bufs[t] for t in ins], *outs, *[sp.as_array(dt, n) for sp, (n, dt, _) in zip(held, ws)]]
+        # an ALLOC tensor's buffer is its block's view from the block's start (spans[t] set with bufs[t])
+        blocks = [*[spans[t] for t in ins], *[spans[o.tensor] if o.place != HOST else None for o in self.outs],
+                  *held]
         posted = task.post_bases(slot)
-        task.fill(posted, buffers)
+        task.fill(posted, buffers, blocks)
         queues.post(g, TASK, task.addr, task.ip, task.fp, posted[1], task.launch.block_dim, step)
         for sp in held:   # the stream's next allocations run after this launch: reuse is ordered
             alloc.free(sp)

@@ -33,10 +33,11 @@ from .allocator import FETCH_BYTES, PAGE_BYTES, DeviceMemory, ScalableAllocator,
 
 class Block:
     """A multi-stream allocation: the span, its birth stream, who uses it, who knows it is freed."""
-    __slots__ = ("span", "nbytes", "birth", "version", "occupants", "freed", "views", "live")
+    __slots__ = ("span", "nbytes", "birth", "version", "occupants", "freed", "views", "live", "addr")
 
-    def __init__(self, span: Span, nbytes: int, birth: int):
+    def __init__(self, span: Span, nbytes: int, birth: int, addr: int = 0):
         self.span, self.nbytes, self.birth = span, nbytes, birth
+        self.addr = addr   # of its first byte: launches posted to native threads take addresses
         self.version = 0
         self._reset(birth)
 
@@ -70,6 +71,7 @@ class MultiStreamAllocator:
         self._borrow: list[dict[Block, None]] = [{} for _ in range(streams)]
         self._pending: list[dict[Block, None]] = [{} for _ in range(streams)]  # blocks s has a view of
         self._lock = threading.Lock()
+        self._base = device.buffer.__array_interface__["data"][0]
         self.borrow_hits = 0
         # how blocks crossed streams: accesses from another stream, recycles into a borrow pool (freed on
         # a stream that is not the block's birth stream), borrowed blocks an event sent home
@@ -85,7 +87,7 @@ class MultiStreamAllocator:
                 return blk
             span = self._pools[stream].alloc(nbytes)
             span.stream = stream
-            return Block(span, nbytes, stream)
+            return Block(span, nbytes, stream, self._base + span.offset)
 
     def access(self, blk: Block, stream: int) -> None:
         """Stream `stream` will use the block (launch of a consumer on another stream)."""
