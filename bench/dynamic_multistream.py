@@ -8,9 +8,9 @@ blocks in either case).
 Prints the date and the machine, then per batch the median time of each side, the two alternating run by
 run in one process, and the ratio single / multi (above 1: multi-stream is faster); `others`, the CPUs
 other processes used meanwhile (from /proc/stat: near 0, a core was free for the second stream; near the
-CPU count, none was); `bound`, the best any runtime can do with these streams on the budget's threads given each step's time (traced, as
-bench/test_streams.py's `ideal`: a machine-independent ceiling); and the allocator's cross-stream counters
-(GE's MIF: blocks freed on one stream reused by another).
+CPU count, none was); `bound`, the best any runtime can do with these streams on the budget's threads
+given each step's time (traced, as bench/test_streams.py's `ideal`: a machine-independent ceiling); and
+the allocator's cross-stream counters (GE's MIF: blocks freed on one stream reused by another).
 """
 import datetime
 import os
