@@ -312,6 +312,79 @@ class Plan:
         return json.dumps(self.to_dict(), indent=indent)
 
 
+def static_control_reason(plan: Plan, node: PlanNode) -> str:
+    """Why the task sink cannot run control node `node` from its tables ("" when it can: runtime_v1/labels.py).
+    It can when the node is an If or a Loop whose values are all tensors of static shapes, each body value the
+    same dtype and shape as the outer value it stands for (the label tasks read and write them in place: a
+    mismatch would overrun a buffer, so an offline plan is held to it too), and whose bodies are static plans
+    (their control nodes recursively). Such a node's outputs get the static memory plan like any task's;
+    runtime_v2 runs it host-driven."""
+    what = f"{node.op_type} node '{node.name}'"
+    if node.op_type not in ("If", "Loop") or not node.bodies:
+        return f"{what} runs host-driven (sequences, optionals and Scan have no label tasks)"
+    outer = [plan.tensors[t] for t in (*node.inputs, *node.outputs) if t >= 0]
+    bad = next((t for t in outer if t.value_kind != "tensor" or not t.is_static), None)
+    if bad is not None:
+        return f"{what}: value '{bad.name}' is a {bad.value_kind} of shape {list(bad.shape)}, not a static tensor"
+    spec = lambda p, t: None if t < 0 else (p.tensors[t].dtype, tuple(p.tensors[t].shape))  # noqa: E731
+    scalar = lambda dt: [(np.dtype(dt), ()), (np.dtype(dt), (1,))]  # noqa: E731
+    at = len(node.inputs) - sum(c for _, _, c in node.bodies)
+    for attr, body, n_cap in node.bodies:
+        if body.memory is None:
+            return f"{what}: its {attr} has no static memory plan"
+        bad = next((t for t in body.tensors if t.value_kind != "tensor" or not t.is_static), None)
+        if bad is not None:
+            return f"{what}: value '{bad.name}' of its {attr} is not a static tensor"
+        ins, outs = list(body.inputs), list(body.outputs)
+        # (what, the spec the body has, the specs the node allows) for every value the two share
+        pairs = [(f"captured input {k}", spec(body, t), [spec(plan, node.inputs[at + k])])
+                 for k, t in enumerate(ins[len(ins) - n_cap:])]
+        at += n_cap
+        if node.op_type == "If":
+            pairs.append(("condition", spec(plan, node.inputs[0]), scalar(np.bool_)))
+            if len(outs) != len(node.outputs):
+                return f"{what}: its {attr} has {len(outs)} outputs, the node {len(node.outputs)}"
+            pairs += [(f"output {k}", spec(body, o), [spec(plan, t)]) for k, (o, t) in enumerate(zip(outs, node.outputs))
+                      if t >= 0]
+        else:
+            n = len(ins) - n_cap - 2
+            if n < 0 or len(outs) < 1 + n or len(node.outputs) != len(outs) - 1 or len(node.inputs) < 2 + n:
+                return f"{what}: its body's inputs and outputs do not match the node's"
+            pairs += [("iteration number", spec(body, ins[0]), scalar(np.int64)),
+                      ("condition", spec(body, ins[1]), scalar(np.bool_)),
+                      ("condition out", spec(body, outs[0]), scalar(np.bool_))]
+            pairs += [(name, spec(plan, t), scalar(dt)) for name, t, dt in (
+                ("trip count", node.inputs[0], np.int64), ("condition input", node.inputs[1], np.bool_)) if t >= 0]
+            for k in range(n):
+                want = [spec(plan, node.inputs[2 + k])]
+                pairs += [(f"carried value {k}", spec(body, ins[2 + k]), want),
+                          (f"carried value {k} out", spec(body, outs[1 + k]), want)]
+                if node.outputs[k] >= 0:
+                    pairs.append((f"output {k}", spec(plan, node.outputs[k]), want))
+            for j, t in enumerate(node.outputs[n:]):
+                dt, shape = spec(body, outs[1 + n + j])
+                if t >= 0 and spec(plan, t)[0] == dt and spec(plan, t)[1][1:] == shape:
+                    continue
+                if t >= 0:
+                    return f"{what}: scan output {j} is {list(spec(plan, t)[1])}, its rows {list(shape)}"
+        for name, got, allowed in pairs:
+            if got not in allowed:
+                return f"{what}: its {attr}'s {name} is {got}, the node's {allowed[0]}"
+        for n in body.nodes:
+            if n.bodies:
+                why = static_control_reason(body, n)
+                if why:
+                    return why
+            elif n.is_dynamic:
+                return f"{what}: {n.op_type} node '{n.name}' of its {attr} has shapes known only at run time"
+    return ""
+
+
+def runs_on_v1(plan: Plan) -> bool:
+    """The task sink can run every node: static, or static control flow."""
+    return all(not n.is_dynamic or (n.bodies and not static_control_reason(plan, n)) for n in plan.nodes)
+
+
 @dataclass(frozen=True)
 class GearPlans:
     """One static plan per batch gear (Options.dynamic_batch) of a model whose inputs share the symbolic

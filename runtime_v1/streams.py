@@ -3,6 +3,7 @@ fallback call of a task from Python, with the error that names its node.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
@@ -13,7 +14,7 @@ from ge.errors import ExecutionError
 from ge.npu import native
 
 from .model import NATIVE
-from .sink import ABORTED, DONE_OK, RECORD, abort, interpret_sync
+from .sink import ABORTED, DONE_OK, GOTO, RECORD, SWITCH, abort, interpret_sync
 
 
 class Streams:
@@ -132,7 +133,12 @@ def _traced_rows(sync: Streams, st, bases, a: int, b: int) -> int:
     """Rows [a, b) one at a time, each a slice on the stream's track (event ops with their flow arrow)."""
     m, tracer, inst = sync.model, sync.tracer, sync.inst
     k = m.streams.index(st)
-    for t in range(a, b):
+    t = a
+    while t < b:
+        op = int(st.addrs[t])
+        if op in (SWITCH, GOTO):   # a label op: its jump taken here (sink._jump)
+            t = _jump(op, t, st, m.itab, bases)
+            continue
         t0 = time.perf_counter()
         r = interpret_sync(st.addrs, st.ioffs, st.foffs, st.blocks, m.itab, m.ftab, bases, inst.team,
                            inst.slots[k], sync.ctrl, sync.generation * m.event_stride, t, t + 1)
@@ -145,7 +151,16 @@ def _traced_rows(sync: Streams, st, bases, a: int, b: int) -> int:
             kind = "record" if op == RECORD else "wait"
             e = int(st.ioffs[t])
             _slice(tracer, st.stream, kind, f"{kind} e{e}", t0, (e, sync.generation))
+        t += 1
     return DONE_OK
+
+
+def _jump(op: int, t: int, st, itab, bases) -> int:
+    if op == GOTO:
+        return int(st.ioffs[t])
+    k = int(st.ioffs[t])
+    flag = ctypes.c_uint8.from_address(int(bases[itab[k]]) + int(itab[k + 1])).value
+    return t + 1 if flag else int(itab[k + 2])
 
 
 def _slice(tracer, stream: int, kind: str, name: str, t0: float, flow=None) -> None:
