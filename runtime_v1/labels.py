@@ -61,8 +61,8 @@ class Labels:
 
 
 def expand(model, node, where: Where, labels: Labels) -> tuple[list, int]:
-    """(rows, bytes of the control region from where.base) of one If or Loop node."""
-    return (_if if node.op_type == "If" else _loop)(model, node, where, labels)
+    """(rows, bytes of the control region from where.base) of one If, Loop or Scan node."""
+    return {"If": _if, "Loop": _loop, "Scan": _scan}[node.op_type](model, node, where, labels)
 
 
 def _captures(node) -> dict:
@@ -91,10 +91,32 @@ def _if(model, node, where, labels):
 
 
 def _loop(model, node, where, labels):
-    """Initial state; head: test, SWITCH(flag) -> leave; body; scan rows; new state; counter + 1; GOTO head."""
+    """ONNX Loop: (iteration, condition, carried...) -> (condition, carried..., scan rows...)."""
     (body, caps), = _captures(node).values()
     n = len(body.inputs) - len(caps) - 2
     trips, cond_in = node.inputs[0], node.inputs[1]
+    return _iterate(model, node, where, labels, body, caps, n, node.inputs[2:2 + n],
+                    where.locate(trips) if trips >= 0 else None, cond_in, (), (False,) * (len(node.outputs) - n))
+
+
+def _scan(model, node, where, labels):
+    """ONNX Scan (axes 0): (states..., rows of the scan inputs) -> (states..., scan rows...), its length the
+    scan inputs'."""
+    (body, caps), = _captures(node).values()
+    m = int(node.attrs.get("num_scan_inputs", 0))
+    n = len(body.inputs) - len(caps) - m
+    xs = node.inputs[n:n + m]
+    length = model.place_array(np.array([where.plan.tensors[xs[0]].shape[0]], np.int64))
+    rev_in = node.attrs.get("scan_input_directions") or [0] * m
+    rev_out = node.attrs.get("scan_output_directions") or [0] * (len(node.outputs) - n)
+    return _iterate(model, node, where, labels, body, caps, n, node.inputs[:n], length, -1,
+                    tuple(zip(xs, map(bool, rev_in))), tuple(map(bool, rev_out)))
+
+
+def _iterate(model, node, where, labels, body, caps, n, inits, trips, cond_in, scan_ins, rev_out):
+    """Initial state; head: test, SWITCH(flag) -> leave; scan input rows; body; scan rows; new state;
+    counter + 1; GOTO head. A Loop's body also takes the counter and the condition (and gives the next one)."""
+    loop = node.op_type == "Loop"
     finals, scans = node.outputs[:n], node.outputs[n:]
     size = lambda t: body.tensors[t].nbytes  # noqa: E731
     slot, at = model.control_slot, where.base
@@ -104,36 +126,43 @@ def _loop(model, node, where, labels):
         at, got = align_up(at + nbytes), at
         return slot, got
     counter, cond, flag = take(8), take(1), take(1)
-    # a carried value lives in the Loop's output (or its own bytes when that output is unused); the body
+    first = 2 if loop else 0                     # the body's first carried input
+    states = body.inputs[first:first + n]
+    # a carried value lives in the node's output (or its own bytes when that output is unused); the body
     # writes its outputs into scratch, copied over the state after it
-    carried = [where.locate(finals[k]) if finals[k] >= 0 else take(size(body.inputs[2 + k])) for k in range(n)]
+    carried = [where.locate(finals[k]) if finals[k] >= 0 else take(size(states[k])) for k in range(n)]
+    rows_in = [take(size(t)) for t in body.inputs[first + n:len(body.inputs) - len(caps)]]
     scratch = [take(size(o)) for o in body.outputs]
-    rows = [_memcpy(model, node, f"init{k}", where.locate(node.inputs[2 + k]), carried[k], size(body.inputs[2 + k]))
-            for k in range(n)]
+    rows = [_memcpy(model, node, f"init{k}", where.locate(inits[k]), carried[k], size(states[k])) for k in range(n)]
     rows.append(_rts(model, node, "counter", fill, [(counter, 8, U8)], (0,)))
     rows.append(_memcpy(model, node, "cond", where.locate(cond_in), cond, 1) if cond_in >= 0 else
                 _rts(model, node, "cond", fill, [(cond, 1, U8)], (1,)))
     head, leave = labels.new(), labels.new()
     rows += [(SET, head),
-             _rts(model, node, "test", rts.loop_test, [(counter, 1, I64), (where.locate(trips) if trips >= 0 else
-                                                                            counter, 1, I64), (cond, 1, U8),
-                                                          (flag, 1, U8)], (trips >= 0, cond_in >= 0)),
+             _rts(model, node, "test", rts.loop_test, [(counter, 1, I64), (trips or counter, 1, I64), (cond, 1, U8),
+                                                          (flag, 1, U8)], (trips is not None, cond_in >= 0)),
              (SWITCH, flag, leave)]
-    inputs = [counter, cond, *carried, *[where.locate(t) for t in caps]]
+    for j, ((x, rev), dst) in enumerate(zip(scan_ins, rows_in)):
+        rows.append(_rts(model, node, f"row{j}", rts.take_at, [(where.locate(x), where.plan.tensors[x].nbytes, U8),
+                                                                 (dst, size(body.inputs[first + n + j]), U8),
+                                                                 (counter, 1, I64)], (rev,)))
+    inputs = [*([counter, cond] if loop else []), *carried, *rows_in, *[where.locate(t) for t in caps]]
     inner, need = _body(model, node, body, inputs, scratch, align_up(at), labels)
     rows += inner
-    for j, t in enumerate(scans):
+    outs = body.outputs[1:] if loop else body.outputs
+    state_out = scratch[1:] if loop else scratch
+    for j, (t, src, rev) in enumerate(zip(scans, state_out[n:], rev_out)):
         if t >= 0:
-            o = body.outputs[1 + n + j]
             rows.append(_rts(model, node, f"scan{j}", rts.memcpy_at, [
-                (scratch[1 + n + j], size(o), U8), (where.locate(t), where.plan.tensors[t].nbytes, U8),
-                (counter, 1, I64)], (False,)))
-    rows.append(_memcpy(model, node, "cond_next", scratch[0], cond, 1))
-    rows += [_memcpy(model, node, f"carry{k}", scratch[1 + k], carried[k], size(body.outputs[1 + k]))
-             for k in range(n)]
+                (src, size(outs[n + j]), U8), (where.locate(t), where.plan.tensors[t].nbytes, U8),
+                (counter, 1, I64)], (rev,)))
+    if loop:
+        rows.append(_memcpy(model, node, "cond_next", scratch[0], cond, 1))
+    rows += [_memcpy(model, node, f"carry{k}", state_out[k], carried[k], size(outs[k])) for k in range(n)]
     rows += [_rts(model, node, "next", rts.loop_next, [(counter, 1, I64)]), (GOTO, head), (SET, leave)]
-    rows += [_rts(model, node, f"rows{j}", rts.expect_count, [(counter, 1, I64)], (where.plan.tensors[t].shape[0],))
-             for j, t in enumerate(scans) if t >= 0]
+    if loop:
+        rows += [_rts(model, node, f"rows{j}", rts.expect_count, [(counter, 1, I64)],
+                      (where.plan.tensors[t].shape[0],)) for j, t in enumerate(scans) if t >= 0]
     return rows, align_up(at) - where.base + need
 
 

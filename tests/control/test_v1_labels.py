@@ -15,7 +15,7 @@ from onnx.reference import ReferenceEvaluator
 
 import ge
 from ge.errors import GEError, ModelLoadError
-from ge.plan import static_control_reason
+from ge.static_control import static_control_reason
 from ge.zoo import rnn_loop
 from runtime_v1.sink import GOTO, SWITCH
 
@@ -110,6 +110,37 @@ def test_nested_if_in_a_loop_with_a_condition(trips, go, y0):
     _, got = _both(m, feeds)
     for g, w in zip(got, ReferenceEvaluator(m).run(None, feeds)):
         np.testing.assert_array_equal(g, w)
+
+
+def _scan(rin, rout):
+    """Scan over x's rows (axis 0): s += x_t, out rows s * x_t and x_t passed through; the given directions."""
+    vi = h.make_tensor_value_info
+    body = h.make_graph([h.make_node("Add", ["s_in", "xt"], ["s_out"]), h.make_node("Mul", ["s_out", "xt"], ["o"]),
+                         h.make_node("Identity", ["xt"], ["o2"])], "body", [vi("s_in", F, [3]), vi("xt", F, [3])],
+                        [vi("s_out", F, [3]), vi("o", F, [3]), vi("o2", F, [3])])
+    return _model([h.make_node("Scan", ["s0", "x"], ["s", "ys", "zs"], body=body, num_scan_inputs=1, name="scan",
+                               scan_input_directions=[rin], scan_output_directions=[rout, 0])],
+                  [vi("s0", F, [3]), vi("x", F, [5, 3])], [vi("s", F, [3]), vi("ys", F, [5, 3]), vi("zs", F, [5, 3])])
+
+
+@pytest.mark.parametrize("rin, rout", [(0, 0), (1, 1)])
+def test_scan_rows_in_both_directions(rin, rout):
+    m = _scan(rin, rout)
+    feeds = {"s0": np.ones(3, np.float32), "x": np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)}
+    assert ge.Session(m).runtime == "v1"
+    _, got = _both(m, feeds)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_a_scan_over_axis_1_runs_host_driven_and_v1_says_why():
+    m = _scan(0, 0)
+    m.graph.node[0].attribute.append(h.make_attribute("scan_input_axes", [1]))
+    m.graph.input[1].CopyFrom(h.make_tensor_value_info("x", F, [3, 5]))
+    assert ge.Session(m).runtime == "v2"
+    with pytest.raises(GEError, match="Scan node 'scan'.*axis other than 0"):
+        ge.Session(m, runtime="v1")
 
 
 def test_a_scan_output_planned_for_more_iterations_is_an_error():
