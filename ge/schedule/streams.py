@@ -59,6 +59,7 @@ from ..errors import GEError
 from ..npu.engines import CONTROL_FLOW_OPS, GE_LOCAL, info
 
 log = logging.getLogger("ge.schedule")
+LABEL_OPS = ("If", "Loop", "Scan")   # control flow the task sink may run as label tasks (ge/static_control.py)
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,8 @@ def single_stream_reason(order, options) -> str | None:
                           f"'{flow.name}'): GE refuses single-stream mode with control-flow ops; unset it")
         return "enable_single_stream is set"
     # a static If / Loop (static tensors out) is a static graph's node: its label tasks sit on its stream
-    host = next((n for n in order if (n.op_type in CONTROL_FLOW_OPS or _has_subgraph(n)) and
-                 any(not v.is_static or not v.is_tensor for v in n.outputs)), None)
+    host = next((n for n in order if (n.op_type in CONTROL_FLOW_OPS or _has_subgraph(n)) and (
+        n.op_type not in LABEL_OPS or any(not v.is_static or not v.is_tensor for v in n.outputs))), None)
     dynamic = host or next((n for n in order if any(not v.is_static for v in n.outputs)), None)
     if dynamic is not None and not (options.enable_dynamic_shape_multi_stream or
                                     os.environ.get("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "") == "1"):
