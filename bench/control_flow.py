@@ -5,7 +5,9 @@
 The model is ge.zoo.rnn_loop (an Elman RNN as torch.jit.script exports it: a Loop whose body gathers x[t],
 two MatMuls, two Adds, a Tanh). One thread each (thread budget 1, one intra-op thread), the three alternating
 round by round in one process. Prints the date and machine, each median, the ratios, the per-iteration
-host cost of v2 over v1, and the largest difference from onnxruntime.
+host cost of v2 over v1, and the largest difference from onnxruntime. Then, at a thread budget of 2, v1 with
+the body's streams in its plan order (the default) vs as activated streams (Options.activate_body_streams,
+GE's StreamActive: runtime_v1/activation.py): the cost of an activation per iteration.
 """
 from __future__ import annotations
 
@@ -49,6 +51,15 @@ def main(argv=None) -> None:
     print(f"runtime_v1 {ms['v1']:.3f} ms   runtime_v2 {ms['v2']:.3f} ms   onnxruntime {ms['ort']:.3f} ms")
     print(f"v1/ort {ms['v1'] / ms['ort']:.2f}   v2/ort {ms['v2'] / ms['ort']:.2f}   v2/v1 {ms['v2'] / ms['v1']:.2f}   "
           f"v2 - v1 per iteration {(ms['v2'] - ms['v1']) / a.steps * 1e3:.1f} us   max |ge - ort| {err:.2e}")
+    two = {k: ge.Session(model, runtime="v1", options=ge.Options(thread_budget=2, activate_body_streams=k == "activated"))
+           for k in ("inline", "activated")}
+    streams = {k: len(s._executor.model.streams) for k, s in two.items()}   # tables: one per thread
+    body = {n.stream for n in two["inline"].plan.nodes[0].bodies[0][1].nodes}
+    t = alternate({k: (lambda s=s: s.run(None, feeds)) for k, s in two.items()}, rounds=a.rounds)
+    ms = {k: float(np.median(v)) * 1e3 for k, v in t.items()}
+    print(f"thread budget 2, the body's {len(body)} streams: in plan order {ms['inline']:.3f} ms, "
+          f"activated {ms['activated']:.3f} ms ({streams['activated'] - streams['inline']} activated; "
+          f"{(ms['activated'] - ms['inline']) / a.steps * 1e3:+.1f} us per iteration)")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ RANGES = {"max_streams": (1, MAX_STREAMS), "thread_budget": (0, 1 << 12), "aicor
 PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable", "event_multiplexing", "enable_dynamic_shape_multi_stream",
-         "hcom_parallel")
+         "hcom_parallel", "activate_body_streams")
 
 
 def _unknown(name: str, known) -> GEError:
@@ -111,6 +111,10 @@ class Options:
     executor_instances: int = 8
     # runtime_v1: the feature-map segment may be re-bound to a caller's buffer between runs
     feature_base_refreshable: bool = False
+    # runtime_v1: a static If / Loop / Scan body of several streams runs them side by side as activated streams
+    # (GE's StreamActive, runtime_v1/activation.py); off: in its plan order on the control node's stream, the
+    # default since each activation is a thread wake-up (measured slower on 2 CPUs: bench/control_flow.py)
+    activate_body_streams: bool = False
     # runtime_v1: batch gears (GE's ge.dynamicBatchSize, atc --dynamic_batch_size="1,2,4,8"): one static plan
     # per gear for a model whose inputs share a symbolic batch dim; a run pads up to the smallest gear >= batch
     dynamic_batch: tuple[int, ...] = ()

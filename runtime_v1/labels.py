@@ -36,7 +36,9 @@ from ge.kernels.tensor import fill
 from ge.npu import thunks
 from ge.npu.memory import align_up
 
-SET, SWITCH, GOTO = "label", "switch", "goto"   # label markers in a row list (model.py resolves them)
+from . import activation
+from .rows import GOTO, SET, SWITCH, Labels
+
 U8, I64 = np.dtype(np.uint8), np.dtype(np.int64)
 
 
@@ -48,16 +50,6 @@ class Where:
     locate: Callable
     workspace: Callable
     base: int = 0
-
-
-class Labels:
-    """Label ids of one model, dense from 0 (GE's label_index)."""
-    def __init__(self):
-        self.n = 0
-
-    def new(self) -> int:
-        self.n += 1
-        return self.n - 1
 
 
 def expand(model, node, where: Where, labels: Labels) -> tuple[list, int]:
@@ -79,15 +71,16 @@ def _if(model, node, where, labels):
     """SWITCH(cond) -> else; then ...; GOTO leave; else: ...; leave:. The branches share their region."""
     bodies = _captures(node)
     dests = [where.locate(t) if t >= 0 else None for t in node.outputs]
-    other, leave = labels.new(), labels.new()
+    other, leave, release = labels.new(), labels.new(), []
     rows, region = [(SWITCH, where.locate(node.inputs[0]), other)], 0
     for attr in ("then_branch", "else_branch"):
         body, caps = bodies[attr]
-        inner, need = _body(model, node, body, [where.locate(t) for t in caps], dests, where.base, labels)
+        inner, need = _body(model, node, body, [where.locate(t) for t in caps], dests, where.base, labels, caps,
+                            release, where.plan is model.plan)
         rows += inner
         rows += [(GOTO, leave), (SET, other)] if attr == "then_branch" else [(SET, leave)]
         region = max(region, need)
-    return rows, region
+    return rows + release, region
 
 
 def _loop(model, node, where, labels):
@@ -147,7 +140,9 @@ def _iterate(model, node, where, labels, body, caps, n, inits, trips, cond_in, s
                                                                  (dst, size(body.inputs[first + n + j]), U8),
                                                                  (counter, 1, I64)], (rev,)))
     inputs = [*([counter, cond] if loop else []), *carried, *rows_in, *[where.locate(t) for t in caps]]
-    inner, need = _body(model, node, body, inputs, scratch, align_up(at), labels)
+    release = []
+    inner, need = _body(model, node, body, inputs, scratch, align_up(at), labels, caps, release,
+                        where.plan is model.plan)
     rows += inner
     outs = body.outputs[1:] if loop else body.outputs
     state_out = scratch[1:] if loop else scratch
@@ -159,16 +154,18 @@ def _iterate(model, node, where, labels, body, caps, n, inits, trips, cond_in, s
     if loop:
         rows.append(_memcpy(model, node, "cond_next", scratch[0], cond, 1))
     rows += [_memcpy(model, node, f"carry{k}", state_out[k], carried[k], size(outs[k])) for k in range(n)]
-    rows += [_rts(model, node, "next", rts.loop_next, [(counter, 1, I64)]), (GOTO, head), (SET, leave)]
+    rows += [_rts(model, node, "next", rts.loop_next, [(counter, 1, I64)]), (GOTO, head), (SET, leave), *release]
     if loop:
         rows += [_rts(model, node, f"rows{j}", rts.expect_count, [(counter, 1, I64)],
                       (where.plan.tensors[t].shape[0],)) for j, t in enumerate(scans) if t >= 0]
     return rows, align_up(at) - where.base + need
 
 
-def _body(model, node, body, inputs, dests, base, labels):
+def _body(model, node, body, inputs, dests, base, labels, caps, leave, top):
     """Rows running `body` once: body input k lives at inputs[k]; body output k ends in dests[k] (None: dropped).
-    Its feature map, atomic and fixed segments from `base` on in the control region; then its control nodes'."""
+    Its feature map, atomic and fixed segments from `base` on in the control region; then its control nodes'.
+    `caps`: the outer tensors it captures (its last inputs); `leave`: gets the rows that release its activated
+    streams (activation.py) once the node is done; `top`: the node is one of the outer plan's."""
     mem, seg, slot = body.memory, body.memory.segments, model.control_slot
     index = {t.name: t.index for t in body.tensors}
 
@@ -204,17 +201,26 @@ def _body(model, node, body, inputs, dests, base, labels):
                       f"'{node.name}' (segment {m.segment})")
     where = Where(body, locate, lambda off, fixed: (slot, starts["fixed" if fixed else "feature_map"] + off), end)
     rows = []
-    for n in body.nodes:
+    if top and activation.runs_activated(model, body):
+        sources = [None] * (len(body.inputs) - len(caps)) + [model.producer_stream(t) for t in caps]
+        rows = activation.body_rows(model, node, body, where, sources, labels, leave, body_tasks)
+    for n in body.nodes if not rows else ():
         if n.bodies:
             inner, need = expand(model, n, where, labels)
             rows += inner
             where.base = align_up(where.base + need)
         elif n.launch is not None and not n.no_task:
-            rows += [model.clean(n, k, where) for k in n.launch.atomic]   # every run of the body
-            rows.append(model.task(n, where))
+            rows += body_tasks(model, node, n, where)
     rows += [_memcpy(model, node, f"out_{body.tensors[o].name}", locate(o), dest, body.tensors[o].nbytes)
              for o, dest in copies]
     return rows, where.base - base
+
+
+def body_tasks(model, node, n, where) -> list:
+    """Body node n's task, its atomic outputs cleaned first (every run of the body), named `node/n` as GE names
+    a subgraph's nodes (errors and traces say which control node)."""
+    n = dataclasses.replace(n, name=f"{node.name}/{n.name}")
+    return [model.clean(n, k, where) for k in n.launch.atomic] + [model.task(n, where)]
 
 
 def _weights(body) -> np.ndarray:

@@ -47,13 +47,13 @@ from ge.kernels.tensor import fill
 from ge.npu import native, progress, thunks
 from ge.npu.memory import align_up
 from ge.npu.native import STATUS
-from ge.npu.programs import cross_thread_events, stream_threads, thread_programs
+from ge.npu.programs import cross_thread_events, stream_threads, thread_budget, thread_programs
 from ge.npu.thunks import TaskArgs, ThunkError
 from ge.plan import Plan, PlanNode, event_uses
 from ge.static_control import static_control_reason
 
-from . import labels
-from .sink import GOTO, RECORD, SWITCH, WAIT
+from . import labels, rows as marks
+from .sink import AWAIT, GOTO, RECORD, SIGNAL, SWITCH, WAIT
 
 WEIGHTS, FEATURE_MAP, ARGS = 0, 1, 2
 FIXED = STATUS + 1
@@ -140,6 +140,9 @@ class Model:
         self.tasks = [self.task(n) for n in plan.nodes if n.launch is not None and not n.no_task]
         self.cleans = {n.step: [self.clean(n, k) for k in n.launch.atomic] for n in plan.nodes
                        if per_op and n.launch is not None and not n.no_task and n.launch.atomic}
+        # a body of several streams runs them side by side (activation.py) when asked and threads may run
+        self.activation = plan.options.activate_body_streams and self._threads_allowed() and thread_budget(
+            plan.options) > 1
         self.control, self.control_bytes = self._control()
         self.args = np.zeros(max(self._pool_bytes, 1), np.uint8)
         for off, chunk in self._pool:
@@ -224,17 +227,29 @@ class Model:
         return Task(node, args)
 
     def _control(self) -> tuple[dict, int]:
-        """{step: rows} of the static control nodes (labels.py), and the bytes of the control region."""
-        rows, at, ids = {}, 0, labels.Labels()
+        """{step: rows} of the static control nodes (labels.py), and the bytes of the control region; the
+        activated streams' tables (activation.py), the counted lines, the events activation pruned."""
+        rows, at, ids = {}, 0, marks.Labels()
         for n in self.plan.nodes:
             if n.bodies:
                 rows[n.step], need = labels.expand(self, n, dataclasses.replace(self.where, base=at), ids)
                 at = align_up(at + need)
+        self.activated, self.n_lines, self.pruned_events = ids.activated, ids.lines, ids.pruned
         return rows, at
+
+    def producer_stream(self, t: int) -> int | None:
+        """The stream of the node that produces tensor t (None: an input or a constant)."""
+        return next((n.stream for n in self.plan.nodes if t in n.outputs), None)
+
+    @staticmethod
+    def _threads_allowed() -> bool:
+        return native.AVAILABLE and os.environ.get("GE_V1_STREAMS") != "0"
 
     def _check_control(self) -> None:
         """Control rows are native (a jump cannot cross a call from Python), after their thunks compiled."""
-        for step, rows in self.control.items():
+        owner = [(step, rows) for step, rows in self.control.items()]
+        owner += [(next(iter(self.control)), rows) for rows in self.activated]
+        for step, rows in owner:
             bad = next((r for r in rows if isinstance(r, Task) and r.sig is None), None)
             if bad is not None:
                 node = self.plan.nodes[step]
@@ -252,7 +267,7 @@ class Model:
     def _thunks(self) -> dict:
         addr = {}
         tasks = self.tasks + [c for cs in self.cleans.values() for c in cs] + [
-            r for rows in self.control.values() for r in rows if isinstance(r, Task)]
+            r for rows in (*self.control.values(), *self.activated) for r in rows if isinstance(r, Task)]
         sigs = list(dict.fromkeys(t.sig for t in tasks if t.sig is not None))
         # the first load of a kernel library compiles every thunk (seconds each): told to the CLI's bar
         with progress.step("compiling kernels", len(sigs)) as advance:
@@ -273,11 +288,13 @@ class Model:
     def _tables(self, addr: dict) -> tuple[StreamTables, ...]:
         """Step 4: per thread, the rows of its program: per step its waits, its task, its records."""
         threads = stream_threads(self.plan)
-        if threads < 2 or os.environ.get("GE_V1_STREAMS") == "0" or not native.AVAILABLE:
+        if threads < 2 or not self._threads_allowed():
             threads = 1  # one stream (or the switch): every task in plan order, no events
         self.events = cross_thread_events(self.plan, threads)
-        # flags are indexed by event id; a multiplexed id's k-th use in run r is the value r * stride + k
-        self.n_events = max((e.id for e in self.events), default=-1) + 1
+        # flags are indexed by event id; a multiplexed id's k-th use in run r is the value r * stride + k;
+        # the counted lines of activated streams (sink.SIGNAL / AWAIT) follow
+        self.lines0 = max((e.id for e in self.events), default=-1) + 1
+        self.n_events = self.lines0 + self.n_lines
         self.event_stride, uses = event_uses(self.events)
         task_of = {t.node.step: t for t in self.tasks}
         self._irows, self._frows, self._n_i, self._n_f = [], [], 0, 0
@@ -293,6 +310,8 @@ class Model:
                 rows += self.control.get(step, [])
                 rows += [(RECORD, e, uses["record", step, e]) for e in records]
             tables.append(self._stream_table(k, rows, addr))
+        for rows in self.activated:   # a thread each; they wait for their activation
+            tables.append(self._stream_table(len(tables), rows, addr))
         self.itab = np.concatenate(self._irows + [np.zeros(1, np.int64)])
         self.ftab = np.concatenate(self._frows + [np.zeros(1, np.float64)])
         del self._irows, self._frows
@@ -328,6 +347,20 @@ class Model:
                 ioffs.append(row[1])
                 foffs.append(0)
                 blocks.append(1)
+                native_rows.append(None)
+            elif row[0] == SIGNAL:   # (SIGNAL, counted line, amount)
+                addrs.append(SIGNAL)
+                ioffs.append(self.lines0 + row[1])
+                foffs.append(row[2])
+                blocks.append(1)
+                native_rows.append(None)
+            elif row[0] == AWAIT:    # (AWAIT, counted line, row to leave to or -1)
+                addrs.append(AWAIT)
+                ioffs.append(self._n_i)
+                foffs.append(0)
+                blocks.append(1)
+                self._irows.append(np.array([self.lines0 + row[1], row[2]], np.int64))
+                self._n_i += 2
                 native_rows.append(None)
             else:  # (RECORD | WAIT, event id, use of the id: added to the run's value)
                 addrs.append(row[0])
@@ -368,17 +401,22 @@ def _resolve(rows: list) -> list:
     (rows are native but fallback tasks, which control rows never hold); the LabelSet markers dropped."""
     at, n = {}, 0
     for row in rows:
-        if isinstance(row, tuple) and row[0] == labels.SET:
+        if isinstance(row, tuple) and row[0] == marks.SET:
             at[row[1]] = n
         elif not (isinstance(row, Task) and row.sig is None):
             n += 1
     out = []
     for row in rows:
-        if isinstance(row, tuple) and row[0] == labels.SWITCH:
+        kind = row[0] if isinstance(row, tuple) else None
+        if kind == marks.SWITCH:
             out.append((SWITCH, row[1], at[row[2]]))
-        elif isinstance(row, tuple) and row[0] == labels.GOTO:
+        elif kind == marks.GOTO:
             out.append((GOTO, at[row[1]]))
-        elif not (isinstance(row, tuple) and row[0] == labels.SET):
+        elif kind == marks.SIGNAL:
+            out.append((SIGNAL, row[1], row[2]))
+        elif kind == marks.AWAIT:
+            out.append((AWAIT, row[1], -1 if row[2] is None else at[row[2]]))
+        elif kind != marks.SET:
             out.append(row)
     return out
 

@@ -14,7 +14,7 @@ from ge.errors import ExecutionError
 from ge.npu import native
 
 from .model import NATIVE
-from .sink import ABORTED, DONE_OK, GOTO, RECORD, SWITCH, abort, interpret_sync
+from .sink import ABORTED, AWAIT, DONE_OK, EV0, GOTO, LEAVE, RECORD, SIGNAL, SWITCH, WAIT, abort, interpret_sync
 
 
 class Streams:
@@ -51,6 +51,9 @@ class Streams:
             self._start(n)
         self.generation += 1
         self.ctrl[native.ABORT] = 0
+        lines = slice(EV0 + native.LINE * self.model.lines0, None, native.LINE)
+        self.ctrl[lines] = 0                 # counted lines (activated streams) count from zero each run
+        self.ctrl[EV0 + native.LINE * self.model.lines0 + 2::native.LINE] = 0
         self.errors, self.keep, self.tracer = [], keep, tracer
         native.release(self.ctrl)
         try:
@@ -144,13 +147,21 @@ def _traced_rows(sync: Streams, st, bases, a: int, b: int) -> int:
                            inst.slots[k], sync.ctrl, sync.generation * m.event_stride, t, t + 1)
         if r != DONE_OK:
             return r
-        op, task = int(st.addrs[t]), st.native[t]
+        task = st.native[t]
         if task is not None:
             _slice(tracer, st.stream, "kernel", task.node.name, t0)
-        else:
+        elif op in (RECORD, WAIT):
             kind = "record" if op == RECORD else "wait"
             e = int(st.ioffs[t])
             _slice(tracer, st.stream, kind, f"{kind} e{e}", t0, (e, sync.generation))
+        else:   # a counted line of activated streams; an AWAIT that saw LEAVE jumped past the loop
+            line = int(st.ioffs[t]) if op == SIGNAL else int(m.itab[st.ioffs[t]])
+            kind = "record" if op == SIGNAL else "wait"
+            _slice(tracer, st.stream, kind, f"{'activate' if op == SIGNAL else 'await'} l{line}", t0)
+            word = sync.ctrl[EV0 + native.LINE * line]
+            if op == AWAIT and word - LEAVE == sync.ctrl[EV0 + native.LINE * line + 2]:
+                t = int(m.itab[st.ioffs[t] + 1])
+                continue
         t += 1
     return DONE_OK
 
