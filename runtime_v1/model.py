@@ -25,6 +25,9 @@
      after the last task at or before it, a wait before the first task at or after it, and a record never
      moves ahead of an earlier wait. Event rows sit inside native runs, so they are honoured around
      fallback calls too.
+     A static If / Loop / Scan puts its rows where its task would be (labels.py: label ops and the bodies'
+     tasks, their memory in the control region, one more slot after the pieces); a body whose streams are
+     activated adds a table per further stream (activation.py), and counted lines after the event lines.
   5. Weights are copied once, into the first instance's arena (executor.py: weights | feature_map | io).
 Switches: GE_V1_FALLBACK=all (or a comma list of op types) puts those tasks on the fallback, for bisecting;
 GE_V1_STREAMS=0 builds one list in plan order (no events, no threads) for a multi-stream plan, as do hosts
@@ -334,38 +337,15 @@ class Model:
                 self._frows.append(frow)
                 self._n_i, self._n_f = self._n_i + irow.size, self._n_f + frow.size
                 native_rows.append(row)
-            elif row[0] == SWITCH:   # (SWITCH, (slot, offset) of the byte, row to jump to when it is 0)
-                addrs.append(SWITCH)
-                ioffs.append(self._n_i)
-                foffs.append(0)
-                blocks.append(1)
-                self._irows.append(np.array([*row[1], row[2]], np.int64))
-                self._n_i += 3
-                native_rows.append(None)
-            elif row[0] == GOTO:
-                addrs.append(GOTO)
-                ioffs.append(row[1])
-                foffs.append(0)
-                blocks.append(1)
-                native_rows.append(None)
-            elif row[0] == SIGNAL:   # (SIGNAL, counted line, amount)
-                addrs.append(SIGNAL)
-                ioffs.append(self.lines0 + row[1])
-                foffs.append(row[2])
-                blocks.append(1)
-                native_rows.append(None)
-            elif row[0] == AWAIT:    # (AWAIT, counted line, row to leave to or -1)
-                addrs.append(AWAIT)
-                ioffs.append(self._n_i)
-                foffs.append(0)
-                blocks.append(1)
-                self._irows.append(np.array([self.lines0 + row[1], row[2]], np.int64))
-                self._n_i += 2
-                native_rows.append(None)
-            else:  # (RECORD | WAIT, event id, use of the id: added to the run's value)
-                addrs.append(row[0])
-                ioffs.append(row[1])
-                foffs.append(row[2])
+            else:
+                op, ioff, foff, words = self._op(row)
+                if words is not None:   # the op's operands in the int table
+                    ioff = self._n_i
+                    self._irows.append(words)
+                    self._n_i += words.size
+                addrs.append(op)
+                ioffs.append(ioff)
+                foffs.append(foff)
                 blocks.append(1)
                 native_rows.append(None)
             k = len(addrs)
@@ -376,6 +356,20 @@ class Model:
         return StreamTables(stream, np.array(addrs, np.int64), np.array(ioffs, np.int64),
                             np.array(foffs, np.int64), np.array(blocks, np.int64), tuple(program),
                             tuple(fallback), tuple(native_rows))
+
+    def _op(self, row) -> tuple:
+        """A row that is no task, as (address column, ioffs, foffs, its int-table words or None): sink.py's
+        encoding of events, label ops and counted flags."""
+        kind = row[0]
+        if kind == SWITCH:   # (SWITCH, (slot, offset) of the byte, row to jump to when it is 0)
+            return SWITCH, 0, 0, np.array([*row[1], row[2]], np.int64)
+        if kind == AWAIT:    # (AWAIT, counted line, row to leave to or -1)
+            return AWAIT, 0, 0, np.array([self.lines0 + row[1], row[2]], np.int64)
+        if kind == SIGNAL:   # (SIGNAL, counted line, amount)
+            return SIGNAL, self.lines0 + row[1], row[2], None
+        if kind == GOTO:
+            return GOTO, row[1], 0, None
+        return kind, row[1], row[2], None   # (RECORD | WAIT, event id, use of the id: added to the run's value)
 
     # -- introspection ---------------------------------------------------------------------------
     @property
