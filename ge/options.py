@@ -86,6 +86,10 @@ class Options:
     # `_parallel_group` do): ((node name, label), ...), from {name: label} or "name:label;name2:label2"
     stream_labels: tuple = ()
     parallel_groups: tuple = ()
+    # GE's attached streams (ATTACHED_STREAM_INFO, AssignAttachedStreamPass) by node name, as the node attribute
+    # `_attached_stream_key` does: ((node name, reuse key), ...): such a node's task runs on an extra stream
+    # numbered after the main ones, one per reuse key
+    attached_streams: tuple = ()
     # state carried run to run (a KV cache): ((output name, input name), ...) or {output: input}: each
     # run's output is that input of the next, in the plan's "variable" segment (the input may be left out of
     # the feeds: it is the last output, zeros at first; feeding it sets the state)
@@ -207,7 +211,7 @@ class Options:
                 s.strip() for s in (v.split(",") if isinstance(v, str) else v) if str(s).strip()))
         object.__setattr__(self, "dynamic_batch", _gears(self.dynamic_batch))
         object.__setattr__(self, "input_shape", input_shapes(self.input_shape))
-        for name in ("stream_labels", "parallel_groups", "state_pairs"):
+        for name in ("stream_labels", "parallel_groups", "attached_streams", "state_pairs"):
             object.__setattr__(self, name, node_names_to(getattr(self, name), name))
         if self.sync_kind not in SYNC_KINDS:
             raise GEError(f"option sync_kind (GE: EVENT) must be one of {', '.join(SYNC_KINDS)}, got "
