@@ -1,4 +1,4 @@
-"""Static control flow in the task sink: GE's label makers for If and Loop, as rows of a stream's table.
+"""Static control flow in the task sink: GE's label makers for If, Loop and Scan, as rows of a stream's table.
 
 GE lowers a functional If / While of a static graph into label tasks on the parent's stream
 (graph/label/if_op_label_maker.cc, while_op_label_maker.cc): the If's LabelSwitchByIndex on the predicate
@@ -10,16 +10,18 @@ which model.py puts where the node's task would be, on the node's stream (its ev
 
 A body is a plan of its own (ge/bodies.py), run here without re-planning:
 - its steps in its plan order, each a task as in the outer plan (its atomic outputs cleaned right before
-  their producer, since a body runs many times per run); a body's own streams run in that one order;
+  their producer, since a body runs many times per run), named `node/step`; a body's own streams run in that
+  one order, or side by side as activated streams (activation.py, Options.activate_body_streams);
 - its memory plan kept: its feature map, atomic and fixed segments in the model's control region (one more
   base slot, per instance, model.control_bytes; an If's branches share theirs: they never both run), its
   constants in the argument pool (ARGS), its inputs the outer values themselves (captures by reference);
 - its outputs: an If's branch writes them straight into the If's outputs when one of its tasks produces
-  them, else (an input or a constant passed through) a memcpy task copies. A Loop keeps its carried values in
-  the Loop's outputs (initialised from its inputs), the counter, the condition and the test flag in its
-  region; after the body: scan rows copied into row `counter` of the scan outputs, then the body's new
-  values copied over the carried ones (two phases when a value passes through to another slot, so no copy
-  overwrites what a later one reads), the counter stepped, a GOTO back to the test.
+  them, else (an input or a constant passed through) a memcpy task copies. A Loop or Scan keeps its carried
+  values in its outputs (initialised from its inputs), the counter, the condition and the test flag in its
+  region; a Scan's input rows are copied in before the body (take_at, from the end when reversed); the body
+  writes all its outputs into scratch (passed-through values copied there), so nothing of the state moves
+  before every output is read: then the scan rows into row `counter` of the scan outputs, the new values
+  over the carried ones, the counter stepped, a GOTO back to the test.
 Bodies must run natively (a fallback task would need Python between two rows of a jump).
 """
 from __future__ import annotations
