@@ -20,8 +20,7 @@ from .offline import load as load_plan
 from .options import as_options
 from .parallel.executor import join as join_group
 from .parallel.executor import resolve as resolve_group
-from .plan import Executor, GearPlans, Plan
-from .static_control import runs_on_v1
+from .plan import Executor, GearPlans, Plan, runs_on_v1
 
 RUNTIMES = ("v1", "v2")
 _ONNX_TYPE_NAMES = {"float32": "float", "float64": "double", "bool": "bool"}

@@ -52,8 +52,7 @@ from ge.npu.memory import align_up
 from ge.npu.native import STATUS
 from ge.npu.programs import cross_thread_events, stream_threads, thread_budget, thread_programs
 from ge.npu.thunks import TaskArgs, ThunkError
-from ge.plan import Plan, PlanNode, event_uses
-from ge.static_control import static_control_reason
+from ge.plan import Plan, PlanNode, event_uses, static_control_reason
 
 from . import labels, rows as marks
 from .sink import AWAIT, GOTO, RECORD, SIGNAL, SWITCH, WAIT

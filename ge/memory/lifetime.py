@@ -50,8 +50,7 @@ import numpy as np
 
 from ..errors import GEError
 from ..npu.memory import align_up
-from ..plan import CONST, INPUT, fixed_address_steps
-from ..static_control import static_control_reason
+from ..plan import CONST, INPUT, fixed_address_steps, static_control_reason
 from .variables import check_states
 
 NEVER = 2 ** 62  # the end of a life that never ends

@@ -59,7 +59,7 @@ from ..errors import GEError
 from ..npu.engines import CONTROL_FLOW_OPS, GE_LOCAL, info
 
 log = logging.getLogger("ge.schedule")
-LABEL_OPS = ("If", "Loop", "Scan")   # control flow the task sink may run as label tasks (ge/static_control.py)
+LABEL_OPS = ("If", "Loop", "Scan")   # control flow the task sink may run as label tasks (ge.plan.static_control_reason)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from onnx.reference import ReferenceEvaluator
 
 import ge
 from ge.errors import GEError, ModelLoadError
-from ge.static_control import static_control_reason
+from ge.plan import static_control_reason
 from ge.zoo import rnn_loop
 from runtime_v1.sink import GOTO, SWITCH
 
