@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hammer import hammer
 from onnx import TensorProto as T
 from onnx import helper as h
 
@@ -85,3 +86,16 @@ def test_a_failing_task_on_an_activated_stream_names_it_and_the_session_runs_aga
     want = ge.Session(m, runtime="v2").run(None, {**feeds, "k": np.array(1, np.int64)})
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("options", [ON, ge.Options()], ids=["activated", "in plan order"])
+def test_eight_threads_share_a_loop_session(options):
+    """Concurrent runs check out their own instances: each its control region, base table and counted lines."""
+    m = rnn_loop(steps=4, batch=1, hidden=8)
+    rng = np.random.default_rng(3)
+    work = [{"x": rng.standard_normal((4, 1, 8)).astype(np.float32), "h0": rng.standard_normal((1, 8)).astype(
+        np.float32)} for _ in range(8)]
+    ref = ge.Session(m, runtime="v2")
+    expected = [ref.run(None, w) for w in work]
+    s = ge.Session(m, runtime="v1", options=options)
+    assert hammer(lambda f: s.run(None, f), work, expected, runs=10, timeout=60, rotate=True) == []
