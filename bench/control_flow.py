@@ -51,8 +51,8 @@ def main(argv=None) -> None:
     print(f"runtime_v1 {ms['v1']:.3f} ms   runtime_v2 {ms['v2']:.3f} ms   onnxruntime {ms['ort']:.3f} ms")
     print(f"v1/ort {ms['v1'] / ms['ort']:.2f}   v2/ort {ms['v2'] / ms['ort']:.2f}   v2/v1 {ms['v2'] / ms['v1']:.2f}   "
           f"v2 - v1 per iteration {(ms['v2'] - ms['v1']) / a.steps * 1e3:.1f} us   max |ge - ort| {err:.2e}")
-    two = {k: ge.Session(model, runtime="v1", options=ge.Options(thread_budget=2, activate_body_streams=k == "activated"))
-           for k in ("inline", "activated")}
+    two = {k: ge.Session(model, runtime="v1", options=ge.Options(
+        thread_budget=2, activate_body_streams=k == "activated")) for k in ("inline", "activated")}
     streams = {k: len(s._executor.model.streams) for k, s in two.items()}   # tables: one per thread
     body = {n.stream for n in two["inline"].plan.nodes[0].bodies[0][1].nodes}
     t = alternate({k: (lambda s=s: s.run(None, feeds)) for k, s in two.items()}, rounds=a.rounds)

@@ -156,8 +156,8 @@ class Session:
     def _pick_runtime(runtime: str, plan: Plan | None) -> str:
         have = available_runtimes()
         if runtime == "auto":
-            # v1's task sink for static plans, static If / Loop included (20 ns vs 0.5 us host time per node, measured); v2 for
-            # shapes known only at run time, which v1 refuses
+            # v1's task sink for static plans, static If / Loop / Scan included (20 ns vs 0.5 us host time per
+            # node, measured); v2 for shapes known only at run time, which v1 refuses
             return "v1" if "v1" in have and runs_on_v1(plan) else "v2"
         if runtime not in RUNTIMES:
             raise GEError(f"unknown runtime '{runtime}': choose one of {', '.join(RUNTIMES)} or 'auto'")

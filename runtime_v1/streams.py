@@ -51,9 +51,9 @@ class Streams:
             self._start(n)
         self.generation += 1
         self.ctrl[native.ABORT] = 0
-        lines = slice(EV0 + native.LINE * self.model.lines0, None, native.LINE)
-        self.ctrl[lines] = 0                 # counted lines (activated streams) count from zero each run
-        self.ctrl[EV0 + native.LINE * self.model.lines0 + 2::native.LINE] = 0
+        c0 = EV0 + native.LINE * self.model.lines0
+        self.ctrl[c0::native.LINE] = 0       # counted lines (activated streams) count from zero each run,
+        self.ctrl[c0 + 2::native.LINE] = 0   # and so do their waiters' counts
         self.errors, self.keep, self.tracer = [], keep, tracer
         native.release(self.ctrl)
         try:

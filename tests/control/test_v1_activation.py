@@ -50,7 +50,8 @@ def _captures_from_two_streams():
     vi = h.make_tensor_value_info
     body = h.make_graph([h.make_node("Mul", ["h_in", "a"], ["p"]), h.make_node("Tanh", ["p"], ["p2"]),
                          h.make_node("Add", ["h_in", "b"], ["q"]), h.make_node("Sigmoid", ["q"], ["q2"]),
-                         h.make_node("Add", ["p2", "q2"], ["h_out"]), h.make_node("Identity", ["cond_in"], ["cond_out"])],
+                         h.make_node("Add", ["p2", "q2"], ["h_out"]),
+                         h.make_node("Identity", ["cond_in"], ["cond_out"])],
                         "body", [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("h_in", F, [4])],
                         [vi("cond_out", T.BOOL, []), vi("h_out", F, [4])])
     g = h.make_graph([h.make_node("Relu", ["x"], ["a"]), h.make_node("Sigmoid", ["x"], ["b"]),

@@ -30,8 +30,9 @@ def _model(nodes, inputs, outputs, inits=()):
 
 def _branches():
     """Three outer streams (Relu, Sigmoid, the condition) and an If whose else passes an outer value on."""
-    then = h.make_graph([h.make_node("Mul", ["a", "a"], ["t"])], "then", [], [h.make_tensor_value_info("t", F, [4, 16])])
-    other = h.make_graph([h.make_node("Identity", ["b"], ["e"])], "else", [], [h.make_tensor_value_info("e", F, [4, 16])])
+    out = lambda name: [h.make_tensor_value_info(name, F, [4, 16])]  # noqa: E731
+    then = h.make_graph([h.make_node("Mul", ["a", "a"], ["t"])], "then", [], out("t"))
+    other = h.make_graph([h.make_node("Identity", ["b"], ["e"])], "else", [], out("e"))
     return _model([h.make_node("Relu", ["x"], ["a"]), h.make_node("Sigmoid", ["x"], ["b"]),
                    h.make_node("ReduceSum", ["x"], ["s"], keepdims=0), h.make_node("Greater", ["s", "zero"], ["c"]),
                    h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other, name="pick"),
