@@ -31,7 +31,7 @@ RANGES = {"max_streams": (1, MAX_STREAMS), "thread_budget": (0, 1 << 12), "aicor
 PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable", "event_multiplexing", "enable_dynamic_shape_multi_stream",
-         "hcom_parallel")
+         "hcom_parallel", "activate_body_streams")
 
 
 def _unknown(name: str, known) -> GEError:
@@ -86,6 +86,10 @@ class Options:
     # `_parallel_group` do): ((node name, label), ...), from {name: label} or "name:label;name2:label2"
     stream_labels: tuple = ()
     parallel_groups: tuple = ()
+    # GE's attached streams (ATTACHED_STREAM_INFO, AssignAttachedStreamPass) by node name, as the node attribute
+    # `_attached_stream_key` does: ((node name, reuse key), ...): such a node's task runs on an extra stream
+    # numbered after the main ones, one per reuse key
+    attached_streams: tuple = ()
     # state carried run to run (a KV cache): ((output name, input name), ...) or {output: input}: each
     # run's output is that input of the next, in the plan's "variable" segment (the input may be left out of
     # the feeds: it is the last output, zeros at first; feeding it sets the state)
@@ -111,6 +115,10 @@ class Options:
     executor_instances: int = 8
     # runtime_v1: the feature-map segment may be re-bound to a caller's buffer between runs
     feature_base_refreshable: bool = False
+    # runtime_v1: a static If / Loop / Scan body of several streams runs them side by side as activated streams
+    # (GE's StreamActive, runtime_v1/activation.py); off: in its plan order on the control node's stream, the
+    # default since each activation is a thread wake-up (measured slower on 2 CPUs: bench/control_flow.py)
+    activate_body_streams: bool = False
     # runtime_v1: batch gears (GE's ge.dynamicBatchSize, atc --dynamic_batch_size="1,2,4,8"): one static plan
     # per gear for a model whose inputs share a symbolic batch dim; a run pads up to the smallest gear >= batch
     dynamic_batch: tuple[int, ...] = ()
@@ -203,7 +211,7 @@ class Options:
                 s.strip() for s in (v.split(",") if isinstance(v, str) else v) if str(s).strip()))
         object.__setattr__(self, "dynamic_batch", _gears(self.dynamic_batch))
         object.__setattr__(self, "input_shape", input_shapes(self.input_shape))
-        for name in ("stream_labels", "parallel_groups", "state_pairs"):
+        for name in ("stream_labels", "parallel_groups", "attached_streams", "state_pairs"):
             object.__setattr__(self, name, node_names_to(getattr(self, name), name))
         if self.sync_kind not in SYNC_KINDS:
             raise GEError(f"option sync_kind (GE: EVENT) must be one of {', '.join(SYNC_KINDS)}, got "

@@ -2,7 +2,8 @@
 
 Each comes with the output ONNX's backend runner expects for its deterministic input
 (arange(n) / n over the input's shape), so they serve as end-to-end references. `inception_like` builds
-one more: Inception blocks (four parallel branches) with a symbolic batch, for dynamic multi-stream runs.
+one more: Inception blocks (four parallel branches) with a symbolic batch, for dynamic multi-stream runs;
+`rnn_loop` an RNN written as a Loop (static control flow: label tasks on runtime_v1).
 """
 from __future__ import annotations
 
@@ -151,4 +152,38 @@ def inception_like(blocks: int = 2, channels: int = 16, size: int = 8, seed: int
     g = helper.make_graph(nodes, "inception_like",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", channels, size, size])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", channels, 1, 1])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def rnn_loop(steps: int = 8, batch: int = 2, hidden: int = 16, seed: int = 0) -> onnx.ModelProto:
+    """An Elman RNN written as a Loop, as torch.jit.script exports `for t in range(T): h = tanh(x[t] @ W +
+    h @ U + b)`: the trip count a constant, x[t] a Gather by the iteration number, h carried, every h a scan
+    output. Inputs x[steps, batch, hidden], h0[batch, hidden]; outputs h_T and hs[steps, batch, hidden]."""
+    from onnx import TensorProto, helper
+    rng = np.random.default_rng(seed)
+    f = TensorProto.FLOAT
+    w = lambda name: numpy_helper.from_array(  # noqa: E731
+        (rng.standard_normal((hidden, hidden)) / np.sqrt(hidden)).astype(np.float32), name)
+    body = helper.make_graph([
+        helper.make_node("Gather", ["x", "t"], ["xt"], axis=0),
+        helper.make_node("MatMul", ["xt", "W"], ["p"]),
+        helper.make_node("MatMul", ["h_in", "U"], ["q"]),
+        helper.make_node("Add", ["p", "q"], ["r"]),
+        helper.make_node("Add", ["r", "b"], ["s"]),
+        helper.make_node("Tanh", ["s"], ["h_out"]),
+        helper.make_node("Identity", ["h_out"], ["h_scan"]),
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+    ], "rnn_step", [helper.make_tensor_value_info("t", TensorProto.INT64, []),
+                    helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                    helper.make_tensor_value_info("h_in", f, [batch, hidden])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_out", f, [batch, hidden]),
+         helper.make_tensor_value_info("h_scan", f, [batch, hidden])])
+    inits = [helper.make_tensor("T", TensorProto.INT64, [], [steps]), w("W"), w("U"),
+             numpy_helper.from_array((rng.standard_normal(hidden) * 0.1).astype(np.float32), "b")]
+    g = helper.make_graph([helper.make_node("Loop", ["T", "", "h0"], ["h", "hs"], body=body, name="rnn")], "rnn_loop",
+                          [helper.make_tensor_value_info("x", f, [steps, batch, hidden]),
+                           helper.make_tensor_value_info("h0", f, [batch, hidden])],
+                          [helper.make_tensor_value_info("h", f, [batch, hidden]),
+                           helper.make_tensor_value_info("hs", f, [steps, batch, hidden])], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])

@@ -77,18 +77,22 @@ class Instance:
         feature_map = feature_map[0] if isinstance(feature_map, (list, tuple)) else feature_map
         seg = model.segments
         f = align_up(model.feature_bytes) if feature_map is None else 0  # else: the caller's
-        fx, io, var = align_up(seg.get("fixed", 0)), align_up(max(seg["io"], 1)), seg.get("variable", 0)
-        self.arena, self._release = reserve(memory, f + fx + io + var, f"runtime_v1's arena of '{model.plan.name}' "
-                                            f"(feature_map {f} | fixed {fx} | io {seg['io']} | variable {var} bytes)")
+        fx, io, var = align_up(seg.get("fixed", 0)), align_up(max(seg["io"], 1)), align_up(seg.get("variable", 0))
+        ctl = model.control_bytes   # the bodies of static control flow (labels.py)
+        self.arena, self._release = reserve(memory, f + fx + io + var + ctl,
+                                            f"runtime_v1's arena of '{model.plan.name}' (feature_map {f} | fixed "
+                                            f"{fx} | io {seg['io']} | variable {var} | control {ctl} bytes)")
         self.weights = weights
         self.fm = self.arena[:f] if feature_map is None else feature_map
         self.fixed = self.arena[f:f + fx]   # resident: re-basing the feature map never moves it
         self.io = self.arena[f + fx:f + fx + io]
-        self.var = self.arena[f + fx + io:]   # state blocks, zeros until a run writes them
+        self.var = self.arena[f + fx + io:f + fx + io + var]   # state blocks, zeros until a run writes them
         self.flipped = False             # the state pairs' blocks have swapped roles (every other run)
         self.seg = [self.weights, self.fm, model.args, None, self.fixed]  # slot STATUS holds no buffer
         self.seg += [(self.io if s.segment == "io" else self.var)[s.offset:s.offset + s.nbytes] for s in model.io]
         self.seg += pieces
+        if ctl:
+            self.seg.append(self.arena[f + fx + io + var:])   # slot model.control_slot
         self.defaults = np.array([0 if a is None else _addr(a) for a in self.seg], np.int64)
         # one base table per stream (a thunk reports a failure in its own table's STATUS slot); row 0 is
         # `bases`, the others are copied from it per run

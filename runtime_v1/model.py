@@ -25,6 +25,9 @@
      after the last task at or before it, a wait before the first task at or after it, and a record never
      moves ahead of an earlier wait. Event rows sit inside native runs, so they are honoured around
      fallback calls too.
+     A static If / Loop / Scan puts its rows where its task would be (labels.py: label ops and the bodies'
+     tasks, their memory in the control region, one more slot after the pieces); a body whose streams are
+     activated adds a table per further stream (activation.py), and counted lines after the event lines.
   5. Weights are copied once, into the first instance's arena (executor.py: weights | feature_map | io).
 Switches: GE_V1_FALLBACK=all (or a comma list of op types) puts those tasks on the fallback, for bisecting;
 GE_V1_STREAMS=0 builds one list in plan order (no events, no threads) for a multi-stream plan, as do hosts
@@ -47,11 +50,12 @@ from ge.kernels.tensor import fill
 from ge.npu import native, progress, thunks
 from ge.npu.memory import align_up
 from ge.npu.native import STATUS
-from ge.npu.programs import cross_thread_events, stream_threads, thread_programs
+from ge.npu.programs import cross_thread_events, stream_threads, thread_budget, thread_programs
 from ge.npu.thunks import TaskArgs, ThunkError
-from ge.plan import Plan, PlanNode, event_uses
+from ge.plan import Plan, PlanNode, event_uses, static_control_reason
 
-from .sink import RECORD, WAIT
+from . import labels, rows as marks
+from .sink import AWAIT, GOTO, RECORD, SIGNAL, SWITCH, WAIT
 
 WEIGHTS, FEATURE_MAP, ARGS = 0, 1, 2
 FIXED = STATUS + 1
@@ -87,7 +91,7 @@ class StreamTables:
 
     def event_ops(self) -> list[tuple[int, int]]:
         """[(sink.RECORD | sink.WAIT, event id)] in row order."""
-        return [(int(a), int(e)) for a, e in zip(self.addrs, self.ioffs) if a < 0]
+        return [(int(a), int(e)) for a, e in zip(self.addrs, self.ioffs) if a in (RECORD, WAIT)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,7 @@ class Model:
         self.pieces = IO0 + len(self.io)      # piece k >= 1 of the feature-map slot is slot pieces + k - 1
         self.cuts = tuple(cuts)
         self.n_slots = self.pieces + len(self.cuts)
+        self.control_slot = self.n_slots      # the control region (labels.py), when some node has bodies
         self.atomic = self._atomic_spans()   # [(slot, start, stop)]: the region a run zeroes first
         # state pairs (Options.state_pairs): (input slot, output slot); a run reads one block, writes the other
         self.states = tuple((self.io_slot[i].slot, self.io_slot[o].slot) for i, o in plan.states)
@@ -131,17 +136,23 @@ class Model:
             self.io_slot[self.root[n.outputs[k]]].slot for n in plan.nodes if n.launch is not None
             and not n.no_task for k in n.launch.atomic if mem.tensors[n.outputs[k]].segment == "io"}))
         # Step 3: tasks, argument pool
+        self.where = labels.Where(plan, self._locate, lambda off, fixed: (FIXED, off) if fixed else self._fm(off))
         self._pool: list[tuple[int, bytes]] = []
         self._pool_bytes = 0
-        self.tasks = [self._task(n) for n in plan.nodes if n.launch is not None and not n.no_task]
-        self.cleans = {n.step: [self._clean(n, k) for k in n.launch.atomic] for n in plan.nodes
+        self.tasks = [self.task(n) for n in plan.nodes if n.launch is not None and not n.no_task]
+        self.cleans = {n.step: [self.clean(n, k) for k in n.launch.atomic] for n in plan.nodes
                        if per_op and n.launch is not None and not n.no_task and n.launch.atomic}
+        # a body of several streams runs them side by side (activation.py) when asked and threads may run
+        self.activation = plan.options.activate_body_streams and self._threads_allowed() and thread_budget(
+            plan.options) > 1
+        self.control, self.control_bytes = self._control()
         self.args = np.zeros(max(self._pool_bytes, 1), np.uint8)
         for off, chunk in self._pool:
             self.args[off:off + len(chunk)] = np.frombuffer(chunk, np.uint8)
         # Step 4: thunks and tables
         self.thunk_errors: dict[str, str] = {}
         addr = self._thunks()
+        self._check_control()
         self.streams = self._tables(addr)
         self.load_seconds = time.perf_counter() - t0
 
@@ -176,32 +187,76 @@ class Model:
             return self.io_slot[self.root[t]].slot, 0
         raise GEError(f"tensor '{m.name}' has no static placement ({m.segment}); runtime_v1 needs a static plan")
 
-    def _task(self, node: PlanNode) -> Task:
-        plan, launch = self.plan, node.launch
+    def task(self, node: PlanNode, where: labels.Where | None = None) -> Task:
+        """The task of `node` of where.plan (default: the model's), its buffers where `where` places them."""
+        where = where or self.where
+        plan, locate = where.plan, where.locate
+        launch = node.launch
         picked = (launch.inputs if launch.inputs is not None
                   else [i for i, t in enumerate(node.inputs) if t >= 0])
         buffers = []
         for t in [node.inputs[i] for i in picked] + list(node.outputs):
             spec = plan.tensors[t]
-            buffers.append((*self._locate(t), spec.nbytes // spec.dtype.itemsize, spec.dtype))
+            buffers.append((*locate(t), spec.nbytes // spec.dtype.itemsize, spec.dtype))
         planned = plan.memory.workspaces[node.step]
         fixed = node.step in plan.memory.fixed_workspaces
         for k, w in enumerate(launch.workspaces):
             off = planned[k][0] if k < len(planned) else 0
-            buffers.append((*((FIXED, off) if fixed else self._fm(off)), w.size, w.dtype))
+            buffers.append((*where.workspace(off, fixed), w.size, w.dtype))
         forced = os.environ.get("GE_V1_FALLBACK", "")
         reason = "forced by GE_V1_FALLBACK" if forced and (forced == "all" or node.op_type in forced.split(",")) \
             else ""
-        return Task(node, thunks.task_args(launch, buffers, lambda a: (ARGS, self._pool_add(a)), reason))
+        return Task(node, thunks.task_args(launch, buffers, self.place_array, reason))
 
-    def _clean(self, node: PlanNode, k: int) -> Task:
+    def clean(self, node: PlanNode, k: int, where: labels.Where | None = None) -> Task:
         """A task zeroing atomic output k of `node` (its bytes as uint8: one thunk for every dtype)."""
+        where = where or self.where
+        plan, locate = where.plan, where.locate
         t = node.outputs[k]
         launch = Launch(fill, (0,), inputs=())
         clean = dataclasses.replace(node, name=f"{node.name}/atomic_clean{k}", op_type="AtomicAddrClean",
                                     inputs=(), outputs=(t,), launch=launch)
-        buffers = [(*self._locate(t), self.plan.tensors[t].nbytes, np.dtype(np.uint8))]
-        return Task(clean, thunks.task_args(launch, buffers, lambda a: (ARGS, self._pool_add(a))))
+        buffers = [(*locate(t), plan.tensors[t].nbytes, np.dtype(np.uint8))]
+        return Task(clean, thunks.task_args(launch, buffers, self.place_array))
+
+    def place_array(self, a: np.ndarray) -> tuple[int, int]:
+        """(slot, offset) of a static array in the argument pool (shared by every instance)."""
+        return ARGS, self._pool_add(a)
+
+    @staticmethod
+    def rts_task(node: PlanNode, args: TaskArgs) -> Task:
+        """A task of a control node's rows that is no node's launch (labels.py: copies, loop counters)."""
+        return Task(node, args)
+
+    def _control(self) -> tuple[dict, int]:
+        """{step: rows} of the static control nodes (labels.py), and the bytes of the control region; the
+        activated streams' tables (activation.py), the counted lines, the events activation pruned."""
+        rows, at, ids = {}, 0, marks.Labels()
+        for n in self.plan.nodes:
+            if n.bodies:
+                rows[n.step], need = labels.expand(self, n, dataclasses.replace(self.where, base=at), ids)
+                at = align_up(at + need)
+        self.activated, self.n_lines, self.pruned_events = ids.activated, ids.lines, ids.pruned
+        return rows, at
+
+    def producer_stream(self, t: int) -> int | None:
+        """The stream of the node that produces tensor t (None: an input or a constant)."""
+        return next((n.stream for n in self.plan.nodes if t in n.outputs), None)
+
+    @staticmethod
+    def _threads_allowed() -> bool:
+        return native.AVAILABLE and os.environ.get("GE_V1_STREAMS") != "0"
+
+    def _check_control(self) -> None:
+        """Control rows are native (a jump cannot cross a call from Python), after their thunks compiled."""
+        owner = [(step, rows) for step, rows in self.control.items()]
+        owner += [(next(iter(self.control)), rows) for rows in self.activated]
+        for step, rows in owner:
+            bad = next((r for r in rows if isinstance(r, Task) and r.sig is None), None)
+            if bad is not None:
+                node = self.plan.nodes[step]
+                raise GEError(f"runtime_v1 cannot run {node.op_type} node '{node.name}' from its task tables: its "
+                              f"task '{bad.node.name}' has no native encoding ({bad.reason}); use runtime='v2'")
 
     def _pool_add(self, a: np.ndarray) -> int:
         off = self._pool_bytes
@@ -213,7 +268,8 @@ class Model:
     # -- Step 4 --------------------------------------------------------------------------------
     def _thunks(self) -> dict:
         addr = {}
-        tasks = self.tasks + [c for cs in self.cleans.values() for c in cs]
+        tasks = self.tasks + [c for cs in self.cleans.values() for c in cs] + [
+            r for rows in (*self.control.values(), *self.activated) for r in rows if isinstance(r, Task)]
         sigs = list(dict.fromkeys(t.sig for t in tasks if t.sig is not None))
         # the first load of a kernel library compiles every thunk (seconds each): told to the CLI's bar
         with progress.step("compiling kernels", len(sigs)) as advance:
@@ -234,11 +290,13 @@ class Model:
     def _tables(self, addr: dict) -> tuple[StreamTables, ...]:
         """Step 4: per thread, the rows of its program: per step its waits, its task, its records."""
         threads = stream_threads(self.plan)
-        if threads < 2 or os.environ.get("GE_V1_STREAMS") == "0" or not native.AVAILABLE:
+        if threads < 2 or not self._threads_allowed():
             threads = 1  # one stream (or the switch): every task in plan order, no events
         self.events = cross_thread_events(self.plan, threads)
-        # flags are indexed by event id; a multiplexed id's k-th use in run r is the value r * stride + k
-        self.n_events = max((e.id for e in self.events), default=-1) + 1
+        # flags are indexed by event id; a multiplexed id's k-th use in run r is the value r * stride + k;
+        # the counted lines of activated streams (sink.SIGNAL / AWAIT) follow
+        self.lines0 = max((e.id for e in self.events), default=-1) + 1
+        self.n_events = self.lines0 + self.n_lines
         self.event_stride, uses = event_uses(self.events)
         task_of = {t.node.step: t for t in self.tasks}
         self._irows, self._frows, self._n_i, self._n_f = [], [], 0, 0
@@ -251,8 +309,11 @@ class Model:
                 rows += self.cleans.get(step, [])
                 if step in task_of:
                     rows.append(task_of[step])
+                rows += self.control.get(step, [])
                 rows += [(RECORD, e, uses["record", step, e]) for e in records]
             tables.append(self._stream_table(k, rows, addr))
+        for rows in self.activated:   # a thread each; they wait for their activation
+            tables.append(self._stream_table(len(tables), rows, addr))
         self.itab = np.concatenate(self._irows + [np.zeros(1, np.int64)])
         self.ftab = np.concatenate(self._frows + [np.zeros(1, np.float64)])
         del self._irows, self._frows
@@ -260,7 +321,7 @@ class Model:
 
     def _stream_table(self, stream: int, rows: list, addr: dict) -> StreamTables:
         addrs, ioffs, foffs, blocks, program, fallback, native_rows = [], [], [], [], [], [], []
-        for row in rows:
+        for row in _resolve(rows):
             if isinstance(row, Task) and row.sig is None:
                 program.append((FALLBACK, len(fallback), 0))
                 fallback.append(row)
@@ -275,10 +336,15 @@ class Model:
                 self._frows.append(frow)
                 self._n_i, self._n_f = self._n_i + irow.size, self._n_f + frow.size
                 native_rows.append(row)
-            else:  # (RECORD | WAIT, event id, use of the id: added to the run's value)
-                addrs.append(row[0])
-                ioffs.append(row[1])
-                foffs.append(row[2])
+            else:
+                op, ioff, foff, words = self._op(row)
+                if words is not None:   # the op's operands in the int table
+                    ioff = self._n_i
+                    self._irows.append(words)
+                    self._n_i += words.size
+                addrs.append(op)
+                ioffs.append(ioff)
+                foffs.append(foff)
                 blocks.append(1)
                 native_rows.append(None)
             k = len(addrs)
@@ -289,6 +355,20 @@ class Model:
         return StreamTables(stream, np.array(addrs, np.int64), np.array(ioffs, np.int64),
                             np.array(foffs, np.int64), np.array(blocks, np.int64), tuple(program),
                             tuple(fallback), tuple(native_rows))
+
+    def _op(self, row) -> tuple:
+        """A row that is no task, as (address column, ioffs, foffs, its int-table words or None): sink.py's
+        encoding of events, label ops and counted flags."""
+        kind = row[0]
+        if kind == SWITCH:   # (SWITCH, (slot, offset) of the byte, row to jump to when it is 0)
+            return SWITCH, 0, 0, np.array([*row[1], row[2]], np.int64)
+        if kind == AWAIT:    # (AWAIT, counted line, row to leave to or -1)
+            return AWAIT, 0, 0, np.array([self.lines0 + row[1], row[2]], np.int64)
+        if kind == SIGNAL:   # (SIGNAL, counted line, amount)
+            return SIGNAL, self.lines0 + row[1], row[2], None
+        if kind == GOTO:
+            return GOTO, row[1], 0, None
+        return kind, row[1], row[2], None   # (RECORD | WAIT, event id, use of the id: added to the run's value)
 
     # -- introspection ---------------------------------------------------------------------------
     @property
@@ -309,6 +389,31 @@ class Model:
         return {t.node.name: t.reason for t in self.tasks if t.sig is None}
 
 
+def _resolve(rows: list) -> list:
+    """Label markers (labels.py) resolved: SWITCH / GOTO rows name the native row of their label's position
+    (rows are native but fallback tasks, which control rows never hold); the LabelSet markers dropped."""
+    at, n = {}, 0
+    for row in rows:
+        if isinstance(row, tuple) and row[0] == marks.SET:
+            at[row[1]] = n
+        elif not (isinstance(row, Task) and row.sig is None):
+            n += 1
+    out = []
+    for row in rows:
+        kind = row[0] if isinstance(row, tuple) else None
+        if kind == marks.SWITCH:
+            out.append((SWITCH, row[1], at[row[2]]))
+        elif kind == marks.GOTO:
+            out.append((GOTO, at[row[1]]))
+        elif kind == marks.SIGNAL:
+            out.append((SIGNAL, row[1], row[2]))
+        elif kind == marks.AWAIT:
+            out.append((AWAIT, row[1], -1 if row[2] is None else at[row[2]]))
+        elif kind != marks.SET:
+            out.append(row)
+    return out
+
+
 def feature_bytes(plan: Plan) -> int:
     """Bytes of the feature-map slot: the feature map (workspaces included), then the atomic region."""
     seg = plan.memory.segments
@@ -316,15 +421,12 @@ def feature_bytes(plan: Plan) -> int:
 
 
 def _check_static(plan: Plan) -> None:
-    host = next((n for n in plan.nodes if n.kernel.host is not None), None)
-    if host is not None:
-        # GE's v1 runs static control flow as stream activation (StreamSwitch / StreamActive, LabelSet /
-        # LabelGoto tasks); ge's task tables do not have those tasks yet: runtime_v2 runs it host-driven
-        raise GEError(f"runtime_v1 cannot run {host.op_type} node '{host.name}': control flow, sequences and "
-                      "optionals run host-driven, and runtime_v1's task tables have no stream-activation "
-                      "tasks (StreamSwitch / StreamActive / LabelGoto) yet; use runtime='v2' (or 'auto', "
-                      "which picks it). An If on a constant condition is folded away and runs on either")
-    dyn = [n for n in plan.nodes if n.is_dynamic]
+    for n in plan.nodes:
+        why = static_control_reason(plan, n) if n.kernel.host is not None else ""
+        if why:   # static If / Loop become label tasks (labels.py); the rest runs host-driven on runtime_v2
+            raise GEError(f"runtime_v1 cannot run {n.op_type} node '{n.name}' from its task tables: {why}; use "
+                          "runtime='v2' (or 'auto', which picks it)")
+    dyn = [n for n in plan.nodes if n.is_dynamic and not n.bodies]
     if dyn:
         n = dyn[0]
         raise GEError(f"runtime_v1 runs static plans only: {n.op_type} node '{n.name}' (and {len(dyn) - 1} "

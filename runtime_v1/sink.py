@@ -14,7 +14,16 @@ take blocks of another stream's launch meanwhile.
 
 Program encoding (model.py builds it): a table row is a task when its address is > 0, with its block_dim
 in `blocks`; RECORD (-1) and WAIT (-2) rows are event ops with the event id in the row's int offset
-(ioffs), the use of that id in its float offset (foffs: 0 unless ids are multiplexed). Between the stream
+(ioffs), the use of that id in its float offset (foffs: 0 unless ids are multiplexed). SWITCH (-3) and GOTO
+(-4) are GE's label tasks (labels.py: static control flow): GOTO jumps to row ioffs; SWITCH reads the byte at
+bases[itab[k]] + itab[k + 1] (k = ioffs) and jumps to row itab[k + 2] when it is zero (LabelSwitchByIndex
+with two labels), else goes on. A jump never leaves the native run it sits in. SIGNAL (-5) and AWAIT (-6) are
+counted flags of activated streams (labels.py: GE's StreamActive, and the events inside a body that runs many
+times per run): SIGNAL adds foffs to the word of line ioffs; AWAIT, k = ioffs, waits until the word of line
+itab[k] differs from the count this waiter has seen (kept in the line's third word), then counts one more, or
+jumps to row itab[k + 1] when the word holds LEAVE plus that count (every activation taken, then the leave).
+Both run between threads that never run ahead of each other (an activated stream is activated again only
+after it signalled it was done), so a count is all a waiter needs; counted lines start from zero each run. Between the stream
 threads of one instance, a control array (ge.npu.native.new_ctrl, one line per event) holds ABORT, the workers' GO / STOP and DONE counters, and line EV0 + e: event e's flag and its
 waiter count. RECORD stores the run's value plus the row's use (release order); WAIT loads it (acquire)
 until it equals that, so flags are never reset between runs (the executor passes generation * stride as
@@ -23,14 +32,30 @@ re-check ABORT (an abort changes no flag).
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from ge.npu.aicore import hold, launch, unhold
-from ge.npu.native import (ABORT, LINE, STATUS, USER0, call_thunk, load_acquire, store_seqcst, wait, wake)
+from ge.npu.native import (ABORT, LINE, STATUS, USER0, as_pointer, call_thunk, fetch_add, load_acquire,
+                           store_seqcst, wait, wait_change, wake)
 
 RECORD, WAIT = -1, -2   # event ops in a table's address column (the event id in ioffs)
+SWITCH, GOTO = -3, -4   # label ops (static control flow)
+SIGNAL, AWAIT = -5, -6  # counted flags (activated streams)
+LEAVE = 1 << 40         # a SIGNAL of this much: the activated stream leaves its loop
 DONE_OK, ABORTED = -1, -2
 EV0 = USER0
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _jump(a, t, ioffs, itab, bases):
+    """The row after label op `a` at row t."""
+    if a == GOTO:
+        return ioffs[t]
+    k = ioffs[t]
+    if as_pointer(bases[itab[k]] + itab[k + 1], np.uint8)[0] == 0:
+        return itab[k + 2]
+    return t + 1
 
 
 @njit(nogil=True, cache=True)
@@ -40,14 +65,20 @@ def interpret(addrs, ioffs, foffs, blocks, itab, ftab, bases, team, slot, start,
     if slot >= 0:
         hold(team)
     failed = -1
-    for t in range(start, stop):
+    t = start
+    while t < stop:
+        a = addrs[t]
+        if a < 0:   # one stream has no event ops: a label op
+            t = _jump(a, t, ioffs, itab, bases)
+            continue
         if blocks[t] == 1:
-            call_thunk(addrs[t], ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, 0, 1)
+            call_thunk(a, ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, 0, 1)
         else:
-            launch(team, slot, addrs[t], ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, blocks[t])
+            launch(team, slot, a, ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, blocks[t])
         if bases[STATUS] != 0:
             failed = t
             break
+        t += 1
     if slot >= 0:
         unhold(team)
     return failed
@@ -61,7 +92,8 @@ def interpret_sync(addrs, ioffs, foffs, blocks, itab, ftab, bases, team, slot, c
     if slot >= 0:
         hold(team)
     result = DONE_OK
-    for t in range(start, stop):
+    t = start
+    while t < stop:
         a = addrs[t]
         if a > 0:
             if blocks[t] == 1:
@@ -71,6 +103,31 @@ def interpret_sync(addrs, ioffs, foffs, blocks, itab, ftab, bases, team, slot, c
             if bases[STATUS] != 0:
                 result = t
                 break
+        elif a == SWITCH or a == GOTO:
+            t = _jump(a, t, ioffs, itab, bases)
+            continue
+        elif a == SIGNAL:
+            word = base + 8 * (EV0 + LINE * ioffs[t])
+            fetch_add(word, foffs[t])
+            wake(ctrl, word)
+        elif a == AWAIT:
+            k = ioffs[t]
+            word = EV0 + LINE * itab[k]
+            seen = load_acquire(base + 8 * (word + 2))
+            now = load_acquire(base + 8 * word)
+            if now == seen:
+                if slot >= 0:
+                    unhold(team)
+                now = wait_change(ctrl, word, seen, ABORT, True)
+                if slot >= 0:
+                    hold(team)
+                if now == -1:
+                    result = ABORTED
+                    break
+            if now - LEAVE == seen:   # every activation taken, then the leave
+                t = itab[k + 1]
+                continue
+            store_seqcst(base + 8 * (word + 2), seen + 1)
         elif a == RECORD:
             word = EV0 + LINE * ioffs[t]
             store_seqcst(base + 8 * word, generation + foffs[t])
@@ -79,6 +136,7 @@ def interpret_sync(addrs, ioffs, foffs, blocks, itab, ftab, bases, team, slot, c
             word = EV0 + LINE * ioffs[t]
             value = generation + foffs[t]
             if load_acquire(base + 8 * word) == value:
+                t += 1
                 continue
             if slot >= 0:   # waiting: this core may serve another stream's blocks meanwhile
                 unhold(team)
@@ -88,6 +146,7 @@ def interpret_sync(addrs, ioffs, foffs, blocks, itab, ftab, bases, team, slot, c
             if not ok:
                 result = ABORTED
                 break
+        t += 1
     if slot >= 0:
         unhold(team)
     return result

@@ -3,6 +3,7 @@ fallback call of a task from Python, with the error that names its node.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
@@ -13,7 +14,7 @@ from ge.errors import ExecutionError
 from ge.npu import native
 
 from .model import NATIVE
-from .sink import ABORTED, DONE_OK, RECORD, abort, interpret_sync
+from .sink import ABORTED, AWAIT, DONE_OK, EV0, GOTO, LEAVE, RECORD, SIGNAL, SWITCH, WAIT, abort, interpret_sync
 
 
 class Streams:
@@ -50,6 +51,9 @@ class Streams:
             self._start(n)
         self.generation += 1
         self.ctrl[native.ABORT] = 0
+        c0 = EV0 + native.LINE * self.model.lines0
+        self.ctrl[c0::native.LINE] = 0       # counted lines (activated streams) count from zero each run,
+        self.ctrl[c0 + 2::native.LINE] = 0   # and so do their waiters' counts
         self.errors, self.keep, self.tracer = [], keep, tracer
         native.release(self.ctrl)
         try:
@@ -132,20 +136,42 @@ def _traced_rows(sync: Streams, st, bases, a: int, b: int) -> int:
     """Rows [a, b) one at a time, each a slice on the stream's track (event ops with their flow arrow)."""
     m, tracer, inst = sync.model, sync.tracer, sync.inst
     k = m.streams.index(st)
-    for t in range(a, b):
+    t = a
+    while t < b:
+        op = int(st.addrs[t])
+        if op in (SWITCH, GOTO):   # a label op: its jump taken here (sink._jump)
+            t = _jump(op, t, st, m.itab, bases)
+            continue
         t0 = time.perf_counter()
         r = interpret_sync(st.addrs, st.ioffs, st.foffs, st.blocks, m.itab, m.ftab, bases, inst.team,
                            inst.slots[k], sync.ctrl, sync.generation * m.event_stride, t, t + 1)
         if r != DONE_OK:
             return r
-        op, task = int(st.addrs[t]), st.native[t]
+        task = st.native[t]
         if task is not None:
             _slice(tracer, st.stream, "kernel", task.node.name, t0)
-        else:
+        elif op in (RECORD, WAIT):
             kind = "record" if op == RECORD else "wait"
             e = int(st.ioffs[t])
             _slice(tracer, st.stream, kind, f"{kind} e{e}", t0, (e, sync.generation))
+        else:   # a counted line of activated streams; an AWAIT that saw LEAVE jumped past the loop
+            line = int(st.ioffs[t]) if op == SIGNAL else int(m.itab[st.ioffs[t]])
+            kind = "record" if op == SIGNAL else "wait"
+            _slice(tracer, st.stream, kind, f"{'activate' if op == SIGNAL else 'await'} l{line}", t0)
+            word = sync.ctrl[EV0 + native.LINE * line]
+            if op == AWAIT and word - LEAVE == sync.ctrl[EV0 + native.LINE * line + 2]:
+                t = int(m.itab[st.ioffs[t] + 1])
+                continue
+        t += 1
     return DONE_OK
+
+
+def _jump(op: int, t: int, st, itab, bases) -> int:
+    if op == GOTO:
+        return int(st.ioffs[t])
+    k = int(st.ioffs[t])
+    flag = ctypes.c_uint8.from_address(int(bases[itab[k]]) + int(itab[k + 1])).value
+    return t + 1 if flag else int(itab[k + 2])
 
 
 def _slice(tracer, stream: int, kind: str, name: str, t0: float, flow=None) -> None:

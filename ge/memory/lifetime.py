@@ -50,7 +50,7 @@ import numpy as np
 
 from ..errors import GEError
 from ..npu.memory import align_up
-from ..plan import CONST, INPUT, fixed_address_steps
+from ..plan import CONST, INPUT, fixed_address_steps, static_control_reason
 from .variables import check_states
 
 NEVER = 2 ** 62  # the end of a life that never ends
@@ -147,7 +147,9 @@ def _symbols(plan):
 
 def _segments(plan, root):
     """Step 2: a segment per tensor, decided on its symbol's root."""
-    dynamic = {t for n in plan.nodes if n.is_dynamic for t in n.outputs if t >= 0}
+    # a static If / Loop's outputs are planned like a task's: the task sink runs it from its tables
+    dynamic = {t for n in plan.nodes if n.is_dynamic and (not n.bodies or static_control_reason(plan, n))
+               for t in n.outputs if t >= 0}
     dynamic |= {t.index for t in plan.tensors if not t.is_static}
     io_roots = {root[t] for t in plan.outputs} | {root[t] for t in plan.inputs}
     # per-op clean (atomic_clean_policy 1): zeroed right before its producer, an atomic output is reusable

@@ -218,9 +218,10 @@ def wait(ctrl, word, target, stop_word, timed):
 
 
 @njit(nogil=True, cache=True)
-def wait_change(ctrl, word, seen, stop_word):
-    """Until ctrl[word] != seen: the new value, or -1 when ctrl[stop_word] became non-zero first."""
-    return _wait(ctrl, word, seen, stop_word, False, True)
+def wait_change(ctrl, word, seen, stop_word, timed=False):
+    """Until ctrl[word] != seen: the new value, or -1 when ctrl[stop_word] became non-zero first (`timed`:
+    re-checked every millisecond, for a stop word set without a wake-up on this word)."""
+    return _wait(ctrl, word, seen, stop_word, timed, True)
 
 
 @njit(nogil=True, cache=True)

@@ -42,11 +42,11 @@ Step 5 (RefreshContinuousStreams): renumber streams densely, in order of first u
 Single stream when `enable_single_stream`, `max_streams == 1`, or the graph has dynamic shapes and neither
 `enable_dynamic_shape_multi_stream` nor the environment's ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 is set (GE's
 default for dynamic-shape graphs, §3.3; with it ge assigns by the rules above, not GE's one per engine),
-with the reason logged and returned. Control flow does not force one stream (GE does the opposite: v1
-control flow is stream activation, §3.6): ge's If/Loop/Scan run host-driven with their outputs known at
-run time, so a graph with one is a dynamic graph and follows that rule, and each body, compiled into a plan
-of its own, gets streams of its own by these rules. `enable_single_stream` with control flow is refused,
-as GE refuses it (PARAM_INVALID, §3.3).
+with the reason logged and returned. Control flow does not force one stream (GE does the opposite, §3.6): a
+static If / Loop (static tensors out) is a node of a static graph, whose label tasks (runtime_v1/labels.py)
+sit on its stream; control flow with outputs known only at run time runs host-driven and makes the graph
+dynamic, which follows that rule. Each body, compiled into a plan of its own, gets streams of its own by
+these rules. `enable_single_stream` with control flow is refused, as GE refuses it (PARAM_INVALID, §3.3).
 """
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ from ..errors import GEError
 from ..npu.engines import CONTROL_FLOW_OPS, GE_LOCAL, info
 
 log = logging.getLogger("ge.schedule")
+LABEL_OPS = ("If", "Loop", "Scan")   # control flow the task sink may run as label tasks (ge.plan.static_control_reason)
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,13 @@ def single_stream_reason(order, options) -> str | None:
             raise GEError(f"enable_single_stream is set but the graph has control flow ({flow.op_type} node "
                           f"'{flow.name}'): GE refuses single-stream mode with control-flow ops; unset it")
         return "enable_single_stream is set"
-    dynamic = flow or next((n for n in order if any(not v.is_static for v in n.outputs)), None)
+    # a static If / Loop (static tensors out) is a static graph's node: its label tasks sit on its stream
+    host = next((n for n in order if (n.op_type in CONTROL_FLOW_OPS or _has_subgraph(n)) and (
+        n.op_type not in LABEL_OPS or any(not v.is_static or not v.is_tensor for v in n.outputs))), None)
+    dynamic = host or next((n for n in order if any(not v.is_static for v in n.outputs)), None)
     if dynamic is not None and not (options.enable_dynamic_shape_multi_stream or
                                     os.environ.get("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "") == "1"):
-        what = f"control flow: {flow.op_type} node '{flow.name}' runs host-driven" if flow else \
+        what = f"control flow: {host.op_type} node '{host.name}' runs host-driven" if host else \
             f"node '{dynamic.name}'"
         return f"dynamic shapes ({what}); set enable_dynamic_shape_multi_stream (GE: " \
                "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1) for multi-stream"

@@ -29,11 +29,11 @@ def _model(nodes, inputs, outputs, inits=(), opset=17):
     return m
 
 
-def _check(model, feeds, ref=None):
+def _check(model, feeds, ref=None, runtime="v2"):
     want = (ref or (lambda m, f: ort.InferenceSession(m.SerializeToString(), providers=[
         "CPUExecutionProvider"]).run(None, f)))(model, feeds)
     s = ge.Session(model)
-    assert s.runtime == "v2"            # control flow runs host-driven
+    assert s.runtime == runtime         # host-driven, or label tasks for static control flow (test_v1_labels.py)
     got = s.run(None, feeds)
     assert len(got) == len(want)
     for g, w in zip(got, want):
@@ -212,7 +212,7 @@ def test_nested_if_in_a_loop_captures_through_two_scopes():
                 h.make_tensor_value_info("x", F, [2])], [h.make_tensor_value_info("y", F, [2])],
                [h.make_tensor("two", T.INT64, [], [2]), h.make_tensor("zero", T.INT64, [], [0])])
     feeds = {"M": np.array(5, np.int64), "y0": np.zeros(2, np.float32), "x": np.array([1, 3], np.float32)}
-    _check(m, feeds)
+    _check(m, feeds, runtime="v1")                                # static: the task sink's label tasks
     g = import_onnx(m)
     verify(g)
     assert "capture %x:f32[2]" in str(g)

@@ -113,10 +113,15 @@ def test_single_stream_option_and_ge_alias():
 
 
 def test_control_flow_is_a_dynamic_graph_not_forced_to_one_stream(caplog, monkeypatch):
-    """GE: control flow gets streams (v1: activation); ge's host-driven If makes the graph dynamic, which
-    keeps one stream unless ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1; single-stream mode with it is refused."""
-    g = build(["a: x", "b: a", "c: x", "cond: c", "e: b, cond"], ops={"cond": "If"})
+    """GE: control flow gets streams (v1: label tasks / activation, GE_REFERENCE 3.6). A static If (static
+    tensors out: runtime_v1's label tasks) keeps the graph's streams; an If whose outputs are known only at
+    run time runs host-driven and makes the graph dynamic, which keeps one stream unless
+    ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 (3.3); single-stream mode with control flow is refused (3.2)."""
     monkeypatch.delenv("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", raising=False)
+    g = build(["a: x", "b: a", "c: x", "cond: c", "e: b, cond"], ops={"cond": "If"})
+    s, a, _ = streams_of(g)
+    assert a.single_stream_reason is None and len(set(s.values())) == 2
+    next(n for n in g.nodes if n.name == "cond").outputs[0].shape = None
     with caplog.at_level("INFO", logger="ge.schedule"):
         s, a, _ = streams_of(g)
     assert set(s.values()) == {0}

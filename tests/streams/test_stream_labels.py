@@ -1,6 +1,6 @@
-"""GE's stream labels and parallel groups (GE_REFERENCE 3.2 steps 2 and 6: AssignByLabelPass,
-UpdateForParallelGroupPass), from the ONNX node attributes `_stream_label` / `_parallel_group` or from
-Options by node name; on both runtimes the labelled plan computes what the unlabelled one does."""
+"""GE's stream labels, parallel groups and attached streams (GE_REFERENCE 3.2 steps 2 and 6: AssignByLabelPass,
+UpdateForParallelGroupPass; AssignAttachedStreamPass), from the ONNX node attributes `_stream_label` /
+`_parallel_group` / `_attached_stream_key` or from Options by node name; on both runtimes the labelled plan computes what the unlabelled one does."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -95,3 +95,24 @@ def test_labelled_plans_run_on_both_runtimes(runtime):
         assert s.plan.num_streams == 3
         for _ in range(3):
             np.testing.assert_array_equal(s.run(None, {"x": x})[0], want)
+
+
+def test_attached_streams_follow_the_main_ones_one_per_reuse_key():
+    """GE_REFERENCE 3.2 (AssignAttachedStreamPass): after the main streams are numbered densely, nodes with
+    attached stream info get extra streams numbered after them; equal reuse keys share one."""
+    main = ge.compile(_fork())
+    n_main = main.num_streams
+    plan = ge.compile(_fork(b={"_attached_stream_key": "k"}, d={"_attached_stream_key": "k"}))
+    s = _streams(plan)
+    assert s["b"] == s["d"] == n_main and plan.num_streams == n_main + 1   # one attached stream, after the main
+    plan2 = ge.compile(_fork(b={"_attached_stream_key": "k"}), {"attached_streams": {"d": "k2"}})
+    s2 = _streams(plan2)
+    assert (s2["b"], s2["d"]) == (n_main, n_main + 1) and plan2.num_streams == n_main + 2
+    verify_memory(plan2, plan2.memory)
+    x = np.linspace(-3, 3, 64, dtype=np.float32)
+    want = ge.Session(main, runtime="v2").run(None, {"x": x})[0]
+    for runtime in ("v1", "v2"):
+        with ge.Session(plan2, runtime=runtime) as sess:
+            np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
+    with pytest.raises(GEError, match="attached_streams names node 'nope'"):
+        ge.compile(_fork(), {"attached_streams": {"nope": "k"}})
