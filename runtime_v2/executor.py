@@ -35,7 +35,7 @@ from ge.npu.aicore import hold, team, unhold
 from ge.npu.pool import InstancePool
 from ge.npu.programs import stream_threads, thread_of, thread_programs
 from ge.npu.thunks import ThunkError
-from ge.plan import aligned_empty, event_uses, zero_copy_aligned
+from ge.plan import aligned_empty, event_uses, runs_on_v1, zero_copy_aligned
 
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .control import HostNode
@@ -264,7 +264,9 @@ class Executor:
             runner = inst.runner
             if runner is None:
                 if not self._stream_threads_possible():
-                    raise GEError("tracing needs a plan without dynamic-shape or caching-allocator steps")
+                    hint = "; runtime_v1 traces it (ge profile --runtime v1)" if runs_on_v1(self.plan) else ""
+                    raise GEError("runtime_v2 traces a plan with dynamic-shape or caching-allocator steps only on "
+                                  f"several streams (enable_dynamic_shape_multi_stream){hint}")
                 runner = StreamRunner(thread_programs(self.plan, 1), len(self.plan.events), inst.team)
             bufs, shapes = inst.bufs.copy(), self._shapes.copy()
             _feed(inst, feeds, bufs, shapes)

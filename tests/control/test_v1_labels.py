@@ -99,6 +99,8 @@ def test_loop_rnn_matches_onnxruntime_and_runtime_v2():
     traced = s1.run_traced(feeds, ge.npu.Tracer())   # the traced path takes the jumps from Python
     for g, t in zip(got, traced):
         np.testing.assert_array_equal(g, t)
+    with pytest.raises(GEError, match="runtime_v1 traces it"):   # v2 runs the Loop host-driven: says where to go
+        ge.Session(m, runtime="v2").run_traced(feeds, ge.npu.Tracer())
 
 
 @pytest.mark.parametrize("trips, go, y0", [(10, True, [-5, 1, 1]), (0, True, [1, 2, 3]), (50, False, [1, 2, 3]),
