@@ -270,6 +270,9 @@ class Plan:
                              f"{list(self.tensors[o].shape)}" for o in n.outputs)
             ins = ", ".join("None" if i < 0 else f"%{self.tensors[i].name}" for i in n.inputs)
             tag = " (alias)" if n.is_alias else " (dynamic)" if n.is_dynamic else " (no task)" if n.no_task else ""
+            if n.bodies:   # control flow: label tasks on runtime_v1, or host-driven
+                tag = f" (bodies {', '.join(a for a, _, _ in n.bodies)}: " + (
+                    "host-driven)" if static_control_reason(self, n) else "label tasks)")
             sync = waits.get(n.step, []) + records.get(n.step, [])
             tag += f"  [{', '.join(sync)}]" if sync else ""
             lines.append(f"  {n.step:4d} s{n.stream} {n.engine:6s} {outs} = {n.op_type}({ins}){tag}")

@@ -96,6 +96,7 @@ def test_loop_rnn_matches_onnxruntime_and_runtime_v2():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
     assert s1._executor.stats()["fallback_tasks"] == 0 and s1._executor.model.control_bytes > 0
+    assert "Loop(" in s1.plan.summary() and "(bodies body: label tasks)" in s1.plan.summary()
     traced = s1.run_traced(feeds, ge.npu.Tracer())   # the traced path takes the jumps from Python
     for g, t in zip(got, traced):
         np.testing.assert_array_equal(g, t)
