@@ -64,10 +64,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ir.dtypes import HALF
 from .conv_depthwise import depthwise
 from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, implicit, input_layout, padded_channels
 from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shifted, _valid
 from .epilogue import activation_args, epilogue
+from .half import native16
 from .gemm import MIN_BLOCK_MACS, gemm_block, workspace
 from .registry import KernelContext, Launch, TensorSpec, register
 from .specialize import by_type
@@ -265,7 +267,8 @@ def _common(ctx: KernelContext, kernel_dims):
     nd = len(x.shape) - 2
     if not 1 <= nd <= 3 or len(w) != nd + 2:
         raise ctx.error(f"expected 3-D to 5-D input and weight, got {x.shape} and {list(w)}")
-    if x.dtype not in _FLOATS or ctx.inputs[1].dtype != x.dtype:
+    half = x.dtype in HALF and ctx.attr("weight_shape") is not None  # a 16-bit feature map: conv_half.py
+    if not half and (x.dtype not in _FLOATS or ctx.inputs[1].dtype != x.dtype):
         raise ctx.error(f"input and weight must both be float32 or float64, got {x.dtype} and {ctx.inputs[1].dtype}")
     k = _ints(ctx, "kernel_shape", nd, 0) if ctx.attr("kernel_shape") is not None else list(kernel_dims)
     if k != list(kernel_dims):
@@ -389,6 +392,9 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     OD, OH, OW = (int(v) for v in geom[[6, 7, 8]])
     Cg, Mg, KT = C // G, M // G, int(np.prod(geom[9:12]))
     dtype = ctx.inputs[0].dtype
+    if dtype in HALF:
+        from .conv_half import prepare16  # it builds on this module's tiling
+        return prepare16(ctx, geom)
     P = 128 // dtype.itemsize  # a GEMM panel: 2 vectors of columns
     double = dtype == np.float64
     if double and ctx.attr("weight_shape") is not None:
@@ -418,6 +424,7 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
 
 register("Conv", infer=_infer_conv)(_prepare_conv)
 register("FusedConv", domain="ge", infer=_infer_conv)(_prepare_conv)
+native16("FusedConv", "ge", lambda attrs: "weight_shape" in attrs)  # packed: conv_half.py
 
 
 def _conv_transpose_shape(ctx: KernelContext):

@@ -134,3 +134,12 @@ def half_to_half(x, out, kin, kout, block_idx, block_dim):
     lo, hi = block_range(out.size, G, block_idx, block_dim)
     for i in range(lo, hi):
         out[i] = half_bits(half_value(x[i], kin), kout)
+
+
+# ops whose kernels read and write 16-bit feature maps themselves, converting in registers (conv_half.py,
+# pool_half.py, vector_half.py): (op, domain) -> when(attrs) it holds; passes/drop_half_casts uses it
+NATIVE16: dict = {}
+
+
+def native16(op: str, domain: str = "", when=lambda attrs: True) -> None:
+    NATIVE16[(op, domain)] = when
