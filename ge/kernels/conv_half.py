@@ -13,8 +13,8 @@ time, into float32 scratch a few hundred KiB in size:
   conv_implicit's register tiles (_panels, the same FMA chains in the same order), then bias, Z (converted)
   and the activation are added in float32 and the result is rounded once to 16 bits.
 So the bits equal those of the float32 conv between Casts (up to the sign of a zero), whatever the blocks.
-Tiles hold half of conv_implicit.A_BYTES of input (the float32 copy plus one panel's outputs stay in L2
-beside the weights: the copy is scratch of the feature map, so it is kept small).
+Tiles hold half of conv_implicit.A_BYTES of input and OUT_POSITIONS outputs (the float32 copy plus one
+panel's outputs stay in L2 beside the weights; both are scratch of the feature map, so they are kept small).
 """
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ from .registry import KernelContext, Launch, TensorSpec
 from .tiling import largest_share
 
 PANEL = 32  # output channels a panel sums into scratch: 2 float32 vectors (conv_implicit's register tile)
+OUT_POSITIONS = 512  # a tile's output positions at most: its scratch is PANEL x this (64 KiB). Uncapped, a
+# stem conv's tile held every output row (few input channels): 1.8 MiB of scratch on SqueezeNet, the peak
 
 
 @njit(nogil=True, cache=True)
@@ -109,7 +111,7 @@ def plan16(geom, Cg: int, rows: int) -> tuple[int, int, int]:
     """(tile, input copy elements, scratch elements) of one block of `rows` output rows."""
     H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw = (int(v) for v in geom[[3, 4, 7, 8, 10, 11, 13, 14, 16, 17, 19, 20]])
     how, Wp, ush, _, ext = layout16(H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw)
-    tile = min(rows, max(1, (A_BYTES // 2 // (Cg * Wp * 4) - ext) // ush + 1))
+    tile = min(rows, max(1, (A_BYTES // 2 // (Cg * Wp * 4) - ext) // ush + 1), max(1, OUT_POSITIONS // OW))
     lw = Cg * int(_channel_stride(tile if how == COMPACT else (tile - 1) * sh + ext, Wp))
     return tile, lw, lw + PANEL * tile * OW
 
