@@ -330,14 +330,18 @@ def _mode(geom, Cg: int, Mg: int, KT: int, packed: bool, double: bool) -> int:
     return SHIFTED if undilated_2d and USE_SHIFTED else IM2COL
 
 
-def wants_packed(weight_shape, group: int, dtype) -> bool:
+def wants_packed(weight_shape, group: int, dtype, half: bool = False) -> bool:
     """Whether a conv with these weights runs IMPLICIT on packed weights (pack_conv_weights packs them):
     1-D or 2-D, not depthwise, a panel's worth of output channels a group and at most 10% of lanes idle
-    (measured: 24 and 40 channels ran 20-30% slower than POINTWISE / SHIFTED, 16 level, 80 and more faster)."""
+    (measured: 24 and 40 channels ran 20-30% slower than POINTWISE / SHIFTED, 16 level, 80 and more faster).
+    On a 16-bit feature map (`half`: only IMPLICIT reads one, conv_half.py) a vector of channels suffices:
+    SqueezeNet's 16-channel squeeze convs otherwise keep float32 copies of their inputs live."""
     M, Cg, lanes = weight_shape[0], weight_shape[1], 64 // np.dtype(dtype).itemsize
     if len(weight_shape) not in (3, 4) or group < 1 or M % group or np.dtype(dtype) != np.float32:
         return False
     Mg = M // group
+    if half:
+        return USE_IMPLICIT and not (Cg == 1 and Mg <= 4) and Mg >= lanes
     return USE_IMPLICIT and not (Cg == 1 and Mg <= 4) and Mg >= 2 * lanes and padded_channels(Mg, lanes) * 10 <= Mg * 11
 
 
