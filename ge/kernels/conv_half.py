@@ -13,9 +13,8 @@ time, into float32 scratch a few hundred KiB in size:
   conv_implicit's register tiles (_panels, the same FMA chains in the same order), then bias, Z (converted)
   and the activation are added in float32 and the result is rounded once to 16 bits.
 So the bits equal those of the float32 conv between Casts (up to the sign of a zero), whatever the blocks.
-Tiles hold half of conv_implicit.A_BYTES of input and OUT_POSITIONS outputs (the float32 copy plus one
-panel's outputs stay in L2 beside the weights; both are scratch of the feature map, so they are kept small:
-with 512 positions SqueezeNet's stem conv was its peak, at 0.52x float32's map).
+Tiles are small (COPY_BYTES of input copy, OUT_POSITIONS outputs: both are scratch of the feature map,
+and branches on parallel streams hold theirs at once), so more of them sweep the weights than IMPLICIT's.
 """
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ from numba import njit
 
 from .conv import PACKED as PACKED_MODE
 from .conv import SPATIAL, _block, _conv_tiling
-from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, PADDED, _panels, input_layout
+from .conv_implicit import COMPACT, IN_PLACE, PADDED, _panels, input_layout
 from .conv_lowering import _channel_stride, _valid
 from .epilogue import activation_args, epilogue
 from .half import BF16, F16, half_bits, half_value
@@ -32,8 +31,15 @@ from .registry import KernelContext, Launch, TensorSpec
 from .tiling import largest_share
 
 PANEL = 32  # output channels a panel sums into scratch: 2 float32 vectors (conv_implicit's register tile)
-OUT_POSITIONS = 256  # a tile's output positions at most: its scratch is PANEL x this (32 KiB). Uncapped, a
-# stem conv's tile held every output row (few input channels): 1.8 MiB of scratch on SqueezeNet, the peak
+# A tile of output rows: at most OUT_POSITIONS outputs (scratch PANEL x this: 16 KiB) and an input copy of
+# at most COPY_BYTES, unless that leaves fewer than MIN_POSITIONS outputs (each tile sweeps every panel of
+# weights). Planned feature maps of the light models under allow_mix_precision (bench/caps, compile only):
+# uncapped, a stem conv's tile held every output row (1.8 MiB of scratch on SqueezeNet: its peak); with half
+# of A_BYTES of copy and 256 outputs Inception v1 / v2 planned 0.86x / 0.90x float32's, their parallel
+# branches' copies all live at once; 32 KiB and 128: 0.50x / 0.49x; with MIN_POSITIONS 32: 0.50x / 0.53x
+COPY_BYTES = 1 << 15
+OUT_POSITIONS = 128
+MIN_POSITIONS = 32
 
 
 @njit(nogil=True, cache=True)
@@ -112,7 +118,8 @@ def plan16(geom, Cg: int, rows: int) -> tuple[int, int, int]:
     """(tile, input copy elements, scratch elements) of one block of `rows` output rows."""
     H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw = (int(v) for v in geom[[3, 4, 7, 8, 10, 11, 13, 14, 16, 17, 19, 20]])
     how, Wp, ush, _, ext = layout16(H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw)
-    tile = min(rows, max(1, (A_BYTES // 2 // (Cg * Wp * 4) - ext) // ush + 1), max(1, OUT_POSITIONS // OW))
+    fit = max(1, (COPY_BYTES // (Cg * Wp * 4) - ext) // ush + 1)  # rows whose copy fits COPY_BYTES
+    tile = min(rows, max(1, OUT_POSITIONS // OW), max(fit, -(-MIN_POSITIONS // OW)))
     lw = Cg * int(_channel_stride(tile if how == COMPACT else (tile - 1) * sh + ext, Wp))
     return tile, lw, lw + PANEL * tile * OW
 
