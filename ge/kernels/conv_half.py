@@ -26,7 +26,7 @@ from .conv import SPATIAL, _block, _conv_tiling
 from .conv_implicit import COMPACT, IN_PLACE, PADDED, _panels, input_layout
 from .conv_lowering import _channel_stride, _valid
 from .epilogue import activation_args, epilogue
-from .half import BF16, F16, half_bits, half_value
+from .half import BF16, F16, add_half_run, half_value, narrow_run, widen_run
 from .registry import KernelContext, Launch, TensorSpec
 from .tiling import largest_share
 
@@ -64,8 +64,7 @@ def _copy16(x, xo, p, kind, C, H, W, ph, pw, sh, sw, i0, R, Wq, cs):
                 continue
             s, d = np.uint64(xo + (c * H + ih) * W + lo * sw - pw), np.uint64(c * cs + i * Wq + lo)
             if sw == 1:
-                for j in range(np.uint64(hi - lo)):
-                    p[d + j] = half_value(x[s + j], kind)
+                widen_run(x, s, p, d, hi - lo, kind)
             else:
                 for j in range(np.uint64(hi - lo)):
                     p[d + j] = half_value(x[s + j * np.uint64(sw)], kind)
@@ -106,12 +105,10 @@ def implicit16(x, w, b, z, y, ws, lw, kind, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H
                     t, o = (m - j0) * npos, yo + m * S + oh0 * OW
                     bias = b[g * Mg + m] if has_b else 0.0
                     if has_z:  # (acc + b) + z, as epilogue adds them; then the activation alone
-                        for i in range(npos):
-                            acc[t + i] = acc[t + i] + bias + half_value(z[o + i], kind)
+                        add_half_run(z, o, acc, t, npos, np.float32(bias), kind)
                         bias = 0.0
                     epilogue(acc, t, npos, 1.0, bias, acc, 0, 1.0, 0, act, p0, p1)
-                    for i in range(npos):
-                        y[o + i] = half_bits(acc[t + i], kind)
+                    narrow_run(acc, t, y, o, npos, kind)
 
 
 def plan16(geom, Cg: int, rows: int) -> tuple[int, int, int]:

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from .blocks import per_block, tiled, blocks, own
-from .half import BF16, F16, half_bits, half_value
+from .half import BF16, F16, narrow_run, widen_run
 from .registry import KernelContext, Launch
 from .tiling import block_range
 
@@ -53,8 +53,7 @@ def pool16(x, y, ws, kind, mode, g, block_idx, block_dim):
             if ih < 0 or ih >= IH:
                 continue
             xb = np.uint64((nc * IH + ih) * IW)
-            for j in range(np.uint64(IW)):
-                row[np.uint64(PW) + j] = half_value(x[xb + j], kind)
+            widen_run(x, xb, row, PW, IW, kind)
             for kw in range(KW):
                 if mode == MAXP:
                     for ow in range(np.uint64(OW)):
@@ -63,13 +62,11 @@ def pool16(x, y, ws, kind, mode, g, block_idx, block_dim):
                     for ow in range(np.uint64(OW)):
                         acc[ow] += row[ow * np.uint64(SW) + np.uint64(kw)]
         yb = np.uint64(r * OW)
-        if mode == MAXP:
-            for ow in range(np.uint64(OW)):
-                y[yb + ow] = half_bits(acc[ow], kind)
-        else:
+        if mode == AVG:
             rdh = np.float32(1.0 / max(cnt, 1))
             for ow in range(np.uint64(OW)):
-                y[yb + ow] = half_bits(acc[ow] * (rdh * rcw[ow]), kind)
+                acc[ow] = acc[ow] * (rdh * rcw[ow])
+        narrow_run(acc, 0, y, yb, OW, kind)
 
 
 def fits16(attrs) -> bool:

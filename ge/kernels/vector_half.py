@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from .blocks import G, blocks, own, per_block, row_range, tiled
-from .half import BF16, F16, half_bits, half_value
+from .half import BF16, F16, _as_f32, _bf16_bits, _f16_to_f32, _f32_to_f16, narrow_run, widen_run
 from .registry import KernelContext, Launch
 from .tiling import block_range
 
@@ -39,17 +39,22 @@ def batch_norm16(x, scale, bias, mean, var, y, kind, N, C, HW, eps, block_idx, b
         ab[0], ab[1] = a, bias[c] - mean[c] * a
         a1, c1 = ab[0], ab[1]
         b = np.uint64(p * HW + j0)
-        for j in range(np.uint64(j1 - j0)):
-            y[b + j] = half_bits(half_value(x[b + j], kind) * a1 + c1, kind)
+        if kind == F16:  # a loop per kind, so each vectorizes
+            for j in range(np.uint64(j1 - j0)):
+                y[b + j] = _f32_to_f16(_f16_to_f32(x[b + j]) * a1 + c1)
+        else:
+            for j in range(np.uint64(j1 - j0)):
+                y[b + j] = _bf16_bits(_as_f32(np.uint32(x[b + j]) << np.uint32(16)) * a1 + c1)
 
 
 @njit(nogil=True, cache=True)
 def lrn16(x, y, sq, kind, N, C, HW, size, alpha, beta, bias, block_idx, block_dim):
-    """norm.lrn on 16-bit x and y (sq: HW float32 sums per block)."""
+    """norm.lrn on 16-bit x and y (sq: 2*HW float32 per block, the sums and a plane's row as float32)."""
     before = (size - 1) // 2
     after = size - 1 - before
     k = alpha / size
-    s = own(sq, HW, block_idx, block_dim)
+    s2 = own(sq, 2 * HW, block_idx, block_dim)
+    s, v = s2[:HW], s2[HW:]
     lo, hi = row_range(N * C * HW, HW, G, block_idx, block_dim)
     for p in range(lo // max(HW, 1), (hi + HW - 1) // max(HW, 1)):
         n, c = p // C, p % C
@@ -57,19 +62,19 @@ def lrn16(x, y, sq, kind, N, C, HW, size, alpha, beta, bias, block_idx, block_di
         for j in range(u0, u1):
             s[j] = 0
         for cc in range(max(0, c - before), min(C, c + after + 1)):
-            q = np.uint64((n * C + cc) * HW)
+            widen_run(x, (n * C + cc) * HW + u0, v, u0, u1 - u0, kind)
             for j in range(u0, u1):
-                v = half_value(x[q + j], kind)
-                s[j] += v * v
-        q = np.uint64(p * HW)
+                s[j] += v[j] * v[j]
+        widen_run(x, p * HW + u0, v, u0, u1 - u0, kind)
         if beta == 0.75:
             for j in range(u0, u1):
                 t = bias + k * s[j]
                 r = np.sqrt(t)
-                y[q + j] = half_bits(np.float32(half_value(x[q + j], kind) / (r * np.sqrt(r))), kind)
+                v[j] = v[j] / (r * np.sqrt(r))
         else:
             for j in range(u0, u1):
-                y[q + j] = half_bits(np.float32(half_value(x[q + j], kind) / (bias + k * s[j]) ** beta), kind)
+                v[j] = v[j] / (bias + k * s[j]) ** beta
+        narrow_run(v, u0, y, p * HW + u0, u1 - u0, kind)
 
 
 def _kind(ctx: KernelContext) -> int:
@@ -88,4 +93,4 @@ def batch_norm_launch(ctx: KernelContext, N: int, C: int, HW: int, eps: float) -
 
 def lrn_launch(ctx: KernelContext, args: tuple, nb: int) -> Launch:
     """norm's LRN launch arguments (N, C, HW, size, alpha, beta, bias) and block count."""
-    return tiled(lrn16, (_kind(ctx), *args), nb, (per_block(args[2], np.float32, nb),))
+    return tiled(lrn16, (_kind(ctx), *args), nb, (per_block(2 * args[2], np.float32, nb),))
