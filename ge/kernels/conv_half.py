@@ -54,9 +54,10 @@ def layout16(H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw):
 @njit(nogil=True, cache=True)
 def _copy16(x, xo, p, kind, C, H, W, ph, pw, sh, sw, i0, R, Wq, cs):
     """p[c*cs + i*Wq + j] = x's channel c at row (i0 + i)*sh - ph, column j*sw - pw as float32, 0 outside."""
-    for j in range(np.uint64(C * cs)):
-        p[j] = 0.0
     lo, hi = _valid(-pw, sw, W, Wq)
+    if ph > 0 or lo > 0 or hi < Wq or (i0 + R - 1) * sh - ph >= H:  # zeros where the rows miss the input
+        for j in range(np.uint64(C * cs)):
+            p[j] = 0.0
     for c in range(C):
         for i in range(R):
             ih = (i0 + i) * sh - ph
