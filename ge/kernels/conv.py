@@ -66,6 +66,7 @@ from numba import njit
 
 from ..ir.dtypes import HALF
 from .conv_depthwise import depthwise
+from .conv_half import PANEL, implicit16, prepare16
 from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, implicit, input_layout, padded_channels
 from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shifted, _valid
 from .epilogue import activation_args, epilogue
@@ -133,6 +134,16 @@ def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, 
     else:  # one call for all the block's planes (see conv_depthwise's doc)
         depthwise(x, w, b, z, y, wsb, np.empty(KH * KW, np.int64), q0, q1, G, M // G, H, W, OH, OW, KH, KW, sh, sw,
                   ph, pw, tile, has_b, has_z, act, p0, p1)
+
+
+@njit(nogil=True, cache=True)
+def conv16(x, w, b, z, y, ws, geom, kind, has_b, has_z, act, p0, p1, tile, split, block_idx, block_dim):
+    """conv's PACKED mode on 16-bit x, z, y (conv_half.py): block block_idx's share, float32 grains."""
+    C, H, W, M, OH, OW = geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
+    KH, KW, sh, sw, ph, pw, dh, dw, G = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17], geom[19], geom[20], geom[21]
+    wsb, q0, q1, c0, c1, s0, s1 = _block(ws, ws, geom, PACKED, split, block_idx, block_dim)
+    implicit16(x, w, b, z, y, wsb, wsb.size - PANEL * tile * OW, kind, q0, q1, c0, c1, s0, s1, G, C // G, M // G,
+               H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1)
 
 
 @njit(nogil=True, cache=True)
@@ -396,9 +407,9 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     OD, OH, OW = (int(v) for v in geom[[6, 7, 8]])
     Cg, Mg, KT = C // G, M // G, int(np.prod(geom[9:12]))
     dtype = ctx.inputs[0].dtype
-    if dtype in HALF:
-        from .conv_half import prepare16  # it builds on this module's tiling
-        return prepare16(ctx, geom)
+    if dtype in HALF:  # a 16-bit feature map: conv_half.py, in PACKED's blocks
+        bd, split = _conv_tiling(ctx.cores, PACKED, N * G, Mg, Cg * KT, OH, OH * OW, PANEL)
+        return prepare16(ctx, geom, conv16, bd, split, largest_share(OD * OH, 1, bd) if split == SPATIAL else OD * OH)
     P = 128 // dtype.itemsize  # a GEMM panel: 2 vectors of columns
     double = dtype == np.float64
     if double and ctx.attr("weight_shape") is not None:

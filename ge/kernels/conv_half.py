@@ -21,14 +21,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .conv import PACKED as PACKED_MODE
-from .conv import SPATIAL, _block, _conv_tiling
 from .conv_implicit import COMPACT, IN_PLACE, PADDED, _panels, input_layout
 from .conv_lowering import _channel_stride, _valid
 from .epilogue import activation_args, epilogue
 from .half import BF16, F16, add_half_run, half_value, narrow_run, widen_run
 from .registry import KernelContext, Launch, TensorSpec
-from .tiling import largest_share
 
 PANEL = 32  # output channels a panel sums into scratch: 2 float32 vectors (conv_implicit's register tile)
 # A tile of output rows: at most OUT_POSITIONS outputs (scratch PANEL x this: 16 KiB) and an input copy of
@@ -122,33 +119,19 @@ def plan16(geom, Cg: int, rows: int) -> tuple[int, int, int]:
     return tile, lw, lw + PANEL * tile * OW
 
 
-@njit(nogil=True, cache=True)
-def conv16(x, w, b, z, y, ws, geom, kind, has_b, has_z, act, p0, p1, tile, split, block_idx, block_dim):
-    """conv.conv's PACKED mode on 16-bit x, z, y: block block_idx's share (conv._block, float32 grains)."""
-    C, H, W, M, OH, OW = geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
-    KH, KW, sh, sw, ph, pw, dh, dw, G = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17], geom[19], geom[20], geom[21]
-    wsb, q0, q1, c0, c1, s0, s1 = _block(ws, ws, geom, PACKED_MODE, split, block_idx, block_dim)
-    lw = wsb.size - PANEL * tile * OW
-    implicit16(x, w, b, z, y, wsb, lw, kind, q0, q1, c0, c1, s0, s1, G, C // G, M // G, H, W, OH, OW, KH, KW,
-               sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1)
-
-
-def prepare16(ctx: KernelContext, geom) -> Launch:
-    """The launch of a packed conv on a 16-bit x (conv._prepare_conv hands it over)."""
+def prepare16(ctx: KernelContext, geom, kernel, bd: int, split: int, rows: int) -> Launch:
+    """The launch of `kernel` (conv.conv16) for a packed conv on a 16-bit x, in bd blocks of `split`
+    (conv._conv_tiling's), each of at most `rows` output rows."""
     if ctx.attr("weight_shape") is None or ctx.inputs[1].dtype != np.float32:
         raise ctx.error(f"a {ctx.inputs[0].dtype} input needs float32 weights packed by pack_conv_weights "
                         "(weight_shape); other 16-bit convs compute between Casts (compute_in_float32)")
     if ctx.has(3) and ctx.inputs[3].dtype != ctx.inputs[0].dtype:
         raise ctx.error(f"Z is {ctx.inputs[3].dtype}, X {ctx.inputs[0].dtype}: both must be the same type")
-    N, C, M, G = (int(v) for v in geom[[0, 1, 5, 21]])
-    OH, OW, KT = int(geom[7]), int(geom[8]), int(np.prod(geom[9:12]))
-    Cg, Mg = C // G, M // G
-    bd, split = _conv_tiling(ctx.cores, PACKED_MODE, N * G, Mg, Cg * KT, OH, OH * OW, PANEL)
-    rows = largest_share(OH, 1, bd) if split == SPATIAL else OH
-    tile, _, per = plan16(geom, Cg, rows)
+    C, G = int(geom[1]), int(geom[21])
+    tile, _, per = plan16(geom, C // G, rows)
     has_b, has_z = ctx.has(2), ctx.has(3)
     act, p0, p1 = activation_args(ctx)
     kind = F16 if ctx.inputs[0].dtype == np.float16 else BF16
-    return Launch(conv16, (geom, kind, int(has_b), int(has_z), act, p0, p1, tile, split),
+    return Launch(kernel, (geom, kind, int(has_b), int(has_z), act, p0, p1, tile, split),
                   (TensorSpec((bd * per,), np.float32),), (0, 1, 2 if has_b else 1, 3 if has_z else 0),
                   tiled=True, block_dim=bd)
