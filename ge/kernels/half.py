@@ -182,3 +182,23 @@ def add_half_run(z, zo, acc, ao, n, s, kind):
     else:
         for i in range(np.uint64(n)):
             acc[b + i] = acc[b + i] + s + _as_f32(np.uint32(z[a + i]) << np.uint32(16))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def narrow_act_run(acc, ao, y, yo, n, s, relu, kind):
+    """y[yo:yo+n] = (acc[ao:ao+n] + s, then max(., 0) when relu) as 16-bit bits: epilogue's NONE / RELU and
+    the rounding in one pass."""
+    a, b, z = np.uint64(ao), np.uint64(yo), np.float32(0.0)
+    if kind == F16:
+        if relu:
+            for i in range(np.uint64(n)):
+                y[b + i] = _f32_to_f16(max(acc[a + i] + s, z))
+        else:
+            for i in range(np.uint64(n)):
+                y[b + i] = _f32_to_f16(acc[a + i] + s)
+    elif relu:
+        for i in range(np.uint64(n)):
+            y[b + i] = _bf16_bits(max(acc[a + i] + s, z))
+    else:
+        for i in range(np.uint64(n)):
+            y[b + i] = _bf16_bits(acc[a + i] + s)
