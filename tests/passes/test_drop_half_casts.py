@@ -48,8 +48,12 @@ def _chain():
     return model(nodes, {"x": [2, C, H, H]}, ["y"], inits), {"x": randn(2, C, H, H)}
 
 
-@pytest.mark.parametrize("mode", ["allow_mix_precision", "allow_mix_precision_bf16"])
-def test_16_bit_kernels_give_the_bits_of_the_float32_ops_between_casts(mode):
+@pytest.mark.parametrize("mode,conv_bf16", [("allow_mix_precision", True), ("allow_mix_precision_bf16", True),
+                                             ("allow_mix_precision_bf16", False)])
+def test_16_bit_kernels_give_the_bits_of_the_float32_ops_between_casts(mode, conv_bf16, monkeypatch):
+    """bfloat16 with and without ge::ConvBF16 (without: the conv runs conv_half's IMPLICIT in bfloat16)."""
+    from ge.kernels import conv_bf16 as cb
+    monkeypatch.setattr(cb, "USE_BF16", cb.USE_BF16 and conv_bf16)
     m, feeds = _chain()
     want = ge.Session(ge.compile(m, ge.Options(precision_mode=mode, modify_mixlist=LISTS,
                                                disabled_passes=("drop_half_casts",))), runtime="v2").run(None, feeds)[0]
