@@ -105,7 +105,7 @@ def implicit16(x, w, b, z, y, ws, lw, kind, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H
                     if has_z:  # (acc + b) + z, as epilogue adds them; then the activation alone
                         add_half_run(z, o, acc, t, npos, np.float32(bias), kind)
                         bias = 0.0
-                    if act == NONE or act == RELU:  # one pass: ResNet-50's convs, one core, 1.26x -> 1.02x float32's time
+                    if act == NONE or act == RELU:  # one pass (ResNet-50's convs in one trace, one core, shared: 1.26x -> 1.02x float32's time)
                         narrow_act_run(acc, t, y, o, npos, np.float32(bias), act == RELU, kind)
                     else:
                         epilogue(acc, t, npos, 1.0, bias, acc, 0, 1.0, 0, act, p0, p1)
