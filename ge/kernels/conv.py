@@ -64,10 +64,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ir.dtypes import HALF
 from .conv_depthwise import depthwise
+from .conv_half import PANEL, implicit16, prepare16
 from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, implicit, input_layout, padded_channels
 from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shifted, _valid
 from .epilogue import activation_args, epilogue
+from .half import native16
 from .gemm import MIN_BLOCK_MACS, gemm_block, workspace
 from .registry import KernelContext, Launch, TensorSpec, register
 from .specialize import by_type
@@ -131,6 +134,16 @@ def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, 
     else:  # one call for all the block's planes (see conv_depthwise's doc)
         depthwise(x, w, b, z, y, wsb, np.empty(KH * KW, np.int64), q0, q1, G, M // G, H, W, OH, OW, KH, KW, sh, sw,
                   ph, pw, tile, has_b, has_z, act, p0, p1)
+
+
+@njit(nogil=True, cache=True)
+def conv16(x, w, b, z, y, ws, geom, kind, has_b, has_z, act, p0, p1, tile, split, block_idx, block_dim):
+    """conv's PACKED mode on 16-bit x, z, y (conv_half.py): block block_idx's share, float32 grains."""
+    C, H, W, M, OH, OW = geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
+    KH, KW, sh, sw, ph, pw, dh, dw, G = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17], geom[19], geom[20], geom[21]
+    wsb, q0, q1, c0, c1, s0, s1 = _block(ws, ws, geom, PACKED, split, block_idx, block_dim)
+    implicit16(x, w, b, z, y, wsb, wsb.size - PANEL * tile * OW, kind, q0, q1, c0, c1, s0, s1, G, C // G, M // G,
+               H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1)
 
 
 @njit(nogil=True, cache=True)
@@ -265,7 +278,8 @@ def _common(ctx: KernelContext, kernel_dims):
     nd = len(x.shape) - 2
     if not 1 <= nd <= 3 or len(w) != nd + 2:
         raise ctx.error(f"expected 3-D to 5-D input and weight, got {x.shape} and {list(w)}")
-    if x.dtype not in _FLOATS or ctx.inputs[1].dtype != x.dtype:
+    half = x.dtype in HALF and ctx.attr("weight_shape") is not None  # a 16-bit feature map: conv_half.py
+    if not half and (x.dtype not in _FLOATS or ctx.inputs[1].dtype != x.dtype):
         raise ctx.error(f"input and weight must both be float32 or float64, got {x.dtype} and {ctx.inputs[1].dtype}")
     k = _ints(ctx, "kernel_shape", nd, 0) if ctx.attr("kernel_shape") is not None else list(kernel_dims)
     if k != list(kernel_dims):
@@ -327,14 +341,18 @@ def _mode(geom, Cg: int, Mg: int, KT: int, packed: bool, double: bool) -> int:
     return SHIFTED if undilated_2d and USE_SHIFTED else IM2COL
 
 
-def wants_packed(weight_shape, group: int, dtype) -> bool:
+def wants_packed(weight_shape, group: int, dtype, half: bool = False) -> bool:
     """Whether a conv with these weights runs IMPLICIT on packed weights (pack_conv_weights packs them):
     1-D or 2-D, not depthwise, a panel's worth of output channels a group and at most 10% of lanes idle
-    (measured: 24 and 40 channels ran 20-30% slower than POINTWISE / SHIFTED, 16 level, 80 and more faster)."""
+    (measured: 24 and 40 channels ran 20-30% slower than POINTWISE / SHIFTED, 16 level, 80 and more faster).
+    On a 16-bit feature map (`half`: only IMPLICIT reads one, conv_half.py) a vector of channels suffices:
+    SqueezeNet's 16-channel squeeze convs otherwise keep float32 copies of their inputs live."""
     M, Cg, lanes = weight_shape[0], weight_shape[1], 64 // np.dtype(dtype).itemsize
     if len(weight_shape) not in (3, 4) or group < 1 or M % group or np.dtype(dtype) != np.float32:
         return False
     Mg = M // group
+    if half:
+        return USE_IMPLICIT and not (Cg == 1 and Mg <= 4) and Mg >= lanes
     return USE_IMPLICIT and not (Cg == 1 and Mg <= 4) and Mg >= 2 * lanes and padded_channels(Mg, lanes) * 10 <= Mg * 11
 
 
@@ -389,6 +407,9 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     OD, OH, OW = (int(v) for v in geom[[6, 7, 8]])
     Cg, Mg, KT = C // G, M // G, int(np.prod(geom[9:12]))
     dtype = ctx.inputs[0].dtype
+    if dtype in HALF:  # a 16-bit feature map: conv_half.py, in PACKED's blocks
+        bd, split = _conv_tiling(ctx.cores, PACKED, N * G, Mg, Cg * KT, OH, OH * OW, PANEL)
+        return prepare16(ctx, geom, conv16, bd, split, largest_share(OD * OH, 1, bd) if split == SPATIAL else OD * OH)
     P = 128 // dtype.itemsize  # a GEMM panel: 2 vectors of columns
     double = dtype == np.float64
     if double and ctx.attr("weight_shape") is not None:
@@ -418,6 +439,7 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
 
 register("Conv", infer=_infer_conv)(_prepare_conv)
 register("FusedConv", domain="ge", infer=_infer_conv)(_prepare_conv)
+native16("FusedConv", "ge", lambda attrs: "weight_shape" in attrs)  # packed: conv_half.py
 
 
 def _conv_transpose_shape(ctx: KernelContext):

@@ -26,12 +26,15 @@ import math
 import numpy as np
 from numba import njit
 
+from ..ir.dtypes import HALF
 from .blocks import flat_launch
 from .broadcast import map1 as _map
 from .broadcast import part as _part
 from .cast import copy_launch
 from .fastmath import erf, exp, log
+from .half import native16
 from .registry import KernelContext, TensorSpec, register, same_as_input
+from .vector_half import relu_launch
 
 F = tuple(np.dtype(t) for t in ("float32", "float64"))
 I = tuple(np.dtype(t) for t in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
@@ -317,6 +320,11 @@ def _numeric_infer(ctx: KernelContext) -> list[TensorSpec]:
     return same_as_input()(ctx)
 
 
+def _relu_infer(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, F + I + HALF)   # 16-bit: vector_half.relu16 (drop_half_casts)
+    return same_as_input()(ctx)
+
+
 for _kernel, _ops in ((math_float, ("Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Floor", "Ceil", "Round")),
                       (trig, ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
                               "Atanh"))):
@@ -326,8 +334,10 @@ for _kernel, _ops in ((math_float, ("Exp", "Log", "Sqrt", "Reciprocal", "Erf", "
             lambda ctx, k=_kernel, c=_code, ns=_ns: flat_launch(ctx, k, (c,), ns))
 
 for _code, _op in enumerate(("Relu", "Neg", "Abs", "Sign")):
-    register(_op, infer=_numeric_infer, inplace=((0, 0),))(
-        lambda ctx, c=_code: flat_launch(ctx, numeric, (c,), _NS_CHEAP))
+    register(_op, infer=_relu_infer if _op == "Relu" else _numeric_infer, inplace=((0, 0),))(
+        lambda ctx, c=_code: relu_launch(ctx) if c == 0 and ctx.inputs[0].dtype in HALF else
+        flat_launch(ctx, numeric, (c,), _NS_CHEAP))
+native16("Relu")  # 16-bit feature maps: vector_half.py
 
 
 def _predicate_infer(ctx: KernelContext) -> list[TensorSpec]:

@@ -134,3 +134,71 @@ def half_to_half(x, out, kin, kout, block_idx, block_dim):
     lo, hi = block_range(out.size, G, block_idx, block_dim)
     for i in range(lo, hi):
         out[i] = half_bits(half_value(x[i], kin), kout)
+
+
+# ops whose kernels read and write 16-bit feature maps themselves, converting in registers (conv_half.py,
+# pool_half.py, vector_half.py): (op, domain) -> when(attrs) it holds; passes/drop_half_casts uses it
+NATIVE16: dict = {}
+
+
+def native16(op: str, domain: str = "", when=lambda attrs: True) -> None:
+    NATIVE16[(op, domain)] = when
+
+
+# Runs for the 16-bit kernels (conv_half, pool_half): one loop per kind, so each vectorizes (a `kind` test
+# inside the loop kept LLVM from it)
+
+@njit(nogil=True, cache=True, inline="always")
+def widen_run(x, xo, out, oo, n, kind):
+    """out[oo:oo+n] = the 16-bit floats x[xo:xo+n] as float32."""
+    a, b = np.uint64(xo), np.uint64(oo)
+    if kind == F16:
+        for i in range(np.uint64(n)):
+            out[b + i] = _f16_to_f32(x[a + i])
+    else:
+        for i in range(np.uint64(n)):
+            out[b + i] = _as_f32(np.uint32(x[a + i]) << np.uint32(16))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def narrow_run(x, xo, out, oo, n, kind):
+    """out[oo:oo+n] = float32 x[xo:xo+n] as 16-bit float bits."""
+    a, b = np.uint64(xo), np.uint64(oo)
+    if kind == F16:
+        for i in range(np.uint64(n)):
+            out[b + i] = _f32_to_f16(x[a + i])
+    else:
+        for i in range(np.uint64(n)):
+            out[b + i] = _bf16_bits(x[a + i])
+
+
+@njit(nogil=True, cache=True, inline="always")
+def add_half_run(z, zo, acc, ao, n, s, kind):
+    """acc[ao:ao+n] = (acc + s) + the 16-bit floats z[zo:zo+n]."""
+    a, b = np.uint64(zo), np.uint64(ao)
+    if kind == F16:
+        for i in range(np.uint64(n)):
+            acc[b + i] = acc[b + i] + s + _f16_to_f32(z[a + i])
+    else:
+        for i in range(np.uint64(n)):
+            acc[b + i] = acc[b + i] + s + _as_f32(np.uint32(z[a + i]) << np.uint32(16))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def narrow_act_run(acc, ao, y, yo, n, s, relu, kind):
+    """y[yo:yo+n] = (acc[ao:ao+n] + s, then max(., 0) when relu) as 16-bit bits: epilogue's NONE / RELU and
+    the rounding in one pass."""
+    a, b, z = np.uint64(ao), np.uint64(yo), np.float32(0.0)
+    if kind == F16:
+        if relu:
+            for i in range(np.uint64(n)):
+                y[b + i] = _f32_to_f16(max(acc[a + i] + s, z))
+        else:
+            for i in range(np.uint64(n)):
+                y[b + i] = _f32_to_f16(acc[a + i] + s)
+    elif relu:
+        for i in range(np.uint64(n)):
+            y[b + i] = _bf16_bits(max(acc[a + i] + s, z))
+    else:
+        for i in range(np.uint64(n)):
+            y[b + i] = _bf16_bits(acc[a + i] + s)

@@ -34,8 +34,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ir.dtypes import HALF
+from . import vector_half
 from .blocks import G as GRAIN
 from .blocks import blocks, own, per_block, row_range, tiled
+from .half import native16
 from .reduce import SQSUM, SUM, U, box, collapse, fold, slot_part, split_dim
 from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register, same_as_input
 from .tiling import block_range
@@ -128,7 +131,7 @@ def _bn_training(ctx: KernelContext) -> bool:
 
 
 def _infer_bn(ctx: KernelContext) -> list[TensorSpec]:
-    ctx.require_dtype(0, _FLOATS)
+    ctx.require_dtype(0, _FLOATS + (HALF if not _bn_training(ctx) else ()))
     x = ctx.inputs[0]
     if len(x.shape) < 2:
         raise ctx.error(f"input must be (N, C, ...), got shape {x.shape}")
@@ -152,6 +155,8 @@ def _prepare_bn(ctx: KernelContext) -> Launch:
         if ctx.inputs[i].size != C:
             raise ctx.error(f"input {i} has {ctx.inputs[i].size} values, expected {C}")
     eps = float(ctx.attr("epsilon", 1e-5))
+    if x.dtype in HALF:  # a 16-bit feature map (drop_half_casts)
+        return vector_half.batch_norm_launch(ctx, N, C, HW, eps)
     if not _bn_training(ctx):
         return tiled(batch_norm, (N, C, HW, eps), blocks(ctx, N * C * HW, _NS_BN + _NS_PLANE / max(HW, 1)))
     ws = tuple(TensorSpec((C,), ctx.inputs[i].dtype) for i in (3, 4))[ctx.n_outputs - 1:]
@@ -291,7 +296,12 @@ def lrn(x, y, sq, N, C, HW, size, alpha, beta, bias, block_idx, block_dim):
                 y[q + j] = x[q + j] / (bias + k * s[j]) ** beta
 
 
-@register("LRN", infer=_infer_groups)
+def _infer_lrn(ctx: KernelContext) -> list[TensorSpec]:
+    ctx.require_dtype(0, _FLOATS + HALF)
+    return _infer_groups(ctx) if ctx.inputs[0].dtype not in HALF else same_as_input()(ctx)
+
+
+@register("LRN", infer=_infer_lrn)
 def _prepare_lrn(ctx: KernelContext) -> Launch:
     x = ctx.inputs[0]
     size = int(ctx.attr("size", 0))
@@ -300,8 +310,14 @@ def _prepare_lrn(ctx: KernelContext) -> Launch:
     HW = int(np.prod(x.shape[2:], dtype=np.int64))
     beta = float(ctx.attr("beta", 0.75))
     k = blocks(ctx, x.shape[0] * x.shape[1] * HW, _NS_LRN * (size + (1 if beta == 0.75 else 6)))  # pow ~6 ns
-    return tiled(lrn, (x.shape[0], x.shape[1], HW, size, float(ctx.attr("alpha", 1e-4)), beta,
-                       float(ctx.attr("bias", 1.0))), k, (per_block(HW, x.dtype, k),))
+    args = (x.shape[0], x.shape[1], HW, size, float(ctx.attr("alpha", 1e-4)), beta, float(ctx.attr("bias", 1.0)))
+    if x.dtype in HALF:  # a 16-bit feature map (drop_half_casts)
+        return vector_half.lrn_launch(ctx, args, k)
+    return tiled(lrn, args, k, (per_block(HW, x.dtype, k),))
+
+
+native16("LRN")  # 16-bit feature maps: vector_half.py
+native16("BatchNormalization", when=lambda attrs: not attrs.get("training_mode", 0))
 
 
 # -- LpNormalization --------------------------------------------------------------------------------

@@ -49,7 +49,9 @@ from .reduce import MEAN as R_MEAN
 from .reduce import NONE as R_NONE
 from .reduce import SUM as R_SUM
 from .reduce import identity, reduce_launch
-from . import pool_plane
+from ..ir.dtypes import HALF
+from . import pool_half, pool_plane
+from .half import native16
 from .blocks import LINE, blocks, tiled
 from .registry import KernelContext, Launch, TensorSpec, register
 from .tiling import block_range
@@ -275,6 +277,8 @@ def _window(ctx: KernelContext, kernel=None):
 
 def _pool_launch(ctx: KernelContext, mode: int, p: float = 0.0, kernel=None) -> Launch:
     x = ctx.inputs[0]
+    if x.dtype in HALF:  # a 16-bit feature map (drop_half_casts)
+        return pool_half.launch16(ctx, mode, _window(ctx, kernel))
     out, k, s, d, pb, pe = _window(ctx, kernel)
     sp = list(x.shape[2:])
     include = mode == AVG and ctx.attr("count_include_pad", 0)
@@ -334,7 +338,7 @@ _FLOATS = (np.float32, np.float64)
 
 
 def _infer_pool(ctx: KernelContext) -> list[TensorSpec]:
-    ctx.require_dtype(0, _FLOATS + ((np.int8, np.uint8) if ctx.op_type == "MaxPool" else ()))
+    ctx.require_dtype(0, _FLOATS + (HALF if ctx.op_type != "LpPool" else ()) + ((np.int8, np.uint8) if ctx.op_type == "MaxPool" else ()))
     return _infer_window(ctx)
 
 
@@ -346,6 +350,10 @@ def _prepare_maxpool(ctx: KernelContext) -> Launch:
 @register("AveragePool", infer=_infer_pool)
 def _prepare_avgpool(ctx: KernelContext) -> Launch:
     return _pool_launch(ctx, AVG)
+
+
+native16("MaxPool", when=pool_half.fits16)   # 16-bit feature maps: pool_half.py
+native16("AveragePool", when=pool_half.fits16)
 
 
 def _lp_mode(p: float) -> int:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .cancel_transposes import cancel_transposes
 from .compute_in_float32 import compute_in_float32
+from .drop_half_casts import drop_half_casts
 from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
@@ -45,6 +46,7 @@ LOWERING = [
     ("fuse_collectives", fuse_collectives),    # fused AllReduces: one Concat -> HcomAllReduce -> Split a group
     ("pack_bf16_convs", pack_bf16_convs),   # before pack_conv_weights, which would take the same Convs
     ("pack_conv_weights", pack_conv_weights),
+    ("drop_half_casts", drop_half_casts),     # after the packing: 16-bit convs run IMPLICIT (conv_half.py)
     ("pack_qconv_weights", pack_qconv_weights),
     ("pack_rnn_weights", pack_rnn_weights),
     ("eliminate_dead_code", eliminate_dead_code),

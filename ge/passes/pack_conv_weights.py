@@ -10,7 +10,8 @@ convs: 123 ms with packing per run, 81 ms packed once, onnxruntime 77 ms, one co
 
 Algorithm, one sweep in order:
   Step 1: match a Conv or an unpacked FusedConv whose W is a float constant of a conv IMPLICIT suits
-          (conv.wants_packed: 1-D or 2-D, not depthwise, a panel of output channels a group or more).
+          (conv.wants_packed: 1-D or 2-D, not depthwise, a panel of output channels a group or more; a
+          vector or more when x is a float32 Cast of a 16-bit value: only IMPLICIT reads 16-bit maps).
   Step 2: a new constant with the packed weights (the old one goes when nothing else reads it).
   Step 3: the node becomes a FusedConv with the same inputs, attributes and output, and `weight_shape`.
 Limits: weights computed at run time, 3-D convs, ConvTranspose and conv.USE_IMPLICIT = False stay as they
@@ -20,7 +21,8 @@ from __future__ import annotations
 
 from ..kernels import conv
 from ..kernels.conv_implicit import pack
-from .pattern import replace_pattern
+from ..ir.dtypes import is_half
+from .pattern import producer, replace_pattern
 
 
 def _packable(node) -> bool:
@@ -30,7 +32,9 @@ def _packable(node) -> bool:
     x = node.inputs[0]
     if w is None or w.const is None or (x.dtype is not None and x.dtype != w.const.dtype):
         return False
-    return conv.wants_packed(w.const.shape, int(node.attrs.get("group", 1)), w.const.dtype)
+    cast = producer(x, ("Cast",))
+    half = cast is not None and is_half(cast.inputs[0].dtype)  # a 16-bit feature map: conv_half.py
+    return conv.wants_packed(w.const.shape, int(node.attrs.get("group", 1)), w.const.dtype, half)
 
 
 def pack_conv_weights(graph) -> bool:

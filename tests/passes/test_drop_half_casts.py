@@ -1,0 +1,82 @@
+"""drop_half_casts: Before/Expected, the 16-bit kernels (conv_half, pool_half, vector_half) against the
+float32 ops between the same Casts (the same bits, both runtimes, any core count), what keeps its Casts,
+and the planned feature map of a light model."""
+import numpy as np
+import pytest
+from onnx import TensorProto
+from pass_check import model, node, printed, randn, run_pass
+
+import ge
+from ge.errors import ShapeError
+from ge.passes import drop_half_casts
+
+F16, F32 = TensorProto.FLOAT16, TensorProto.FLOAT
+LISTS = {"white-list": {"to-add": ["LRN", "BatchNormalization"]}}  # a chain of reduced ops from the input on
+
+
+def test_casts_around_a_16_bit_kernel_go():
+    m = model([node("Cast", ["x"], ["xh"], to=F16), node("Cast", ["xh"], ["x32"], to=F32),
+               node("Relu", ["x32"], ["r"]), node("Cast", ["r"], ["rh"], to=F16), node("Cast", ["rh"], ["y"], to=F32)],
+              {"x": [1, 4]}, ["y"])
+    g, changed = run_pass(m, drop_half_casts)
+    assert changed
+    assert printed(g)[2:] == ["%rh:f16[1,4] = Relu(%xh)  # r", "%y:f32[1,4] = Cast[to=1](%rh)  # y"]
+
+
+def test_what_keeps_its_casts():
+    """A dilated pool (no 16-bit kernel for it) and a result read by a float32 op keep the float32 path."""
+    m = model([node("Cast", ["x"], ["xh"], to=F16), node("Cast", ["xh"], ["x32"], to=F32),
+               node("MaxPool", ["x32"], ["p"], kernel_shape=[2, 2], dilations=[2, 2]),
+               node("Cast", ["p"], ["ph"], to=F16), node("Relu", ["x32"], ["r"]), node("Sigmoid", ["r"], ["y"])],
+              {"x": [1, 2, 6, 6]}, ["ph", "y"])
+    g, changed = run_pass(m, drop_half_casts)
+    assert not changed
+
+
+def _chain():
+    """Conv -> LRN -> MaxPool (ceil) -> BN -> Relu -> AveragePool (pads, then count_include_pad)."""
+    C, M, H = 32, 64, 15
+    nodes = [node("Conv", ["x", "w", "b"], ["c"], pads=[1] * 4),
+             node("LRN", ["c"], ["l"], size=5, alpha=1e-2, beta=0.75, bias=1.0),
+             node("MaxPool", ["l"], ["m"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+             node("BatchNormalization", ["m", "s", "bb", "mu", "var"], ["n"]), node("Relu", ["n"], ["r"]),
+             node("AveragePool", ["r"], ["a"], kernel_shape=[3, 3], pads=[1] * 4),
+             node("AveragePool", ["a"], ["y"], kernel_shape=[2, 2], strides=[2, 2], count_include_pad=1,
+                  pads=[0, 0, 1, 1])]
+    inits = {"w": randn(M, C, 3, 3) * 0.1, "b": randn(M), "s": randn(M, positive=True), "bb": randn(M),
+             "mu": randn(M), "var": randn(M, positive=True)}
+    return model(nodes, {"x": [2, C, H, H]}, ["y"], inits), {"x": randn(2, C, H, H)}
+
+
+@pytest.mark.parametrize("mode,conv_bf16", [("allow_mix_precision", True), ("allow_mix_precision_bf16", True),
+                                             ("allow_mix_precision_bf16", False)])
+def test_16_bit_kernels_give_the_bits_of_the_float32_ops_between_casts(mode, conv_bf16, monkeypatch):
+    """bfloat16 with and without ge::ConvBF16 (without: the conv runs conv_half's IMPLICIT in bfloat16)."""
+    from ge.kernels import conv_bf16 as cb
+    monkeypatch.setattr(cb, "USE_BF16", cb.USE_BF16 and conv_bf16)
+    m, feeds = _chain()
+    want = ge.Session(ge.compile(m, ge.Options(precision_mode=mode, modify_mixlist=LISTS,
+                                               disabled_passes=("drop_half_casts",))), runtime="v2").run(None, feeds)[0]
+    for cores in (1, 2):
+        plan = ge.compile(m, ge.Options(precision_mode=mode, modify_mixlist=LISTS, aicore_num=cores))
+        inner = [plan.tensors[n.outputs[0]].dtype for n in plan.nodes[1:-1]]
+        assert len(plan.nodes) == 9 and all(d.itemsize == 2 for d in inner), [n.op_type for n in plan.nodes]
+        for runtime in ("v1", "v2"):
+            np.testing.assert_array_equal(ge.Session(plan, runtime=runtime).run(None, feeds)[0], want)
+
+
+def test_a_16_bit_conv_needs_packed_float32_weights():
+    from ge.kernels import KernelContext, TensorSpec, lookup
+    ctx = KernelContext("Conv", "c", {}, [TensorSpec((1, 4, 5, 5), np.float16), TensorSpec((8, 4, 3, 3), np.float16)],
+                        [None, None], 17)
+    with pytest.raises(ShapeError, match="float32 or float64"):
+        lookup("Conv", "", 17).bind(ctx)
+
+
+def test_squeezenet_feature_map_halves():
+    """allow_mix_precision's planned feature map against float32's (was 1.20x with the Casts)."""
+    from ge.zoo import with_random_weights
+    m = with_random_weights("squeezenet")
+    ratio = (ge.compile(m, ge.Options(precision_mode="allow_mix_precision")).memory.stats.feature_map_bytes /
+             ge.compile(m).memory.stats.feature_map_bytes)
+    assert ratio <= 0.52
