@@ -22,8 +22,8 @@ AVX-512).
     vmax(m, v)               v where v > m, else m, per lane (a NaN in v never replaces m, as `v if v > m else m`)
     vmin(m, v)               v where v < m, else m (so vmax(x, lo) is Python's max(x, lo), vmin(x, hi) min(x, hi))
     veven(a, b), vodd(a, b)  the even (odd) lanes of a then b: a stride-2 row split into its two phases
-    vnext1(a, b), vnext2(a, b)  lanes 1.. (2..) of a, then b's first one (two): a row moved on by one (two)
-                             columns, its next vector supplying the end (one valignd)
+    vnext1(a, b) .. vnext4   lanes k.. of a, then b's first k (k = 1..4): a row moved on by k columns, its
+                             next vector supplying the end (one valignd)
     vtrans8(r0, ..., r7)     8 vectors (rows r, lanes m) -> 8 vectors t: t[j] lane d = r[d % 8] lane
                              j*(lanes//8) + d//8 (float64: the transpose; float32: channels 2j, 2j+1 in halves)
     vstore_hi(arr, i, v, n)  arr[i:i+n] = v[lanes/2 : lanes/2+n]   (masked)
@@ -255,6 +255,8 @@ def _next_of_pair(name: str, k: int):
 
 vnext1 = _next_of_pair("vnext1", 1)
 vnext2 = _next_of_pair("vnext2", 2)
+vnext3 = _next_of_pair("vnext3", 3)
+vnext4 = _next_of_pair("vnext4", 4)
 
 
 def _halves_of_pair(name: str, high: bool):
