@@ -30,9 +30,9 @@ from __future__ import annotations
 from numba import njit
 
 from .conv_lowering import _channel_stride, _pad_copy
-from .epilogue import CLIP, HARD_SIGMOID, HARD_SWISH, NONE, RELU, epilogue
-from .simd import (vadd, vbcast, vfma, vlanes, vload, vload_in, vmax, vmin, vmul, vnext1, vnext2, vnext3, vnext4,
-                   vsplat, vstore, vstore_n, vzero)
+from .epilogue import HARD_SWISH, NONE, epilogue, in_registers, vfinish
+from .simd import (vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4, vsplat, vstore, vstore_n,
+                   vzero)
 from .specialize import by_type
 
 
@@ -42,7 +42,7 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
     """y = act(depthwise(x, w) + b + z) for pairs (image, group) [q0, q1): each input channel and its Mg
     output channels. taps: KH*KW int64 scratch; ws: this block's workspace (conv._plan's DEPTHWISE size)."""
     KT, A, B, S = KH * KW, min(sh, KH), min(sw, KW), OH * OW
-    fused = not has_z and (act == NONE or act == RELU or act == CLIP or act == HARD_SIGMOID or act == HARD_SWISH)
+    fused = in_registers(act, has_z)
     Wq, tail = OW + (KW - 1) // sw, (KW - 1) // sw
     cs = _channel_stride(tile + (KH - 1) // sh, Wq)
     for kh in range(KH):  # where tap (kh, kw) of output row 0, column 0 reads in the phases
@@ -102,21 +102,6 @@ def _pad_rows(x, xo, p, H, W, ph, pw, i0, R, Wq):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _finish(v, bias, act, c0, c1, lo, hi):
-    """bias + an activation on a vector, with the epilogue's formulas (epilogue.py): the same bits."""
-    v = vadd(v, bias)
-    if act == RELU:
-        v = vmax(v, lo)
-    elif act == CLIP:
-        v = vmin(vmax(v, c0), c1)
-    elif act == HARD_SIGMOID:
-        v = vmin(vmax(vadd(vmul(c0, v), c1), lo), hi)
-    elif act == HARD_SWISH:
-        v = vmul(v, vmin(vmax(vadd(vmul(c0, v), c1), lo), hi))
-    return v
-
-
-@njit(nogil=True, cache=True, inline="always")
 def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
     """Rows r .. r+R of a plane wider than a vector (R = 4 or 1, a literal: 8 or 2 FMA chains), two
     vectors of columns at a time, the second masked at the row's end."""
@@ -137,15 +122,15 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
                 a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
                 b3 = vfma(wv, vload(p, s + 3 * Wq + L), b3)
         n0, n1 = min(L, OW - j), max(0, min(L, OW - j - L))
-        vstore_n(y, yr + j, _finish(a0, bv, act, c0, c1, lo, hi), n0)
-        vstore_n(y, yr + j + L, _finish(b0, bv, act, c0, c1, lo, hi), n1)
+        vstore_n(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0)
+        vstore_n(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1)
         if R > 1:
-            vstore_n(y, yr + OW + j, _finish(a1, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + OW + j + L, _finish(b1, bv, act, c0, c1, lo, hi), n1)
-            vstore_n(y, yr + 2 * OW + j, _finish(a2, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + 2 * OW + j + L, _finish(b2, bv, act, c0, c1, lo, hi), n1)
-            vstore_n(y, yr + 3 * OW + j, _finish(a3, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + 3 * OW + j + L, _finish(b3, bv, act, c0, c1, lo, hi), n1)
+            vstore_n(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0)
+            vstore_n(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1)
+            vstore_n(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0)
+            vstore_n(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1)
+            vstore_n(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0)
+            vstore_n(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -222,14 +207,14 @@ def _direct(x, xo, H, W, ph, pw, i0, KH, KW, w, wo, y, yo, OW, rows, bias, act, 
                     a3, b3 = _row_taps(a3, b3, KW, vbcast(w, k), vbcast(w, k + 1), vbcast(w, k + 2),
                                        vbcast(w, k + KW - 2), vbcast(w, k + KW - 1),
                                        v0, x1, x2, x3, x4, v1, u1, u2, u3, u4)
-            vstore_n(y, yr + j, _finish(a0, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + j + L, _finish(b0, bv, act, c0, c1, lo, hi), n1)
-            vstore_n(y, yr + OW + j, _finish(a1, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + OW + j + L, _finish(b1, bv, act, c0, c1, lo, hi), n1)
-            vstore_n(y, yr + 2 * OW + j, _finish(a2, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + 2 * OW + j + L, _finish(b2, bv, act, c0, c1, lo, hi), n1)
-            vstore_n(y, yr + 3 * OW + j, _finish(a3, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + 3 * OW + j + L, _finish(b3, bv, act, c0, c1, lo, hi), n1)
+            vstore_n(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0)
+            vstore_n(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1)
+            vstore_n(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0)
+            vstore_n(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1)
+            vstore_n(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0)
+            vstore_n(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1)
+            vstore_n(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0)
+            vstore_n(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -251,17 +236,17 @@ def _narrow(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
             a5 = vfma(wv, vload(p, s + 5 * Wq), a5)
             a6 = vfma(wv, vload(p, s + 6 * Wq), a6)
             a7 = vfma(wv, vload(p, s + 7 * Wq), a7)
-    vstore_n(y, yr, _finish(a0, bv, act, c0, c1, lo, hi), OW)
+    vstore_n(y, yr, vfinish(a0, bv, act, c0, c1, lo, hi), OW)
     if R > 1:
-        vstore_n(y, yr + OW, _finish(a1, bv, act, c0, c1, lo, hi), OW)
+        vstore_n(y, yr + OW, vfinish(a1, bv, act, c0, c1, lo, hi), OW)
     if R > 2:
-        vstore_n(y, yr + 2 * OW, _finish(a2, bv, act, c0, c1, lo, hi), OW)
-        vstore_n(y, yr + 3 * OW, _finish(a3, bv, act, c0, c1, lo, hi), OW)
+        vstore_n(y, yr + 2 * OW, vfinish(a2, bv, act, c0, c1, lo, hi), OW)
+        vstore_n(y, yr + 3 * OW, vfinish(a3, bv, act, c0, c1, lo, hi), OW)
     if R > 4:
-        vstore_n(y, yr + 4 * OW, _finish(a4, bv, act, c0, c1, lo, hi), OW)
-        vstore_n(y, yr + 5 * OW, _finish(a5, bv, act, c0, c1, lo, hi), OW)
-        vstore_n(y, yr + 6 * OW, _finish(a6, bv, act, c0, c1, lo, hi), OW)
-        vstore_n(y, yr + 7 * OW, _finish(a7, bv, act, c0, c1, lo, hi), OW)
+        vstore_n(y, yr + 4 * OW, vfinish(a4, bv, act, c0, c1, lo, hi), OW)
+        vstore_n(y, yr + 5 * OW, vfinish(a5, bv, act, c0, c1, lo, hi), OW)
+        vstore_n(y, yr + 6 * OW, vfinish(a6, bv, act, c0, c1, lo, hi), OW)
+        vstore_n(y, yr + 7 * OW, vfinish(a7, bv, act, c0, c1, lo, hi), OW)
 
 
 @by_type
