@@ -17,10 +17,12 @@ as 8 positions of each channel. Measured on one core against the positions-acros
   reads, zero-padded (all its channels: conv_lowering._pad_copy without stride phases), sized to stay in
   L2 while every panel of weights sweeps it.
 - Loops per tile of output rows: panels (each K x 2 vectors, from L2) outside, tiles of 8 positions inside;
-  bias and the activations without exp (epilogue.in_registers) on the tile's accumulators before the
-  transpose (a vector of channels: a vector of biases); a residual or another activation per channel
-  over the rows just written (the epilogue). In registers, SqueezeNet's convs (bias + ReLU each) on one
-  core: see the measured figures in the git log of this change.
+  bias and ReLU or Clip (epilogue.vclamp) on the accumulators of the 8-position tiles before the
+  transpose (a vector of channels: a vector of biases); a residual, another activation, or the 4- and
+  1-position tails per channel over the rows just written (the epilogue). In registers, one core, the
+  same launches alternating (shared machine): 16 -> 64 1x1 on 55 x 55 (SqueezeNet's fire) 0.101 -> 0.093
+  ms, 32 -> 128 1x1 on 27 x 27 0.076 -> 0.072, 64 -> 256 1x1 with Clip on 13 x 13 0.075 -> 0.067, 3x3s
+  within 2%; same bits. Costs ~10 s of cold compile (all four in-register activations and the tails: 24 s).
 Every output element is one FMA chain over k in increasing order from 0, as in gemm.py: the bits equal
 SHIFTED's and IM2COL's and do not depend on tiles, blocks or the core count.
 """
@@ -30,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from .conv_lowering import _channel_stride, _pad_copy
-from .epilogue import HARD_SWISH, epilogue, in_registers, vfinish
+from .epilogue import CLIP, NONE, RELU, epilogue, vclamp
 from .simd import vbcast, vfma, vlanes, vload, vload_n, vprefetch_l2, vsplat, vstore_hi, vstore_n, vtrans8, vzero
 from .specialize import by_type
 
@@ -100,12 +102,11 @@ def _store(y, yo, S, T, ch, n, nch):
 
 @njit(nogil=True, cache=True, inline="always")
 def _finish8(fin, bv, c0, c1, c2, c3, c4, c5, c6, c7):
-    """vfinish on 8 positions' vectors of the same channels (bias vector bv)."""
-    _, _, _, act, k0, k1, lo, hi = fin
-    return (vfinish(c0, bv, act, k0, k1, lo, hi), vfinish(c1, bv, act, k0, k1, lo, hi),
-            vfinish(c2, bv, act, k0, k1, lo, hi), vfinish(c3, bv, act, k0, k1, lo, hi),
-            vfinish(c4, bv, act, k0, k1, lo, hi), vfinish(c5, bv, act, k0, k1, lo, hi),
-            vfinish(c6, bv, act, k0, k1, lo, hi), vfinish(c7, bv, act, k0, k1, lo, hi))
+    """vclamp on 8 positions' vectors of the same channels (bias vector bv)."""
+    _, _, _, act, k0, k1, lo = fin
+    return (vclamp(c0, bv, act, k0, k1, lo), vclamp(c1, bv, act, k0, k1, lo), vclamp(c2, bv, act, k0, k1, lo),
+            vclamp(c3, bv, act, k0, k1, lo), vclamp(c4, bv, act, k0, k1, lo), vclamp(c5, bv, act, k0, k1, lo),
+            vclamp(c6, bv, act, k0, k1, lo), vclamp(c7, bv, act, k0, k1, lo))
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -120,7 +121,8 @@ def _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R, pf, fin):
     i < min(R, npos - t0), m < nch. Fewer rows cost fewer FMAs: 4 rows still keep 8 FMA chains. Each row
     of weights read also prefetches the one pf elements on into L2 (the next panel's, in a panel's last
     tile: its first sweep then reads L2, not memory; 0 elsewhere). fin: (in registers, the bias vectors of the
-    panel's two channel vectors, act and its splat parameters) for vfinish before the transposes."""
+    panel's two channel vectors, act and its splat parameters) for vclamp before the transposes, in tiles
+    of 8 (_panels' `full` positions: inlined into the 4- and 1-row tails too, it compiled 24 s longer)."""
     L = vlanes(y)
     P = 2 * L
     q0 = _bases(ao, pb, t0, npos, 0)
@@ -153,7 +155,7 @@ def _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R, pf, fin):
             x = vbcast(a, q7 + t)
             c70, c71 = vfma(x, b0, c70), vfma(x, b1, c71)
     n = min(R, npos - t0)
-    if fin[0]:
+    if R == 8 and fin[0]:
         c00, c10, c20, c30, c40, c50, c60, c70 = _finish8(fin, fin[1], c00, c10, c20, c30, c40, c50, c60, c70)
         c01, c11, c21, c31, c41, c51, c61, c71 = _finish8(fin, fin[2], c01, c11, c21, c31, c41, c51, c61, c71)
     _store(y, yo, S, vtrans8(c00, c10, c20, c30, c40, c50, c60, c70), 0, n, nch)
@@ -184,9 +186,15 @@ def _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R, pf, fin):
             c5 = vfma(vbcast(a, q5 + t), b0, c5)
             c6 = vfma(vbcast(a, q6 + t), b0, c6)
             c7 = vfma(vbcast(a, q7 + t), b0, c7)
-    if fin[0]:
+    if R == 8 and fin[0]:
         c0, c1, c2, c3, c4, c5, c6, c7 = _finish8(fin, fin[1], c0, c1, c2, c3, c4, c5, c6, c7)
     _store(y, yo, S, vtrans8(c0, c1, c2, c3, c4, c5, c6, c7), 0, min(R, npos - t0), nch)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _eights(npos):
+    """The positions _panels runs in tiles of 8; the rest: a tile of 4, or 1 row at 1/4 of the cost."""
+    return npos - npos % 8 if npos % 8 < 5 else npos
 
 
 @by_type
@@ -194,20 +202,18 @@ def _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R, pf, fin):
 def _panels(a, ao, pb, npos, koff, K, w, wo, y, yo, S, Mp, Mg, c0, c1, b, bb, has_b, fused, act, p0, p1):
     """Channels [c0, c1) of npos positions (a tile of output rows, y[yo:] its first position of channel
     0): each panel of packed weights (from w[wo:]) swept by the tiles of 8 positions. fused: the bias
-    (b[bb + channel] when has_b) and act added in registers (epilogue.vfinish), else left to the epilogue."""
+    (b[bb + channel] when has_b) and act (NONE, RELU or CLIP) added in registers (epilogue.vclamp) in the
+    tiles of 8, else left to the epilogue."""
     L = vlanes(y)
-    k0, k1 = vsplat(y, p0), vsplat(y, p1)
-    if act == HARD_SWISH:
-        k0, k1 = vsplat(y, 1 / 6), vsplat(y, 0.5)
-    lo, hi = vsplat(y, 0.0), vsplat(y, 1.0)
+    k0, k1, lo = vsplat(y, p0), vsplat(y, p1), vsplat(y, 0.0)
     for j0 in range(c0, c1, 2 * L):
         bo, yj, nch = wo + j0 * K, yo + j0 * S, min(Mg, c1) - j0
         bv0, bv1 = vzero(y), vzero(y)
         if fused and has_b:  # the panel's channels past Mg get no bias (they are not stored)
             bv0 = vload_n(b, bb + j0, max(0, min(L, nch)))
             bv1 = vload_n(b, bb + j0 + L, max(0, min(L, nch - L)))
-        fin = (fused, bv0, bv1, act, k0, k1, lo, hi)
-        full = npos - npos % 8 if npos % 8 < 5 else npos  # the rest: a tile of 4, or 1 row at 1/4 of the cost
+        fin = (fused, bv0, bv1, act, k0, k1, lo)
+        full = _eights(npos)
         two = min(2 * L, Mp - j0) == 2 * L
         nxt = K * min(2 * L, Mp - j0)  # the next panel's row k, from this one's
         for t0 in range(0, full, 8):
@@ -247,7 +253,7 @@ def implicit(x, w, b, z, y, ws, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H, W, OH,
     for i in range(tile * OW):
         pb[i] = (i // OW) * ush * Wp + (i % OW) * usw
     a = ws[:lw]
-    fused = in_registers(act, has_z)
+    fused = not has_z and (act == NONE or act == RELU or act == CLIP)  # epilogue.vclamp's
     for q in range(q0, q1):
         g = q % G
         xo, yo = q * Cg * H * W, q * Mg * S  # image n, group g: q = n*G + g
@@ -265,8 +271,8 @@ def implicit(x, w, b, z, y, ws, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H, W, OH,
                     _pad_copy(x, xo, a, 0.0, Cg, H, W, ph, pw, 1, 1, 1, 1, oh0 * sh, (rows - 1) * sh + ext, Wp, cs, 0)
                 _panels(a, 0, pb, npos, koff, K, w, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1, b, g * Mg, has_b, fused,
                         act, p0, p1)
-            if fused:  # done in registers
-                continue
+            done = _eights(npos) if fused else 0  # positions finished in registers
             for m in range(c0, min(c1, Mg)):
-                o = yo + m * S + oh0 * OW
-                epilogue(y, o, npos, 1.0, b[g * Mg + m] if has_b else 0.0, z, o, 1.0, has_z, act, p0, p1)
+                o = yo + m * S + oh0 * OW + done
+                if npos > done:
+                    epilogue(y, o, npos - done, 1.0, b[g * Mg + m] if has_b else 0.0, z, o, 1.0, has_z, act, p0, p1)
