@@ -122,7 +122,7 @@ def _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R, pf, fin):
     of weights read also prefetches the one pf elements on into L2 (the next panel's, in a panel's last
     tile: its first sweep then reads L2, not memory; 0 elsewhere). fin: (in registers, the bias vectors of the
     panel's two channel vectors, act and its splat parameters) for vclamp before the transposes, in tiles
-    of 8 (_panels' `full` positions: inlined into the 4- and 1-row tails too, it compiled 24 s longer)."""
+    of 8 (_panels_fused's `full` positions: inlined into the 4- and 1-row tails too, it compiled 24 s longer)."""
     L = vlanes(y)
     P = 2 * L
     q0 = _bases(ao, pb, t0, npos, 0)
@@ -193,13 +193,20 @@ def _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R, pf, fin):
 
 @njit(nogil=True, cache=True, inline="always")
 def _eights(npos):
-    """The positions _panels runs in tiles of 8; the rest: a tile of 4, or 1 row at 1/4 of the cost."""
+    """The positions _panels_fused runs in tiles of 8; the rest: a tile of 4, or 1 row at 1/4 of the cost."""
     return npos - npos % 8 if npos % 8 < 5 else npos
 
 
 @by_type
 @njit(nogil=True, cache=True)
-def _panels(a, ao, pb, npos, koff, K, w, wo, y, yo, S, Mp, Mg, c0, c1, b, bb, has_b, fused, act, p0, p1):
+def _panels(a, ao, pb, npos, koff, K, w, wo, y, yo, S, Mp, Mg, c0, c1):
+    """_panels_fused without the bias and activation (for kernels that sum into a scratch and finish there)."""
+    _panels_fused(a, ao, pb, npos, koff, K, w, wo, y, yo, S, Mp, Mg, c0, c1, y, 0, False, False, 0, 0.0, 0.0)
+
+
+@by_type
+@njit(nogil=True, cache=True)
+def _panels_fused(a, ao, pb, npos, koff, K, w, wo, y, yo, S, Mp, Mg, c0, c1, b, bb, has_b, fused, act, p0, p1):
     """Channels [c0, c1) of npos positions (a tile of output rows, y[yo:] its first position of channel
     0): each panel of packed weights (from w[wo:]) swept by the tiles of 8 positions. fused: the bias
     (b[bb + channel] when has_b) and act (NONE, RELU or CLIP) added in registers (epilogue.vclamp) in the
@@ -262,15 +269,15 @@ def implicit(x, w, b, z, y, ws, lw, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H, W, OH,
             rows = min(tile, s1 - oh0)
             npos = rows * OW
             if how == IN_PLACE:
-                _panels(x, xo + oh0 * sh * W, pb, npos, koff, K, w, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1,
-                        b, g * Mg, has_b, fused, act, p0, p1)
+                _panels_fused(x, xo + oh0 * sh * W, pb, npos, koff, K, w, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1,
+                              b, g * Mg, has_b, fused, act, p0, p1)
             else:
                 if how == COMPACT:  # stride phase (0, 0) of the input rows: the positions a strided 1x1 reads
                     _pad_copy(x, xo, a, 0.0, Cg, H, W, 0, 0, sh, sw, 1, 1, oh0, rows, OW, cs, 0)
                 else:
                     _pad_copy(x, xo, a, 0.0, Cg, H, W, ph, pw, 1, 1, 1, 1, oh0 * sh, (rows - 1) * sh + ext, Wp, cs, 0)
-                _panels(a, 0, pb, npos, koff, K, w, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1, b, g * Mg, has_b, fused,
-                        act, p0, p1)
+                _panels_fused(a, 0, pb, npos, koff, K, w, wo, y, yo + oh0 * OW, S, Mp, Mg, c0, c1, b, g * Mg, has_b,
+                              fused, act, p0, p1)
             done = _eights(npos) if fused else 0  # positions finished in registers
             for m in range(c0, min(c1, Mg)):
                 o = yo + m * S + oh0 * OW + done
