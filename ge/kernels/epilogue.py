@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from .fastmath import erfc, exp, expm1
+from .simd import vadd, vmax, vmin, vmul
 from .registry import KernelContext
 from .specialize import by_type
 
@@ -95,6 +96,41 @@ def _silu(v, a, b, lo, hi):
 @njit(nogil=True, cache=True, inline="always")   # erfc is too big for LLVM to inline: a call per element
 def _gelu(v, a, b, lo, hi):
     return a * v * erfc(v * b)   # a = 0.5, b = -1/sqrt 2
+
+
+# -- the same in registers, on a kernel's accumulator vectors (no pass over y): the same formulas, the same bits
+
+@njit(nogil=True, cache=True, inline="always")
+def in_registers(act, has_v):
+    """Whether vfinish serves act (and no residual): the activations without exp or erf."""
+    return not has_v and (act == NONE or act == RELU or act == CLIP or act == HARD_SIGMOID or act == HARD_SWISH)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def vfinish(v, bias, act, c0, c1, lo, hi):
+    """bias + act on a vector: c0, c1 the splat parameters (HardSwish: 1/6, 0.5), lo, hi splat 0 and 1."""
+    v = vadd(v, bias)
+    if act == RELU:
+        v = vmax(v, lo)
+    elif act == CLIP:
+        v = vmin(vmax(v, c0), c1)
+    elif act == HARD_SIGMOID:
+        v = vmin(vmax(vadd(vmul(c0, v), c1), lo), hi)
+    elif act == HARD_SWISH:
+        v = vmul(v, vmin(vmax(vadd(vmul(c0, v), c1), lo), hi))
+    return v
+
+
+@njit(nogil=True, cache=True, inline="always")
+def vclamp(v, bias, act, c0, c1, lo):
+    """vfinish for NONE, RELU and CLIP only (act one of them): less code where it is inlined many times
+    (IMPLICIT's tiles: all four activations there compiled 10 s longer)."""
+    v = vadd(v, bias)
+    if act == RELU:
+        v = vmax(v, lo)
+    elif act == CLIP:
+        v = vmin(vmax(v, c0), c1)
+    return v
 
 
 @by_type

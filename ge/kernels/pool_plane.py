@@ -2,26 +2,33 @@
 the path pool.py's prepare takes for them (pool.py's walker keeps the rest: 3-D windows, wider strides,
 dilations, Indices, LpPool and int8).
 
-Straight from the input, an output row at a time, separable:
-1. The window rows kh inside the image are reduced per input column (vmax / vadd, elementwise, in kh
-   order) into a row buffer padded with the pool's identity (-inf for max, 0 for sums), so padding and
-   ceil_mode's overhang cost nothing and step 2 needs no masks (only a row ending the tensor loads masked).
-2. Per vector of output columns, the kw columns of the buffer are reduced in order; stride 2 loads the two
-   vectors spanning 2L buffer columns once per even/odd pair of taps and keeps their even or odd lanes
-   (veven / vodd). Averages are scaled by 1 / (counted taps): the row's count here, the columns' from
-   `rc` (pool.py's counting rules). Each output is one chain in window order (kh sums per column, then
-   kw), whatever the block: the same bits for any core count, and the same bits as the version before.
-The version before reduced the rows once per tap column, each time through masked loads at the edges:
-squeezenet's three MaxPools 3x3/2 (64 x 111 x 111, 128 x 55 x 55, 256 x 27 x 27) 0.85 -> 0.36 ms in the
-model, one core (onnxruntime 0.15, in its NCHWc layout: 16 channels per vector, no lane shuffles). The one
-before copied tiles of input rows into padded stride phases (0.95 ms). More figures in pool.py's doc.
+Straight from the input, an output row at a time, separable, in registers:
+1. Per vector of output columns j, the input columns its windows start in (SW vectors from j*SW - PW) have
+   their window rows kh reduced per column (vmax / vadd in kh order, from the pool's identity: -inf for
+   max, 0 for sums); stride 2 splits the pair into even and odd columns (veven / vodd). Columns outside the
+   image load as the identity (masked loads), so padding and ceil_mode's overhang cost nothing.
+2. Tap kw of window i is column kw // SW past lane i of the (even, odd)[kw % SW] vector; the lanes past
+   the vector come from the next vector's column results (vnext1 / vnext2: one valignd), which are read
+   now and serve as the next j's start. So every input column is loaded once per output row and nothing
+   goes through memory between the steps. Windows wider than 3 (stride 1) or 5 (stride 2) keep a row
+   buffer of column results (_buffered), the version before.
+Averages are scaled by 1 / (counted taps): the row's count here, the columns' from `rc` (pool.py's
+counting rules). Each output is one chain in window order (kh per column, then kw), whatever the block:
+the same bits for any core count, and the same bits as the buffered version.
+The buffered form stored each row's column results and read them back at offsets 2j + kw, every load
+spanning two earlier stores; in registers (one core, the same launches, alternating, shared machine):
+MaxPool 3x3/2 ceil on 64 x 111 x 111 0.171 -> 0.151 ms, 128 x 55 x 55 0.084 -> 0.082, 256 x 27 x 27 0.057
+-> 0.045; 3x3/1 on 1024 x 7 x 7 0.095 -> 0.086; 3x3/1 on 28 x 28 and 2x2/2 on 14 x 14 level. Before
+that, the rows were reduced once per tap column (0.85 ms for squeezenet's three pools), and before that
+copied into padded stride phases. More figures in pool.py's doc.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from .simd import vadd, veven, vlanes, vload, vload_in, vmax, vmul, vodd, vsplat, vstore, vstore_n
+from .simd import (vadd, veven, vlanes, vload, vload_in, vmax, vmul, vnext1, vnext2, vodd, vsplat, vstore,
+                   vstore_n)
 from .tiling import block_range
 
 MAXP, AVG = 0, 2  # pool.py's modes
@@ -37,11 +44,98 @@ def _acc(mode, a, v):
     return vmax(a, v) if mode == MAXP else vadd(a, v)
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _window_rows(oh, H, KH, SH, PH, CLH, CHH, mode):
+    """Output row oh's first input row, its window rows [kh0, kh1) inside the image, and (averages) the
+    scale 1 / counted rows."""
+    top = oh * SH - PH
+    scale = 0.0
+    if mode == AVG:
+        cnt = 0
+        for kh in range(KH):
+            cnt += CLH <= top + kh < CHH
+        scale = 1.0 / cnt
+    return top, max(0, -top), min(KH, H - top), scale
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _taps(mode, acc, KW, SW, e, o, ne, no):
+    """The kw taps of L windows in kw order: column kw of window i is (e, o)[kw % SW] lane i + kw // SW,
+    the lanes past the vector taken from the next vector's (ne, no)."""
+    acc = _acc(mode, acc, e)
+    if SW == 1:
+        if KW > 1:
+            acc = _acc(mode, acc, vnext1(e, ne))
+        if KW > 2:
+            acc = _acc(mode, acc, vnext2(e, ne))
+    else:
+        if KW > 1:
+            acc = _acc(mode, acc, o)
+        if KW > 2:
+            acc = _acc(mode, acc, vnext1(e, ne))
+        if KW > 3:
+            acc = _acc(mode, acc, vnext1(o, no))
+        if KW > 4:
+            acc = _acc(mode, acc, vnext2(e, ne))
+    return acc
+
+
 @njit(nogil=True, cache=True)
 def pool2d(x, y, rc, mode, ident, geom, block_idx, block_dim):
     """Pool x (NC, H, W) into y (NC, OH, OW); blocks split the NC*OH output rows. geom: NC H W OH OW KH
     KW SH SW PH PW, then the counted input rows [CLH, CHH) for averages; rc: per output column
     1 / counted kw taps, in x's dtype, a vector longer than OW."""
+    KW, SW = geom[6], geom[8]
+    if KW > (3 if SW == 1 else 5):
+        _buffered(x, y, rc, mode, ident, geom, block_idx, block_dim)
+        return
+    NC, H, W, OH, OW, KH = geom[0], geom[1], geom[2], geom[3], geom[4], geom[5]
+    SH, PH, PW, CLH, CHH = geom[7], geom[9], geom[10], geom[11], geom[12]
+    L = vlanes(y)
+    r0, r1 = block_range(NC * OH, 1, block_idx, block_dim)
+    q, oh = r0 // OH, r0 % OH - 1
+    for row in range(r0, r1):
+        oh += 1
+        if oh == OH:  # the next plane (no division per row: it cost a third of a 13-wide row's time)
+            q, oh = q + 1, 0
+        top, kh0, kh1, scale = _window_rows(oh, H, KH, SH, PH, CLH, CHH, mode)
+        xo = q * H * W + top * W
+        # Per vector of outputs j: the column results of the input columns its windows start in (SW
+        # vectors from j*SW - PW, as even and odd columns at stride 2) were read as the previous vector's
+        # "next" (ne, no); its windows end in the next vector's first columns, read now. Each input column
+        # is read once per output row, every load whole (masked where it leaves the image).
+        e, o = vsplat(y, ident), vsplat(y, ident)
+        for j in range(-L, OW, L):
+            jn = j + L
+            n = min(L, OW - j)
+            parts = SW if jn < OW else 1 if j >= 0 and (n - 1) * SW + KW > SW * L else 0
+            m0, m1 = vsplat(y, ident), vsplat(y, ident)
+            for part in range(parts):  # the column results, window rows in kh order
+                cb = jn * SW - PW + part * L
+                m = vsplat(y, ident)
+                if 0 <= cb and cb + L <= W:
+                    for kh in range(kh0, kh1):
+                        m = _acc(mode, m, vload(x, xo + kh * W + cb))
+                else:
+                    lo, hi = max(0, -cb), min(L, W - cb)
+                    for kh in range(kh0, kh1):
+                        m = _acc(mode, m, vload_in(x, xo + kh * W + cb, lo, hi, ident))
+                if part == 0:
+                    m0 = m
+                else:
+                    m1 = m
+            ne, no = (m0, m0) if SW == 1 else (veven(m0, m1), vodd(m0, m1))
+            if j >= 0:
+                acc = _taps(mode, vsplat(y, ident), KW, SW, e, o, ne, no)
+                if mode == AVG:
+                    acc = vmul(acc, vmul(vsplat(y, scale), vload(rc, j)))
+                vstore_n(y, row * OW + j, acc, n)
+            e, o = ne, no
+
+
+@njit(nogil=True, cache=True)
+def _buffered(x, y, rc, mode, ident, geom, block_idx, block_dim):
+    """pool2d for wider windows: the column results go through a row buffer."""
     NC, H, W, OH, OW, KH, KW = geom[0], geom[1], geom[2], geom[3], geom[4], geom[5], geom[6]
     SH, SW, PH, PW, CLH, CHH = geom[7], geom[8], geom[9], geom[10], geom[11], geom[12]
     L = vlanes(y)
@@ -52,19 +146,11 @@ def pool2d(x, y, rc, mode, ident, geom, block_idx, block_dim):
     q, oh = r0 // OH, r0 % OH - 1
     for row in range(r0, r1):
         oh += 1
-        if oh == OH:  # the next plane (no division per row: it cost a third of a 13-wide row's time)
+        if oh == OH:
             q, oh = q + 1, 0
-        top = oh * SH - PH  # the window's first input row
-        kh0, kh1 = max(0, -top), min(KH, H - top)
+        top, kh0, kh1, scale = _window_rows(oh, H, KH, SH, PH, CLH, CHH, mode)
         xo = q * H * W + top * W
-        scale = 0.0
-        if mode == AVG:
-            cnt = 0
-            for kh in range(KH):
-                cnt += CLH <= top + kh < CHH
-            scale = 1.0 / cnt
-        # Step 1: the window rows reduced per input column, into buf[PW:], in kh order
-        for c in range(0, cols, L):
+        for c in range(0, cols, L):  # the window rows reduced per input column, into buf[PW:], in kh order
             m = vsplat(y, ident)
             last = xo + (kh1 - 1) * W + c + L > x.size
             for kh in range(kh0, kh1):
@@ -72,8 +158,7 @@ def pool2d(x, y, rc, mode, ident, geom, block_idx, block_dim):
                 m = _acc(mode, m, vload_in(x, ro, 0, min(L, cols - c), ident) if last else vload(x, ro))
             vstore(buf, PW + c, m)
         vstore(buf, PW + cols, vsplat(y, ident))  # the columns past the image (or unread) are the identity
-        # Step 2: the kw columns of each window reduced in order; stride 2 keeps the even or odd lanes
-        for j in range(0, OW, L):
+        for j in range(0, OW, L):  # the kw columns of each window reduced in order
             acc = vsplat(y, ident)
             if SW == 1:
                 for kw in range(KW):

@@ -37,6 +37,8 @@ CONV_CASES = [
     ((1, 3, 12), (4, 3, 3), {"pads": [1, 2], "strides": [2]}),                         # 1-D
     ((1, 2, 5, 6, 7), (3, 2, 3, 2, 3), {"pads": [1, 0, 1, 1, 1, 0], "strides": [1, 2, 2]}),  # 3-D
     ((1, 3, 9, 37), (3, 1, 3, 5), {"group": 3, "pads": [0, 2, 1, 0]}),  # depthwise rows of 3 vectors, padded one side
+    ((1, 2, 12, 28), (2, 1, 5, 5), {"group": 2, "pads": [2, 2, 2, 2]}),  # depthwise straight from x (MBConv's 28)
+    ((1, 2, 8, 32), (2, 1, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),   # ... rows of exactly two vectors
 ]
 
 
@@ -179,6 +181,14 @@ def test_fused_conv_residual_without_bias_depthwise():
     x, w = rand(1, 4, 6, 6), rand(4, 1, 3, 3)
     check_fused("Conv", "FusedConv", [x, w], {"group": 4, "pads": [1, 1, 1, 1]}, "Relu", [],
                 rand(1, 4, 6, 6))
+
+
+@pytest.mark.parametrize("act,params,residual", [("Clip", [0.0, 6.0], False), ("HardSwish", [], False),
+                                                 ("Relu", [], True)])
+def test_fused_depthwise_straight_from_x(act, params, residual):  # stride 1, 5x5, rows wider than a vector
+    x, w, b = rand(1, 3, 8, 20), rand(3, 1, 5, 5), rand(3)
+    check_fused("Conv", "FusedConv", [x, w, b], {"group": 3, "pads": [2, 2, 2, 2]}, act, params,
+                rand(1, 3, 8, 20) if residual else None)
 
 
 CONV_T_CASES = [

@@ -29,6 +29,12 @@ WINDOWS = [  # (input shape, attributes)
     ((1, 2, 8, 9), dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad="VALID")),
     ((1, 2, 20, 20), dict(kernel_shape=[5, 5], strides=[4, 4], pads=[2, 2, 2, 2])),
     ((1, 2, 5, 6, 7), dict(kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[1, 1, 0, 0, 1, 1])),
+    # rows of several vectors (pool_plane's windows ending in the next vector's columns, or the row's last)
+    ((1, 2, 7, 33), dict(kernel_shape=[3, 3], strides=[2, 2])),
+    ((1, 2, 7, 38), dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)),
+    ((1, 2, 6, 40), dict(kernel_shape=[5, 5], strides=[2, 2], pads=[2, 2, 2, 2])),
+    ((1, 2, 5, 32), dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])),
+    ((1, 1, 6, 37), dict(kernel_shape=[7, 7], pads=[3, 3, 3, 3])),
 ]
 
 
