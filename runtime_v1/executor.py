@@ -30,7 +30,7 @@ from ge.npu.memory import align_up
 from ge.npu.pool import InstancePool
 from ge.plan import Plan, copy_only_io, zero_copy_aligned
 
-from .model import FEATURE_MAP, IO0, NATIVE, Model
+from .model import FEATURE_MAP, IO0, NATIVE, Model, copy_weights
 from .sink import interpret
 from .streams import Streams, _call, _raise
 
@@ -60,14 +60,6 @@ def reserve(memory, nbytes: int, what: str):
 
 def _addr(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
-
-
-def copy_weights(plan, buf: np.ndarray) -> None:
-    """The plan's constants into a weights segment, each at its planned offset."""
-    for t, a in plan.constants.items():
-        off = plan.memory.tensors[t].offset
-        b = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-        buf[off:off + b.size] = b
 
 
 class Instance:

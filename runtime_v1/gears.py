@@ -32,7 +32,8 @@ from ge.npu.pool import InstancePool
 
 from ge.npu.device import memory_of
 
-from .executor import Executor, copy_weights, reserve
+from .executor import Executor, reserve
+from .model import copy_weights
 from .gear_memory import piece_sizes, set_pieces
 from .model import feature_bytes
 

@@ -178,7 +178,7 @@ def _body(model, node, body, inputs, dests, base, labels, caps, leave, top):
     starts["atomic"] = starts["feature_map"] + align_up(seg["feature_map"])
     starts["fixed"] = starts["atomic"] + align_up(seg.get("atomic", 0))
     end = starts["fixed"] + align_up(seg.get("fixed", 0))
-    weights = model.place_array(_weights(body)) if seg["weights"] else None
+    weights = model.place_weights(body) if seg["weights"] else None
     places = {block(t): at for t, at in zip(body.inputs, inputs)}
     copies = []   # outputs no task of the body writes in place: an input or a constant passed through, a repeat
     for o, dest in zip(body.outputs, dests):
@@ -223,16 +223,6 @@ def body_tasks(model, node, n, where) -> list:
     a subgraph's nodes (errors and traces say which control node)."""
     n = dataclasses.replace(n, name=f"{node.name}/{n.name}")
     return [model.clean(n, k, where) for k in n.launch.atomic] + [model.task(n, where)]
-
-
-def _weights(body) -> np.ndarray:
-    """A body's constants laid out as its weights segment (it goes to the argument pool)."""
-    buf = np.zeros(body.memory.segments["weights"], np.uint8)
-    for t, a in body.constants.items():
-        off = body.memory.tensors[t].offset
-        b = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-        buf[off:off + b.size] = b
-    return buf
 
 
 def _rts(model, node, what: str, fn, buffers, args=()):

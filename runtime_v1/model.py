@@ -219,6 +219,12 @@ class Model:
         buffers = [(*locate(t), plan.tensors[t].nbytes, np.dtype(np.uint8))]
         return Task(clean, thunks.task_args(launch, buffers, self.place_array))
 
+    def place_weights(self, plan: Plan) -> tuple[int, int]:
+        """(slot, offset) of a body plan's weights segment, copied into the argument pool (labels.py)."""
+        buf = np.zeros(plan.memory.segments["weights"], np.uint8)
+        copy_weights(plan, buf)
+        return self.place_array(buf)
+
     def place_array(self, a: np.ndarray) -> tuple[int, int]:
         """(slot, offset) of a static array in the argument pool (shared by every instance)."""
         return ARGS, self._pool_add(a)
@@ -387,6 +393,14 @@ class Model:
     def fallback_reasons(self) -> dict[str, str]:
         """{node name: why it is not native}."""
         return {t.node.name: t.reason for t in self.tasks if t.sig is None}
+
+
+def copy_weights(plan, buf: np.ndarray) -> None:
+    """The plan's constants into a weights segment, each at its planned offset."""
+    for t, a in plan.constants.items():
+        off = plan.memory.tensors[t].offset
+        b = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+        buf[off:off + b.size] = b
 
 
 def _resolve(rows: list) -> list:
