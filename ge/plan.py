@@ -20,7 +20,7 @@ import numpy as np
 
 from .ir.dtypes import short
 from .kernels.registry import Launch, OpKernel
-from .npu.engines import ENGINE_INFO
+from .npu.engines import ENGINE_INFO, LABEL_OPS
 from .npu.memory import IO_ALIGN
 from .options import Options
 
@@ -326,7 +326,7 @@ class Plan:
 def static_control_reason(plan: Plan, node: PlanNode) -> str:
     """Why the task sink cannot run control node `node` from its tables ("" when it can)."""
     what = f"{node.op_type} node '{node.name}'"
-    if node.op_type not in ("If", "Loop", "Scan") or not node.bodies:
+    if node.op_type not in LABEL_OPS or not node.bodies:
         return f"{what} runs host-driven (sequences and optionals have no label tasks)"
     if node.op_type == "Scan" and node.opset < 9:
         return f"{what}: Scan-8 (a batch axis, sequence lengths) runs host-driven"

@@ -60,8 +60,8 @@ def body_rows(model, node, body, where, inputs_from, labels, leave: list, body_t
         if s == main:
             continue
         act, done, again, out = labels.line(), labels.line(), labels.new(), labels.new()
-        labels.activated.append([(SET, again), (AWAIT, act, out), *per[s], (SIGNAL, done, 1), (GOTO, again),
-                                 (SET, out)])
+        labels.activated.append((node.step, [(SET, again), (AWAIT, act, out), *per[s], (SIGNAL, done, 1),
+                                             (GOTO, again), (SET, out)]))
         head.append((SIGNAL, act, 1))
         tail.append((AWAIT, done, None))
         leave.append((SIGNAL, act, LEAVE))

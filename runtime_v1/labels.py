@@ -134,8 +134,8 @@ def _iterate(model, node, where, labels, body, caps, n, inits, trips, cond_in, s
                 _rts(model, node, "cond", fill, [(cond, 1, U8)], (1,)))
     head, leave = labels.new(), labels.new()
     rows += [(SET, head),
-             _rts(model, node, "test", rts.loop_test, [(counter, 1, I64), (trips or counter, 1, I64), (cond, 1, U8),
-                                                          (flag, 1, U8)], (trips is not None, cond_in >= 0)),
+             _rts(model, node, "test", rts.loop_test, [(counter, 1, I64), (counter if trips is None else trips, 1, I64),
+                                                          (cond, 1, U8), (flag, 1, U8)], (trips is not None, cond_in >= 0)),
              (SWITCH, flag, leave)]
     for j, ((x, rev), dst) in enumerate(zip(scan_ins, rows_in)):
         rows.append(_rts(model, node, f"row{j}", rts.take_at, [(where.locate(x), where.plan.tensors[x].nbytes, U8),

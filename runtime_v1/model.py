@@ -255,9 +255,7 @@ class Model:
 
     def _check_control(self) -> None:
         """Control rows are native (a jump cannot cross a call from Python), after their thunks compiled."""
-        owner = [(step, rows) for step, rows in self.control.items()]
-        owner += [(next(iter(self.control)), rows) for rows in self.activated]
-        for step, rows in owner:
+        for step, rows in (*self.control.items(), *self.activated):
             bad = next((r for r in rows if isinstance(r, Task) and r.sig is None), None)
             if bad is not None:
                 node = self.plan.nodes[step]
@@ -275,7 +273,7 @@ class Model:
     def _thunks(self) -> dict:
         addr = {}
         tasks = self.tasks + [c for cs in self.cleans.values() for c in cs] + [
-            r for rows in (*self.control.values(), *self.activated) for r in rows if isinstance(r, Task)]
+            r for _, rows in (*self.control.items(), *self.activated) for r in rows if isinstance(r, Task)]
         sigs = list(dict.fromkeys(t.sig for t in tasks if t.sig is not None))
         # the first load of a kernel library compiles every thunk (seconds each): told to the CLI's bar
         with progress.step("compiling kernels", len(sigs)) as advance:
@@ -318,7 +316,7 @@ class Model:
                 rows += self.control.get(step, [])
                 rows += [(RECORD, e, uses["record", step, e]) for e in records]
             tables.append(self._stream_table(k, rows, addr))
-        for rows in self.activated:   # a thread each; they wait for their activation
+        for _, rows in self.activated:   # a thread each; they wait for their activation
             tables.append(self._stream_table(len(tables), rows, addr))
         self.itab = np.concatenate(self._irows + [np.zeros(1, np.int64)])
         self.ftab = np.concatenate(self._frows + [np.zeros(1, np.float64)])

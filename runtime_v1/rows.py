@@ -18,7 +18,7 @@ class Labels:
     def __init__(self):
         self.labels = 0        # label ids, dense from 0 (GE's label_index)
         self.lines = 0         # counted lines
-        self.activated: list[list] = []   # rows of each activated stream's table
+        self.activated: list[tuple] = []   # (control node's step, rows) of each activated stream's table
         self.pruned = 0        # events into activated streams that activation implies
 
     def new(self) -> int:

@@ -47,6 +47,7 @@ DVPP_OPS = frozenset({
     "ImageDecoder", "DecodeJpeg", "DecodePng", "DecodeImage", "DecodeAndCropJpeg", "DecodeBmp",
     "DvppDecode", "DvppResize", "DvppCrop", "CropAndResizeImage", "ImageNormalize"})
 # Control-flow ops: a graph holding any of them runs on one stream (GE forbids v1 control ops multi-stream).
+LABEL_OPS = ("If", "Loop", "Scan")   # control flow the task sink may run as label tasks (ge.plan.static_control_reason)
 CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan", "Switch", "Merge", "Enter", "RefEnter", "Exit",
                               "NextIteration", "LoopCond", "StreamSwitch", "StreamActive"})
 

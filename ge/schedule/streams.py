@@ -56,10 +56,9 @@ import os
 from dataclasses import dataclass
 
 from ..errors import GEError
-from ..npu.engines import CONTROL_FLOW_OPS, GE_LOCAL, info
+from ..npu.engines import CONTROL_FLOW_OPS, GE_LOCAL, LABEL_OPS, info
 
 log = logging.getLogger("ge.schedule")
-LABEL_OPS = ("If", "Loop", "Scan")   # control flow the task sink may run as label tasks (ge.plan.static_control_reason)
 
 
 @dataclass(frozen=True)
