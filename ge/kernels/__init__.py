@@ -2,7 +2,7 @@
 from . import registry
 from . import (activation, attention, axis_scan, binary, bitwise, cast, control, conv, conv_bf16, einsum,  # noqa: F401
                elementwise, expanded, image_decoder, indexing, linalg, linear_attention, loss, matmul,
-               movement, nms, norm, pad, patches, pool, qlinear, quant, reduce, refused, resize,
+               movement, nms, norm, pad, patches, pool, qlinear, qnhwc, quant, reduce, refused, resize,
                reverse_sequence, rms_norm, rnn, sample, select, sequence, softmax, spectral, tensor, tfidf,
                tree_ensemble, window)
 from .registry import (AICORE, AICPU, DVPP, HCCL, KernelContext, Launch, OpKernel, TensorSpec,

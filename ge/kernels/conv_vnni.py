@@ -11,6 +11,10 @@ an all-zero one; onnxruntime's quantizer makes weights symmetric int8 by default
           12 zmm accumulators; each k step broadcasts the 4 channel bytes a position reads (contiguous in
           NHWC) and issues 12 vpdpbusd against 2 weight vectors. Sums are exact int32; the tile is then
           corrected (- xzp * row sum), biased and requantized (gemm_int8.requantize's rounding) into NCHW y.
+NHWC (passes/nhwc_int8.py): x and y may instead be byte images [N, H, W, C4] already shifted to uint8; an
+unpadded x is then Step 1's image as it is (no copy) and a padded one costs one row copy a row; y's
+positions get their 32 channels in one vector loop. SqueezeNet's 16 -> 64 1x1 conv on 55x55: NCHW in and
+out 0.35 ms, of it pack_input 0.21.
 pack_qconv_weights (a LOWERING pass) does Step 2 once for constant weights: packing per run cost ResNet-50
 more than its GEMMs on the 14x14 and 7x7 stages (3x3 256 -> 256 on 14x14: 5.0 ms, 23 GMAC/s).
 Blocks (AI cores) take ranges of output rows of every image; each has its own padded image and panels.
@@ -105,15 +109,16 @@ def _tile(xp, wp, tile, a0, astep, rows, p, G4, KH, KW, C4, Wp):
 
 
 @njit(nogil=True, cache=True)
-def vnni_conv(x, xs, xzp, w, wsc, ys, yzp, b, wsum_in, y, xp, wp, ws, geom, off, has_xzp, n_ws, has_b, has_yzp,
-              qmin, qmax, relu, packed, block_idx, block_dim):
+def vnni_conv(x, xs, xzp, w, wsc, ys, yzp, b, wsum_in, y, xp, wp, ws, qm, geom, off, has_xzp, n_ws, has_b, has_yzp,
+              qmin, qmax, relu, packed, x_nhwc, y_nhwc, y_off, block_idx, block_dim):
     """y = requantized conv(x, w) for block block_idx's output rows; off: 128 for int8 x, 0 for uint8.
-    packed: w is already pack_weights' panels and wsum_in their row sums (pack_qconv_weights)."""
+    packed: w is already pack_weights' panels and wsum_in their row sums (pack_qconv_weights).
+    x_nhwc / y_nhwc: x / y are nhwc_int8's byte images [N, H, W, C4] (shifted by off / y_off) instead of NCHW."""
     N, C, H, W, M, OH, OW = geom[0], geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
     KH, KW, sh, sw, ph, pw = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17]
     C4 = (C + 3) // 4 * 4
     Hp, Wp = max(H + ph, (OH - 1) * sh + KH), max(W + pw, (OW - 1) * sw + KW)
-    G4, panels, S = KH * KW * (C4 // 4), (M + NR - 1) // NR, OH * OW
+    G4, panels = KH * KW * (C4 // 4), (M + NR - 1) // NR
     t0, t1 = block_range(OH, 1, block_idx, block_dim)
     if t0 >= t1:
         return
@@ -121,42 +126,83 @@ def vnni_conv(x, xs, xzp, w, wsc, ys, yzp, b, wsum_in, y, xp, wp, ws, geom, off,
     pxp = xp[block_idx * per:block_idx * per + Hp * Wp * C4 + 64]
     per = ws.size // block_dim
     wsum, tile = ws[block_idx * per:block_idx * per + M], ws[block_idx * per + M:block_idx * per + M + MR * NR]
+    corr = ws[block_idx * per + M + MR * NR:block_idx * per + 2 * M + MR * NR]
+    per = qm.size // block_dim
+    mult = qm[block_idx * per:block_idx * per + M]
     per = wp.size // block_dim
     pwp = wp[block_idx * per:block_idx * per + panels * G4 * NR * 4]
     xz = (np.int32(xzp[0]) if has_xzp else 0) + off
     if packed:
-        _rows(x, xs, wsc, ys, yzp, b, y, pxp, w, wsum_in, tile, geom, off, xz, n_ws, has_b, has_yzp, qmin, qmax,
-              relu, t0, t1)
+        _images(x, xs, wsc, ys, yzp, b, y, pxp, w, wsum_in, tile, corr, mult, geom, off, xz, n_ws, has_b, has_yzp,
+                qmin, qmax, relu, x_nhwc, y_nhwc, y_off, t0, t1)
     else:
         pack_weights(w, M, C, KH, KW, C4, pwp, wsum)
-        _rows(x, xs, wsc, ys, yzp, b, y, pxp, pwp, wsum, tile, geom, off, xz, n_ws, has_b, has_yzp, qmin, qmax,
-              relu, t0, t1)
+        _images(x, xs, wsc, ys, yzp, b, y, pxp, pwp, wsum, tile, corr, mult, geom, off, xz, n_ws, has_b, has_yzp,
+                qmin, qmax, relu, x_nhwc, y_nhwc, y_off, t0, t1)
 
 
 @njit(nogil=True, cache=True)
-def _rows(x, xs, wsc, ys, yzp, b, y, pxp, pwp, wsum, tile, geom, off, xz, n_ws, has_b, has_yzp, qmin, qmax, relu,
-          t0, t1):
+def _images(x, xs, wsc, ys, yzp, b, y, pxp, pwp, wsum, tile, corr, mult, geom, off, xz, n_ws, has_b, has_yzp,
+            qmin, qmax, relu, x_nhwc, y_nhwc, y_off, t0, t1):
     """Output rows [t0, t1) of every image: Step 1 and Step 3 (xz: the shifted input zero point)."""
     N, C, H, W, M, OH, OW = geom[0], geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
     KH, KW, sh, sw, ph, pw = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17]
     C4 = (C + 3) // 4 * 4
-    Wp = max(W + pw, (OW - 1) * sw + KW)
-    G4, panels, S = KH * KW * (C4 // 4), (M + NR - 1) // NR, OH * OW
+    Hp, Wp = max(H + ph, (OH - 1) * sh + KH), max(W + pw, (OW - 1) * sw + KW)
+    for m in range(M):  # the requantization's multiplier (gemm_int8.multiplier) and zero-point correction
+        mult[m] = np.float64(np.float32(np.float32(xs[0] * wsc[m if n_ws > 1 else 0]) / ys[0]))
+        corr[m] = (np.int32(b[m]) if has_b else 0) - xz * wsum[m]
     z = np.float64(yzp[0]) if has_yzp else 0.0
-    lo = max(qmin, z) if relu else qmin
+    lo = max(qmin, z) if relu else qmin  # Relu after the conv: Q(max(y, 0)) = max(Q(y), yzp)
+    direct = x_nhwc and Hp == H and Wp == W  # an unpadded NHWC image is the kernel's operand as it is
     for n in range(N):
-        pack_input(x, n * C * H * W, C, H, W, off, np.uint8(xz), pxp, C4, Wp, ph, pw)
-        for p in range(panels):
-            mn = min(NR, M - p * NR)
-            for oh in range(t0, t1):
-                for ow0 in range(0, OW, MR):
-                    rows = min(MR, OW - ow0)
-                    _tile(pxp, pwp, tile, (oh * sh * Wp + ow0 * sw) * C4, sw * C4, rows, p, G4, KH, KW, C4, Wp)
+        if direct:
+            img = x.view(np.uint8)[n * H * W * C4:(n + 1) * H * W * C4]
+        elif x_nhwc:
+            pad_nhwc(x.view(np.uint8), n * H * W * C4, H, W * C4, np.uint8(xz), pxp, Wp * C4, ph, pw * C4)
+            img = pxp
+        else:
+            pack_input(x, n * C * H * W, C, H, W, off, np.uint8(xz), pxp, C4, Wp, ph, pw)
+            img = pxp
+        _rows(img, pwp, tile, mult, corr, y, geom, n, Wp, z, lo, qmax, y_nhwc, y_off, t0, t1)
+
+
+@njit(nogil=True, cache=True)
+def pad_nhwc(x, xo, H, row, fill, xp, prow, ph, pw):
+    """xp[(h + ph) * prow + pw:][:row] = x[xo + h * row:][:row]; fill elsewhere (rows of bytes)."""
+    xp[:] = fill
+    for h in range(H):
+        xp[(h + ph) * prow + pw:(h + ph) * prow + pw + row] = x[xo + h * row:xo + (h + 1) * row]
+
+
+@njit(nogil=True, cache=True)
+def _rows(img, pwp, tile, mult, corr, y, geom, n, Wp, z, lo, qmax, y_nhwc, y_off, t0, t1):
+    """Step 3 for output rows [t0, t1) of image n, whose padded byte image is img."""
+    C, M, OH, OW = geom[1], geom[5], geom[7], geom[8]
+    KH, KW, sh, sw = geom[10], geom[11], geom[13], geom[14]
+    C4, M4 = (C + 3) // 4 * 4, (M + 3) // 4 * 4
+    G4, panels, S = KH * KW * (C4 // 4), (M + NR - 1) // NR, OH * OW
+    for p in range(panels):
+        mn = min(NR, M - p * NR)
+        for oh in range(t0, t1):
+            for ow0 in range(0, OW, MR):
+                rows = min(MR, OW - ow0)
+                _tile(img, pwp, tile, (oh * sh * Wp + ow0 * sw) * C4, sw * C4, rows, p, G4, KH, KW, C4, Wp)
+                if y_nhwc:  # a position's channels are contiguous: one vector loop a position
+                    for r in range(rows):
+                        yr = y[((n * OH + oh) * OW + ow0 + r) * M4 + p * NR:]
+                        tr, cr, mr = tile[r * NR:], corr[p * NR:], mult[p * NR:]
+                        for j in range(mn):
+                            v = np.rint(np.float64(tr[j] + cr[j]) * mr[j]) + z
+                            yr[j] = np.uint8(np.int32(min(max(v, lo), qmax)) + y_off)
+                else:
                     for j in range(mn):
                         m = p * NR + j
-                        mult = np.float64(np.float32(np.float32(xs[0] * wsc[m if n_ws > 1 else 0]) / ys[0]))
-                        corr = (np.int32(b[m]) if has_b else 0) - xz * wsum[m]
                         yo = (n * M + m) * S + oh * OW + ow0
                         for r in range(rows):
-                            v = np.rint(np.float64(tile[r * NR + j] + corr) * mult) + z
+                            v = np.rint(np.float64(tile[r * NR + j] + corr[m]) * mult[m]) + z
                             y[yo + r] = min(max(v, lo), qmax)
+    if y_nhwc and M4 > M:  # the channels past M hold the zero point (read by no kernel: defined bytes)
+        for q in range((n * OH + t0) * OW, (n * OH + t1) * OW):
+            for j in range(M, M4):
+                y[q * M4 + j] = np.uint8(np.int32(z) + y_off)

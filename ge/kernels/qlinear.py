@@ -16,6 +16,8 @@ MatMuls: numpy batch broadcasting (matmul.py's offsets); each block takes a rang
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numba import njit
 
@@ -25,6 +27,7 @@ from .conv_lowering import _im2col
 from .conv_vnni import HAS_VNNI, MR, NR, packed_size, vnni_conv
 from .gemm_int8 import igemm, multiplier, requantize, shift
 from .matmul import _batch_offsets, _matmul_dims
+from .qnhwc import c4
 from .registry import KernelContext, Launch, TensorSpec
 from .registry import register
 from .tiling import block_dim_for, block_range, largest_share
@@ -137,7 +140,35 @@ def _quant_params(ctx: KernelContext, a: str, b: str, n: int):
     return dt
 
 
+def _layouts(ctx: KernelContext) -> tuple[bool, bool]:
+    """(x NHWC, y NHWC): nhwc_int8's byte images [N, H, W, C4] (8-bit values shifted to uint8) on either side."""
+    x, y = ctx.attr("x_layout", "NCHW"), ctx.attr("y_layout", "NCHW")
+    for what, v in (("x_layout", x), ("y_layout", y)):
+        if v not in ("NCHW", "NHWC"):
+            raise ctx.error(f"{what} {v!r} is not supported: NCHW, NHWC")
+    return x == "NHWC", y == "NHWC"
+
+
+def _logical(ctx: KernelContext) -> KernelContext:
+    """A QLinearConv's ctx with an NHWC x seen as the NCHW 8-bit tensor it holds (its zero point's dtype)."""
+    x_nhwc, y_nhwc = _layouts(ctx)
+    if not (x_nhwc or y_nhwc):
+        return ctx
+    shape = ctx.attr("weight_shape")
+    if shape is None or not ctx.has(2) or not ctx.has(7):
+        raise ctx.error("an NHWC QLinearConv needs packed weights (weight_shape) and both zero points")
+    if not x_nhwc:
+        return ctx
+    x, C = ctx.inputs[0], int(shape[1])
+    if x.dtype != np.uint8 or len(x.shape) != 4 or x.shape[3] != c4(C):
+        raise ctx.error(f"an NHWC x must be uint8 [N, H, W, {c4(C)}], got {x.dtype}{list(x.shape)}")
+    N, H, W, _ = x.shape
+    return dataclasses.replace(ctx, inputs=[TensorSpec((N, C, H, W), ctx.inputs[2].dtype)] + list(ctx.inputs[1:]))
+
+
 def _infer_qlinear_conv(ctx: KernelContext) -> list[TensorSpec]:
+    y_nhwc = _layouts(ctx)[1]
+    ctx = _logical(ctx)
     _, out = _conv_parts(ctx, 0, 3)
     M = out[1]
     dt = _quant_params(ctx, "x", "w", M)
@@ -145,6 +176,8 @@ def _infer_qlinear_conv(ctx: KernelContext) -> list[TensorSpec]:
         raise ctx.error(f"bias must be int32 of shape [{M}], got {ctx.inputs[8].dtype}{list(ctx.inputs[8].shape)}")
     if ctx.attr("activation", "") not in ("", "Relu"):
         raise ctx.error(f"activation {ctx.attr('activation')!r} is not supported: Relu")
+    if y_nhwc:
+        return [TensorSpec((out[0], out[2], out[3], c4(M)), np.uint8)]
     return [TensorSpec(out, dt)]
 
 
@@ -188,10 +221,11 @@ def _prepare_conv_integer(ctx: KernelContext) -> Launch:
 
 
 def _prepare_qlinear_conv(ctx: KernelContext) -> Launch:
+    layouts, ctx = _layouts(ctx), _logical(ctx)
     geom, _ = _conv_parts(ctx, 0, 3)
     opt = [i if ctx.has(i) else None for i in range(9)]
     if ctx.attr("weight_shape") is not None or (USE_VNNI and wants_vnni(ctx, geom)):
-        return _vnni_launch(ctx, geom, opt)
+        return _vnni_launch(ctx, geom, opt, *layouts)
     return _conv_launch(ctx, geom, (0, 1, opt[2], 3, 4, opt[5], 6, opt[7], opt[8]), True)
 
 
@@ -201,7 +235,7 @@ def wants_vnni(ctx: KernelContext, geom) -> bool:
             and ctx.inputs[3].dtype == np.int8 and int(geom[18]) == int(geom[19]) == int(geom[20]) == 1)
 
 
-def _vnni_launch(ctx: KernelContext, geom, opt) -> Launch:
+def _vnni_launch(ctx: KernelContext, geom, opt, x_nhwc=False, y_nhwc=False) -> Launch:
     N, C, H, W, M, OH, OW = (int(geom[i]) for i in (0, 1, 3, 4, 5, 7, 8))
     KH, KW, sh, sw, ph, pw = (int(geom[i]) for i in (10, 11, 13, 14, 16, 17))
     C4 = -(-C // 4) * 4
@@ -210,12 +244,17 @@ def _vnni_launch(ctx: KernelContext, geom, opt) -> Launch:
         raise ctx.error(f"packed weights need their int32 row sums [{M}] as input 9")
     Hp, Wp = max(H + ph, (OH - 1) * sh + KH), max(W + pw, (OW - 1) * sw + KW)
     bd = block_dim_for(OH, ctx.cores, max(1, 4 * MIN_BLOCK_MACS // max(1, N * M * C * KH * KW * OW)))
-    qmin, qmax = _Q8[ctx.outputs[0].dtype]
+    ydt = ctx.inputs[7].dtype if y_nhwc else ctx.outputs[0].dtype
+    qmin, qmax = _Q8[ydt]
     n_ws = _per(ctx, 4, "w_scale", M)
     args = (geom, 128 if ctx.inputs[0].dtype == np.int8 else 0, int(ctx.has(2)), n_ws, int(ctx.has(8)),
-            int(ctx.has(7)), float(qmin), float(qmax), int(ctx.attr("activation", "") == "Relu"), int(packed))
-    ws = (per_block(Hp * Wp * C4 + 64, np.uint8, bd), per_block(-(-M // NR) * KH * KW * C4 * NR, np.int8, bd),
-          per_block(M + MR * NR, np.int32, bd))
+            int(ctx.has(7)), float(qmin), float(qmax), int(ctx.attr("activation", "") == "Relu"), int(packed),
+            int(x_nhwc), int(y_nhwc), 128 if ydt == np.int8 else 0)
+    # per block: the padded image (none for an unpadded NHWC x), panels, row sums + tile + corrections, multipliers
+    direct = x_nhwc and Hp == H and Wp == W
+    ws = (per_block(1 if direct else Hp * Wp * C4 + 64, np.uint8, bd),
+          per_block(1 if packed else -(-M // NR) * KH * KW * C4 * NR, np.int8, bd),
+          per_block(2 * M + MR * NR, np.int32, bd), per_block(M, np.float64, bd))
     # stand-ins for absent inputs: x (never read); packed weights bring their row sums as input 9
     idx = (0, 1, opt[2] or 0, 3, 4, 6, opt[7] or 0, opt[8] or 0, 9 if packed else 0)
     return Launch(vnni_conv, args, ws, inputs=idx, tiled=True, block_dim=bd)

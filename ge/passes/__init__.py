@@ -19,6 +19,7 @@ from .pack_rnn_weights import pack_rnn_weights
 from .precision_mode import precision_mode
 from .recognize_activations import recognize_activations
 from .manager import PassManager
+from .nhwc_int8 import nhwc_int8
 from .remove_identity import remove_identity
 
 # (name, pass); shapes are inferred again after passes that create nodes or constants.
@@ -48,6 +49,7 @@ LOWERING = [
     ("pack_conv_weights", pack_conv_weights),
     ("drop_half_casts", drop_half_casts),     # after the packing: 16-bit convs run IMPLICIT (conv_half.py)
     ("pack_qconv_weights", pack_qconv_weights),
+    ("nhwc_int8", nhwc_int8),                 # after the packing: NHWC int8 maps between packed QLinearConvs
     ("pack_rnn_weights", pack_rnn_weights),
     ("eliminate_dead_code", eliminate_dead_code),
 ]
