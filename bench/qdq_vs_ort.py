@@ -5,7 +5,8 @@ int8 and float32, side by side in one process.
 
 Each light model gets random weights, BatchNormalization folded, and onnxruntime.quantization's QDQ form
 (quantize_static, per-channel int8 weights, 2 random calibration inputs: ge.zoo.quantized_light_model).
-ge runs runtime_v1 on one AI core; onnxruntime one intra-op thread. The four runs alternate within each
+ge runs runtime_v1 on one AI core; onnxruntime one intra-op thread; "ge int8 NCHW" is ge int8 without
+nhwc_int8 (every int8 map NCHW, each VNNI conv repacking its input). The five runs alternate within each
 repetition so a busy machine slows them alike; the best of `reps` is printed, with ratios. --quick: 3 reps.
 First the int8 conv alone on ResNet-like shapes (a DQ -> Conv -> Q model, fused and packed as in a QDQ
 model): conv_vnni's vpdpbusd kernel, the portable int16 GEMM (qlinear.USE_VNNI = False) and ge's float32
@@ -37,13 +38,15 @@ def model_row(name, reps, d):
     sessions = [ge.Session(ge.compile(qdq, ge.Options(aicore_num=1)), runtime="v1"),
                 ge.Session(ge.compile(f32, ge.Options(aicore_num=1)), runtime="v1"),
                 ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"]),
-                ort.InferenceSession(f32, so, providers=["CPUExecutionProvider"])]
+                ort.InferenceSession(f32, so, providers=["CPUExecutionProvider"]),
+                ge.Session(ge.compile(qdq, ge.Options(aicore_num=1, disabled_passes=("nhwc_int8",))), runtime="v1")]
     inp = sessions[2].get_inputs()[0]
     x = {inp.name: np.random.default_rng(3).standard_normal([d if isinstance(d, int) else 1 for d in inp.shape])
          .astype(np.float32)}
     ms = [b * 1e3 for b in alternating_best([lambda s=s: s.run(None, x) for s in sessions], reps)]
-    print(f"{name:12s} ge int8 {ms[0]:7.1f}  ge f32 {ms[1]:7.1f}  ort int8 {ms[2]:7.1f}  ort f32 {ms[3]:7.1f} ms"
-          f"   ge int8 vs ge f32 {ms[1] / ms[0]:.2f}x, vs ort int8 {ms[2] / ms[0]:.2f}x")
+    print(f"{name:12s} ge int8 {ms[0]:7.1f}  ge f32 {ms[1]:7.1f}  ort int8 {ms[2]:7.1f}  ort f32 {ms[3]:7.1f}"
+          f"  ge int8 NCHW {ms[4]:7.1f} ms   ge int8 vs ge f32 {ms[1] / ms[0]:.2f}x, vs ort int8 {ms[2] / ms[0]:.2f}x,"
+          f" vs its NCHW maps {ms[4] / ms[0]:.2f}x")
 
 
 def conv_rows(reps):

@@ -53,3 +53,19 @@ def test_qdq_model_matches_onnxruntime(name, qdq_model):
         one = ge.compile(path, ge.Options(aicore_num=1))
         for other in (ge.Session(tiled, runtime="v2"), ge.Session(one, runtime="v1")):
             np.testing.assert_array_equal(other.run(None, {inp: x})[0], got)
+
+
+def test_nhwc_int8_keeps_every_8bit_value(qdq_model):
+    """SqueezeNet's int8 maps NHWC (passes/nhwc_int8.py) or NCHW: every QuantizeLinear result (a graph
+    output here, so each leaves the region through a TransData) has the same bits."""
+    _, path, inp, shape = qdq_model("squeezenet")
+    m = onnx.load(path)
+    outs = {o.name for o in m.graph.output}
+    m.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n.output[0]) for n in m.graph.node
+                          if n.op_type == "QuantizeLinear" and n.output[0] not in outs)
+    x = {inp: np.random.default_rng(7).standard_normal(shape).astype(np.float32)}
+    on = ge.compile(m)
+    assert {"QMaxPool", "QConcat", "TransData"} <= {n.op_type for n in on.nodes}
+    want = ge.Session(ge.compile(m, ge.Options(disabled_passes=("nhwc_int8",))), runtime="v1").run(None, x)
+    for o, a, b in zip(m.graph.output, ge.Session(on, runtime="v1").run(None, x), want):
+        np.testing.assert_array_equal(a, b, err_msg=o.name)

@@ -13,8 +13,8 @@ an all-zero one; onnxruntime's quantizer makes weights symmetric int8 by default
           corrected (- xzp * row sum), biased and requantized (gemm_int8.requantize's rounding) into NCHW y.
 NHWC (passes/nhwc_int8.py): x and y may instead be byte images [N, H, W, C4] already shifted to uint8; an
 unpadded x is then Step 1's image as it is (no copy) and a padded one costs one row copy a row; y's
-positions get their 32 channels in one vector loop. SqueezeNet's 16 -> 64 1x1 conv on 55x55: NCHW in and
-out 0.35 ms, of it pack_input 0.21.
+positions get their 32 channels in one vector loop. bench/vnni_layouts.py, one core (NCHW in and out ->
+NHWC in and out): SqueezeNet's 16 -> 64 1x1 on 55x55 353 -> 102 us, its 3x3 467 -> 231, 64 -> 16 1x1 252 -> 57.
 pack_qconv_weights (a LOWERING pass) does Step 2 once for constant weights: packing per run cost ResNet-50
 more than its GEMMs on the 14x14 and 7x7 stages (3x3 256 -> 256 on 14x14: 5.0 ms, 23 GMAC/s).
 Blocks (AI cores) take ranges of output rows of every image; each has its own padded image and panels.
@@ -114,7 +114,7 @@ def vnni_conv(x, xs, xzp, w, wsc, ys, yzp, b, wsum_in, y, xp, wp, ws, qm, geom, 
     """y = requantized conv(x, w) for block block_idx's output rows; off: 128 for int8 x, 0 for uint8.
     packed: w is already pack_weights' panels and wsum_in their row sums (pack_qconv_weights).
     x_nhwc / y_nhwc: x / y are nhwc_int8's byte images [N, H, W, C4] (shifted by off / y_off) instead of NCHW."""
-    N, C, H, W, M, OH, OW = geom[0], geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
+    C, H, W, M, OH, OW = geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
     KH, KW, sh, sw, ph, pw = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17]
     C4 = (C + 3) // 4 * 4
     Hp, Wp = max(H + ph, (OH - 1) * sh + KH), max(W + pw, (OW - 1) * sw + KW)
