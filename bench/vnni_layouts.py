@@ -6,6 +6,7 @@ fire-module shapes, one thread, best of `reps`, the four layouts alternating wit
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import sys
 
@@ -14,6 +15,7 @@ import numpy as np
 from ge.kernels.conv_vnni import MR, NR, pack_weights, packed_size, vnni_conv
 
 sys.path.insert(0, os.path.dirname(__file__))
+from aicores_report import machine  # noqa: E402
 from timing import alternating_best  # noqa: E402
 
 
@@ -40,6 +42,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=50)
     reps = ap.parse_args().reps
+    print(f"VNNI conv by layout, one thread, best of {reps}, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
     for C, M, H, K, pad in ((16, 64, 55, 1, 0), (16, 64, 55, 3, 1), (64, 16, 55, 1, 0), (64, 256, 13, 1, 0)):
         fns = [conv(C, M, H, K, pad, xn, yn) for xn in (0, 1) for yn in (0, 1)]
         us = [b * 1e6 for b in alternating_best(fns, reps)]
