@@ -237,7 +237,7 @@ class Executor:
             if inst.cores is None:
                 return self._run(inst, feeds, {}, tracer)
             m = self.model
-            names = {int(m.itab.ctypes.data + 8 * st.ioffs[t]): (st.stream, task.node.name)
+            names = {int(m.itab.ctypes.data + 8 * st.ioffs[t]): (st.tracks[t], task.node.name)
                      for st in m.streams for t, task in enumerate(st.native) if task is not None}
             with inst.cores.tracing(tracer, names):   # the blocks, per AI core
                 return self._run(inst, feeds, {}, tracer)

@@ -85,6 +85,8 @@ class StreamTables:
     ioffs: np.ndarray
     foffs: np.ndarray
     blocks: np.ndarray      # per row: the task's block_dim (1 for event ops)
+    tracks: tuple           # per row: the plan stream of its step (traces: a track per stream, however many
+                            # streams share the thread); an activated table's rows: the table's index
     program: tuple          # ((NATIVE, start, stop) | (FALLBACK, task index, 0), ...)
     fallback: tuple         # Task per fallback index
     native: tuple           # per row: its Task (for error reports), None for an event op
@@ -307,29 +309,32 @@ class Model:
         tables = []
         programs = thread_programs(self.plan, threads) or [()]   # a plan of no node: one empty table
         for k, program in enumerate(programs):
-            rows = []
+            rows, track = [], {}
             for step, waits, records in program:
+                first = len(rows)
                 rows += [(WAIT, e, uses["wait", step, e]) for e in waits]
                 rows += self.cleans.get(step, [])
                 if step in task_of:
                     rows.append(task_of[step])
                 rows += self.control.get(step, [])
                 rows += [(RECORD, e, uses["record", step, e]) for e in records]
-            tables.append(self._stream_table(k, rows, addr))
+                track.update((id(r), self.plan.nodes[step].stream) for r in rows[first:])
+            tables.append(self._stream_table(k, rows, addr, track))
         for _, rows in self.activated:   # a thread each; they wait for their activation
-            tables.append(self._stream_table(len(tables), rows, addr))
+            tables.append(self._stream_table(len(tables), rows, addr, {}))
         self.itab = np.concatenate(self._irows + [np.zeros(1, np.int64)])
         self.ftab = np.concatenate(self._frows + [np.zeros(1, np.float64)])
         del self._irows, self._frows
         return tuple(tables)
 
-    def _stream_table(self, stream: int, rows: list, addr: dict) -> StreamTables:
-        addrs, ioffs, foffs, blocks, program, fallback, native_rows = [], [], [], [], [], [], []
+    def _stream_table(self, stream: int, rows: list, addr: dict, track: dict) -> StreamTables:
+        addrs, ioffs, foffs, blocks, program, fallback, native_rows, tracks = [], [], [], [], [], [], [], []
         for row in _resolve(rows):
             if isinstance(row, Task) and row.sig is None:
                 program.append((FALLBACK, len(fallback), 0))
                 fallback.append(row)
                 continue
+            tracks.append(track.get(id(row), stream))
             if isinstance(row, Task):
                 irow, frow = row.args.rows()
                 addrs.append(addr[row.sig])
@@ -357,8 +362,8 @@ class Model:
             else:
                 program.append((NATIVE, k - 1, k))
         return StreamTables(stream, np.array(addrs, np.int64), np.array(ioffs, np.int64),
-                            np.array(foffs, np.int64), np.array(blocks, np.int64), tuple(program),
-                            tuple(fallback), tuple(native_rows))
+                            np.array(foffs, np.int64), np.array(blocks, np.int64), tuple(tracks),
+                            tuple(program), tuple(fallback), tuple(native_rows))
 
     def _op(self, row) -> tuple:
         """A row that is no task, as (address column, ioffs, foffs, its int-table words or None): sink.py's

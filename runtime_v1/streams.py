@@ -126,7 +126,7 @@ def _program(sync: Streams, s: int):
                 t0 = time.perf_counter()
                 _call(calls[a], inst, keep, node)
                 if tracer is not None:
-                    _slice(tracer, st.stream, "kernel", node.name, t0)
+                    _slice(tracer, node.stream, "kernel", node.name, t0)   # fallback tasks are the plan's nodes
             except ExecutionError as e:
                 return node.step, e
     return None
@@ -149,15 +149,15 @@ def _traced_rows(sync: Streams, st, bases, a: int, b: int) -> int:
             return r
         task = st.native[t]
         if task is not None:
-            _slice(tracer, st.stream, "kernel", task.node.name, t0)
+            _slice(tracer, st.tracks[t], "kernel", task.node.name, t0)
         elif op in (RECORD, WAIT):
             kind = "record" if op == RECORD else "wait"
             e = int(st.ioffs[t])
-            _slice(tracer, st.stream, kind, f"{kind} e{e}", t0, (e, sync.generation))
+            _slice(tracer, st.tracks[t], kind, f"{kind} e{e}", t0, (e, sync.generation))
         else:   # a counted line of activated streams; an AWAIT that saw LEAVE jumped past the loop
             line = int(st.ioffs[t]) if op == SIGNAL else int(m.itab[st.ioffs[t]])
             kind = "record" if op == SIGNAL else "wait"
-            _slice(tracer, st.stream, kind, f"{'activate' if op == SIGNAL else 'await'} l{line}", t0)
+            _slice(tracer, st.tracks[t], kind, f"{'activate' if op == SIGNAL else 'await'} l{line}", t0)
             word = sync.ctrl[EV0 + native.LINE * line]
             if op == AWAIT and word - LEAVE == sync.ctrl[EV0 + native.LINE * line + 2]:
                 t = int(m.itab[st.ioffs[t] + 1])

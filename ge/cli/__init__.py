@@ -30,6 +30,9 @@ def _model_flags(runtime_default: str = "auto", runtime_help: str = "v1, v2 or a
                    help="streams the plan may use (1: single stream; default 8)")
     p.add_argument("--threads", type=int, default=0, help="thread budget: AI cores and stream threads "
                    "(default 0: the CPUs of this process)")
+    p.add_argument("--aicore-num", type=int, default=0, metavar="N",
+                   help="AI cores each kernel is tiled for (atc --aicore_num; default 0: the thread budget). A "
+                        "static plan's streams share the budget left: 1 gives every stream a thread of its own")
     p.add_argument("--input-shape", action="append", metavar="NAME:D0,D1,...",
                    help="fix an input's shape (atc --input_shape, trtexec --shapes): a symbolic dim takes this "
                         "size everywhere; repeat the flag or separate inputs with ';'")

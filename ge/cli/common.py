@@ -44,7 +44,7 @@ def names(text: str | None) -> list[str] | None:
 
 def options_of(args, **more) -> Options:
     """Options from the flags every command takes (those a command lacks keep their defaults)."""
-    kw = {"thread_budget": getattr(args, "threads", 0) or 0}
+    kw = {"thread_budget": getattr(args, "threads", 0) or 0, "aicore_num": getattr(args, "aicore_num", 0) or 0}
     if getattr(args, "max_streams", None) is not None:
         kw["max_streams"] = args.max_streams
         kw["enable_single_stream"] = args.max_streams == 1

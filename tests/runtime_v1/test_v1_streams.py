@@ -18,6 +18,7 @@ from ge.schedule.events import SyncEvent
 from ge.zoo import expected_outputs, light_model_path, reference_feeds, with_random_weights
 from runtime_v1 import sink
 from hammer import hammer
+from stream_options import PER_STREAM
 
 TIMEOUT = 120  # seconds: a hang fails the test instead of blocking the suite
 
@@ -70,7 +71,7 @@ def two_branches(n=256, depth=4, gather_on=None, alias_tail=False):
 
 @pytest.mark.parametrize("name", ["squeezenet", "inception_v1", "inception_v2", "shufflenet"])
 def test_multi_stream_light_models_match_expected_outputs(name):
-    sess = ge.Session(light_model_path(name), runtime="v1")
+    sess = ge.Session(light_model_path(name), runtime="v1", options=PER_STREAM)
     assert sess.plan.num_streams > 1
     ex = sess._executor
     assert ex._instances.all[0].streams is not None and ex.stats()["fallback_tasks"] == 0
@@ -83,7 +84,7 @@ def test_multi_stream_light_models_match_expected_outputs(name):
 @pytest.mark.parametrize("name", ["squeezenet", "inception_v1"])
 def test_multi_stream_equals_single_stream_bitwise(name):
     model = with_random_weights(name)
-    multi = ge.Session(model, runtime="v1", options=ge.Options(max_streams=4))
+    multi = ge.Session(model, runtime="v1", options=ge.Options(max_streams=4, **PER_STREAM))
     single = ge.Session(model, runtime="v1", options=ge.Options(enable_single_stream=True))
     assert multi.plan.num_streams > 1 and single.plan.num_streams == 1
     assert single._executor._instances.all[0].streams is None  # one stream: no threads, no event rows
@@ -116,7 +117,7 @@ def test_one_table_per_stream_with_every_event_recorded_once_and_waited_once():
 def test_streams_share_threads_within_the_thread_budget(budget):
     """Options.thread_budget (as on runtime_v2): 4 streams on fewer threads, stream s on thread s mod T, the
     threads' rows in plan order; only events between threads stay, and the outputs do not change."""
-    plan = ge.compile(with_random_weights("inception_v1"), {"thread_budget": budget})
+    plan = ge.compile(with_random_weights("inception_v1"), {"thread_budget": budget, **PER_STREAM})
     ex = runtime_v1.Executor(plan)
     assert plan.num_streams == 4 and len(ex.model.streams) == budget
     dense = {s: k for k, s in enumerate(sorted({n.stream for n in plan.nodes}))}
@@ -134,7 +135,7 @@ def test_streams_share_threads_within_the_thread_budget(budget):
 def test_events_on_alias_nodes_move_to_the_nearest_task_in_sequence():
     """A record after an alias node goes after the last task at or before it; a wait before an alias node
     goes before the first task at or after it; the run stays correct."""
-    plan = ge.compile(two_branches(n=64, depth=2, alias_tail=True))
+    plan = ge.compile(two_branches(n=64, depth=2, alias_tail=True), PER_STREAM)
     node = {n.name: n for n in plan.nodes}
     a, b, join = node["a_tail"], node["b_tail"], node["join"]
     assert a.is_alias and b.is_alias and a.stream != b.stream == join.stream
@@ -162,7 +163,7 @@ def test_switch_keeps_one_list(monkeypatch):
 
 @pytest.mark.parametrize("branch", ["a", "b"])
 def test_failing_native_kernel_names_the_node_and_does_not_hang(branch):
-    sess = ge.Session(two_branches(gather_on=branch), runtime="v1")
+    sess = ge.Session(two_branches(gather_on=branch), runtime="v1", options=PER_STREAM)
     plan = sess.plan
     assert plan.num_streams == 2 and plan.events
     pick = next(n for n in plan.nodes if n.name == "pick")
@@ -205,7 +206,7 @@ def test_failing_fallback_task_in_stream_1_aborts_stream_0_waits(monkeypatch):
 
 
 def test_eight_threads_on_one_multi_stream_session():
-    sess = ge.Session(with_random_weights("inception_v1"), runtime="v1")
+    sess = ge.Session(with_random_weights("inception_v1"), runtime="v1", options=PER_STREAM)
     assert sess.plan.num_streams > 1
     (inp,) = sess.get_inputs()
     rng = np.random.default_rng(0)
@@ -218,7 +219,7 @@ def test_eight_threads_on_one_multi_stream_session():
 
 
 def test_close_stops_the_stream_threads():
-    sess = ge.Session(light_model_path("squeezenet"), runtime="v1")
+    sess = ge.Session(light_model_path("squeezenet"), runtime="v1", options=PER_STREAM)
     sess.run(None, reference_feeds(sess))
     workers = [t for inst in sess._executor._instances.all for t in inst.streams.workers]
     assert len(workers) == sess.plan.num_streams - 1 and all(t.is_alive() for t in workers)
@@ -229,7 +230,7 @@ def test_close_stops_the_stream_threads():
 def test_two_long_independent_branches_overlap_in_a_trace():
     """Evidence of parallel streams without timing anything: in a traced run, some kernel of stream 0 and
     some kernel of stream 1 are running at the same instant (on one list they never could)."""
-    sess = ge.Session(two_branches(n=512, depth=6), runtime="v1")
+    sess = ge.Session(two_branches(n=512, depth=6), runtime="v1", options=PER_STREAM)
     ex = sess._executor
     x = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)
     want = sess.run(None, {"x": x})[0]
@@ -247,7 +248,7 @@ def test_two_long_independent_branches_overlap_in_a_trace():
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_starts_its_own_stream_threads():
-    sess = ge.Session(light_model_path("squeezenet"), runtime="v1")
+    sess = ge.Session(light_model_path("squeezenet"), runtime="v1", options=PER_STREAM)
     feeds = reference_feeds(sess)
     want = sess.run(None, feeds)[0]  # the parent's workers exist now; a child inherits none of them
     pid = os.fork()

@@ -9,6 +9,7 @@ import ge
 from ge.memory.verify import verify_memory
 from ge.plan import SyncEvent, event_uses
 from ge.schedule.events import verify_events
+from stream_options import PER_STREAM
 
 
 def _forks(k=4, n=32):
@@ -67,7 +68,7 @@ def test_multiplexed_events_run_on_both_runtimes(runtime):
     """GE_REFERENCE 3.4: with ids reused, each thread waits for the use it needs (run r, use k -> r*stride+k):
     results equal to the plan with one id per event, run after run, on two stream threads."""
     x = np.random.default_rng(1).standard_normal((32, 32)).astype(np.float32)
-    opts = {"thread_budget": 2}
+    opts = {"thread_budget": 2, **PER_STREAM}
     with ge.Session(_forks(), runtime=runtime, options=opts) as s:
         want = s.run(None, {"x": x})[0]
     with ge.Session(_forks(), runtime=runtime, options={**opts, "event_multiplexing": True}) as s:

@@ -10,6 +10,7 @@ import ge
 from ge.errors import GEError
 from ge.schedule.events import verify_events
 from test_event_multiplexing import _forks, _preds
+from stream_options import PER_STREAM
 
 
 def test_event_option_selects_notify():
@@ -41,7 +42,7 @@ def test_notify_plans_run_on_both_runtimes(runtime):
     x = np.random.default_rng(2).standard_normal((32, 32)).astype(np.float32)
     with ge.Session(_forks(), runtime=runtime, options={"thread_budget": 2}) as s:
         want = s.run(None, {"x": x})[0]
-    with ge.Session(_forks(), runtime=runtime, options={"thread_budget": 2, "EVENT": "notify", "max_notifies": 2}) as s:
+    with ge.Session(_forks(), runtime=runtime, options={"thread_budget": 2, "EVENT": "notify", "max_notifies": 2, **PER_STREAM}) as s:
         assert s.stream_threads == 2
         for _ in range(3):
             np.testing.assert_array_equal(s.run(None, {"x": x})[0], want)

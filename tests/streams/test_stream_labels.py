@@ -8,6 +8,7 @@ from onnx import TensorProto, helper
 import ge
 from ge.errors import GEError
 from ge.memory.verify import verify_memory
+from stream_options import PER_STREAM
 
 OPS = ("Relu", "Neg", "Abs", "Sigmoid")
 
@@ -84,13 +85,13 @@ def test_labelled_plans_run_on_both_runtimes(runtime):
     with ge.Session(_chain(), runtime=runtime) as s:
         want = s.run(None, {"x": x})[0]
     model = _chain(n1={"_stream_label": "side"})
-    with ge.Session(model, runtime=runtime, options={"thread_budget": 3, "stream_labels": {"n3": "tail"}}) as s:
+    with ge.Session(model, runtime=runtime, options={"thread_budget": 3, "stream_labels": {"n3": "tail"}, **PER_STREAM}) as s:
         assert s.plan.num_streams == 3 and s.stream_threads == 3
         for _ in range(3):
             np.testing.assert_array_equal(s.run(None, {"x": x})[0], want)
     with ge.Session(_fork(), runtime=runtime) as s:
         want = s.run(None, {"x": x})[0]
-    opts = {"thread_budget": 3, "max_streams": 2, "parallel_groups": {"d": "gd"}}
+    opts = {"thread_budget": 3, "max_streams": 2, "parallel_groups": {"d": "gd"}, **PER_STREAM}
     with ge.Session(_fork(), runtime=runtime, options=opts) as s:
         assert s.plan.num_streams == 3
         for _ in range(3):

@@ -10,6 +10,7 @@ from ge.errors import GEError
 from ge.memory.verify import verify_memory
 from ge.schedule.events import verify_events
 from ge.schedule.split import RESERVED_TASKS, split_streams, task_costs
+from stream_options import PER_STREAM
 
 OPS = ["Relu", "Neg", "Abs", "Sigmoid"]
 
@@ -62,7 +63,7 @@ def test_waits_count_twice_and_records_once():
 def test_split_plan_runs_on_both_runtimes(runtime):
     """GE_REFERENCE 3.5: the pieces run as streams of their own (threads), ordered by the chain events."""
     x = np.linspace(-2, 2, 16, dtype=np.float32)
-    with ge.Session(_chain(), runtime=runtime, options={"max_tasks_per_stream": 30, "thread_budget": 4}) as s:
+    with ge.Session(_chain(), runtime=runtime, options={"max_tasks_per_stream": 30, "thread_budget": 4, **PER_STREAM}) as s:
         assert s.plan.num_streams == 4 and s.stream_threads == 4   # one thread a piece: real cross-thread waits
         for _ in range(3):
             (y,) = s.run(None, {"x": x})

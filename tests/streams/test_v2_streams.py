@@ -8,10 +8,11 @@ import pytest
 import ge
 from ge.errors import ExecutionError
 from ge.zoo import LIGHT_MODELS, light_model_path, reference_feeds
+from stream_options import PER_STREAM
 
 
 def sessions(name, **opts):
-    multi = ge.Session(light_model_path(name), runtime="v2", options=ge.Options(thread_budget=2, **opts))
+    multi = ge.Session(light_model_path(name), runtime="v2", options=ge.Options(thread_budget=2, **{**PER_STREAM, **opts}))
     single = ge.Session(light_model_path(name), runtime="v2", options=ge.Options(enable_single_stream=True))
     return multi, single
 
@@ -94,6 +95,10 @@ def test_thread_budget_bounds_stream_threads():
     assert Executor(plan).stream_threads == 2
     plan = dataclasses.replace(plan, options=ge.Options(thread_budget=8))
     assert Executor(plan).stream_threads == 4   # at most one per stream
+    plan = dataclasses.replace(plan, options=ge.Options(thread_budget=8, aicore_num=2))
+    assert Executor(plan).stream_threads == 4   # the budget less the cores each kernel is tiled over
+    plan = dataclasses.replace(plan, options=ge.Options(thread_budget=2, aicore_num=2))
+    assert Executor(plan).stream_threads == 1   # every kernel keeps both cores busy: the streams share a thread
 
 
 def test_closed_session_stops_its_stream_threads():
@@ -107,21 +112,26 @@ def test_closed_session_stops_its_stream_threads():
     assert not any(t.is_alive() for t in before)
 
 
+@pytest.mark.parametrize("aicores", ["1", "0"])
 @pytest.mark.parametrize("runtime", ["v1", "v2"])
-def test_ge_profile_writes_a_trace_with_one_track_per_stream(tmp_path, capsys, runtime):
+def test_ge_profile_writes_a_trace_with_one_track_per_stream(tmp_path, capsys, runtime, aicores):
+    """A track per stream whether the streams run on threads of their own (--aicore-num 1: kernels untiled,
+    events between the threads drawn as flow arrows) or share one (the defaults on several cores)."""
     import json
 
     from ge.cli import main
     trace = tmp_path / "t.json"
     assert main(["profile", light_model_path("squeezenet"), "--trace", str(trace), "--repeat", "1",
-                 "--runtime", runtime]) == 0
+                 "--runtime", runtime, "--aicore-num", aicores]) == 0
     out = capsys.readouterr().out
     assert "2 streams" in out and "overlap" in out and "AICORE utilization" in out
     assert f"on runtime_{runtime}" in out
     events = json.load(open(trace))["traceEvents"]
     tracks = {e["tid"] for e in events if e["ph"] == "X" and e["cat"] == "kernel"}
     assert tracks == {0, 1}
-    assert sum(e["ph"] == "s" for e in events) == sum(e["ph"] == "f" for e in events) > 0
+    flows = sum(e["ph"] == "s" for e in events)
+    assert flows == sum(e["ph"] == "f" for e in events)
+    assert flows > 0 if aicores == "1" else True
 
 
 def test_traced_single_stream_run_matches():
