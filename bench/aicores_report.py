@@ -1,11 +1,18 @@
 """How ge scales over the AI cores: `python bench/aicores_report.py [--rounds N] [--only speedup,ort,...]`.
 
 Prints, with the date and the machine, contenders alternating round by round in one process (medians):
+  ceiling   the machine itself: a native loop on one thread vs the same loop on every CPU at once (twice the
+            work on 2 CPUs): the speed-up perfectly parallel work gets here (a VM whose CPUs come and go
+            shows it below the CPU count);
   spin      ResNet-50: ge right after a spinning vs a non-spinning onnxruntime, and alone;
   speedup   ge (runtime_v1) at thread budget 1 vs 2 per light model and a BERT-like encoder (seq 128), with
             onnxruntime 1 vs 2 intra-op threads beside it;
   ort       ge at its defaults vs onnxruntime at its defaults (the whole machine), geomean;
-  streams   Inception v1/v2: cores alone (one stream), streams alone (aicore_num 1), both;
+  streams   Inception v1/v2: cores alone (one stream), streams alone (aicore_num 1), both (a thread per stream,
+            every kernel tiled, core tokens bounding the threads that compute), and the defaults (the
+            streams share budget // aicore_num threads: ge.npu.programs.stream_threads);
+  headroom  Inception v1/v2 on one stream, every kernel tiled: a traced run's busy and idle time per core,
+            and the wall time were no core ever idle (what another stream could fill at most);
   dispatch  a 1,000-node chain with every tiled task forced to block_dim = cores vs 1: the cost per task;
   project   the modelled Ascend-910-like NPU (ge.npu.sim, 32 AI cores): ResNet-50, Inception v1/v2 and the
             BERT-like encoder tiled for 1 core and for 32, on one stream and on the plan's streams.
@@ -22,6 +29,7 @@ import platform
 import sys
 
 import numpy as np
+from numba import njit
 
 import ge
 from ge.bench import alternate, onnxruntime_session
@@ -39,9 +47,14 @@ def machine() -> str:
     return f"{model}, {CPUS} CPUs for this process, Python {platform.python_version()}"
 
 
+ONLY: list[str] = []   # --models: names (or prefixes) to keep
+
+
 def models() -> dict:
-    out = {name: with_random_weights(name) for name in LIGHT_MODELS}
-    out["bert_like (768, 4 layers, seq 128)"] = bert_like(layers=4, hidden=768, heads=12, batch=1, seq=128)
+    names = [n for n in LIGHT_MODELS if not ONLY or any(n.startswith(o) for o in ONLY)]
+    out = {name: with_random_weights(name) for name in names}
+    if not ONLY or any("bert_like".startswith(o) for o in ONLY):
+        out["bert_like (768, 4 layers, seq 128)"] = bert_like(layers=4, hidden=768, heads=12, batch=1, seq=128)
     return out
 
 
@@ -59,9 +72,51 @@ def med(times) -> float:
     return float(np.median(times)) * 1e3
 
 
+@njit(nogil=True, cache=True)
+def _spin(n):
+    s = 0.0
+    for i in range(n):
+        s += (i % 7) * 0.5
+    return s
+
+
+SPIN = 10_000_000   # ~10 ms of a native loop
+
+
+def _every_cpu() -> None:
+    """The loop on every CPU at once (CPUS times the work of one)."""
+    import threading
+    threads = [threading.Thread(target=_spin, args=(SPIN,)) for _ in range(CPUS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+CEILING = {"spin 1": lambda: _spin(SPIN), "spin all": _every_cpu}
+
+
+def ceiling_of(t: dict, best: bool = False) -> float:
+    """The speed-up perfectly parallel work got in the same rounds: CPUS x (one thread's time / all threads')."""
+    pick = min if best else med
+    return CPUS * pick(t["spin 1"]) / pick(t["spin all"])
+
+
+def ceiling(rounds: int) -> None:
+    _spin(10)
+    t = alternate(CEILING, rounds=rounds)
+    print(f"\n== the machine: a native loop on 1 thread {med(t['spin 1']):.1f} ms, the same on {CPUS} threads at once "
+          f"{med(t['spin all']):.1f} ms: perfectly parallel work gets {ceiling_of(t):.2f}x here "
+          f"(best of each: {ceiling_of(t, True):.2f}x)")
+
+
 def speedup(rounds: int) -> None:
-    print("\n== thread budget 1 -> 2 (runtime_v1; onnxruntime intra-op threads 1 -> 2), ms and speed-up")
-    print(f"{'model':36s} {'ge 1':>8s} {'ge 2':>8s} {'x':>6s}   {'ort 1':>8s} {'ort 2':>8s} {'x':>6s}")
+    print("\n== thread budget 1 -> 2 (runtime_v1; onnxruntime intra-op threads 1 -> 2), medians in ms and speed-ups "
+          "(median, and best run against best run); `machine`: what perfectly parallel work got in the same rounds "
+          "(a native loop on 1 thread vs on every CPU)")
+    print(f"{'model':36s} {'ge 1':>7s} {'ge 2':>7s} {'x':>5s} {'best':>5s}   {'ort 1':>7s} {'ort 2':>7s} {'x':>5s} "
+          f"{'best':>5s}   {'machine':>7s} {'best':>5s}")
+    _spin(10)
     for name, model in models().items():
         s1 = ge.Session(model, options=ge.Options(thread_budget=1))
         s2 = ge.Session(model, options=ge.Options(thread_budget=2))
@@ -69,9 +124,13 @@ def speedup(rounds: int) -> None:
         np.testing.assert_array_equal(s1.run(None, feeds)[0], s2.run(None, feeds)[0])
         o1, o2 = onnxruntime_session(model, 1), onnxruntime_session(model, 2)
         t = alternate({"ge1": lambda: s1.run(None, feeds), "ge2": lambda: s2.run(None, feeds),
-                       "o1": lambda: o1.run(None, feeds), "o2": lambda: o2.run(None, feeds)}, rounds=rounds)
+                       "o1": lambda: o1.run(None, feeds), "o2": lambda: o2.run(None, feeds), **CEILING},
+                      rounds=rounds)
         g1, g2, r1, r2 = (med(t[k]) for k in ("ge1", "ge2", "o1", "o2"))
-        print(f"{name:36s} {g1:8.2f} {g2:8.2f} {g1 / g2:6.2f}   {r1:8.2f} {r2:8.2f} {r1 / r2:6.2f}", flush=True)
+        best = {k: min(v) for k, v in t.items()}
+        print(f"{name:36s} {g1:7.2f} {g2:7.2f} {g1 / g2:5.2f} {best['ge1'] / best['ge2']:5.2f}   {r1:7.2f} {r2:7.2f} "
+              f"{r1 / r2:5.2f} {best['o1'] / best['o2']:5.2f}   {ceiling_of(t):7.2f} {ceiling_of(t, True):5.2f}",
+              flush=True)
 
 
 def versus_ort(rounds: int) -> None:
@@ -89,18 +148,47 @@ def versus_ort(rounds: int) -> None:
 
 
 def streams(rounds: int) -> None:
-    print("\n== Inception: cores alone, streams alone, both (runtime_v1, thread budget = CPUs), ms")
+    print("\n== Inception: cores alone, streams alone, both, defaults (runtime_v1, the CPUs of this process), ms")
     for name in ("inception_v1", "inception_v2"):
         model = with_random_weights(name)
-        cores = ge.Session(model, options=ge.Options(max_streams=1))
-        streams_ = ge.Session(model, options=ge.Options(aicore_num=1))
-        both = ge.Session(model)
-        feeds = feeds_for(both)
-        t = alternate({"cores": lambda: cores.run(None, feeds), "streams": lambda: streams_.run(None, feeds),
-                       "both": lambda: both.run(None, feeds)}, rounds=rounds)
-        c, s, b = med(t["cores"]), med(t["streams"]), med(t["both"])
-        print(f"{name:14s} cores {c:7.2f}  streams {s:7.2f} ({both.plan.num_streams} streams)  both {b:7.2f}"
-              f"   best alone / both {min(c, s) / b:.3f}", flush=True)
+        kinds = {"cores": ge.Options(max_streams=1),                     # one stream, kernels tiled
+                 "streams": ge.Options(aicore_num=1),                    # a thread per stream, kernels untiled
+                 "both": ge.Options(thread_budget=CPUS * CPUS),           # a thread per stream, kernels tiled
+                 "defaults": ge.Options()}                                # the streams on budget // cores threads
+        sess = {k: ge.Session(model, options=o) for k, o in kinds.items()}
+        feeds = feeds_for(sess["cores"])
+        want = sess["cores"].run(None, feeds)[0]
+        for s in sess.values():
+            np.testing.assert_array_equal(s.run(None, feeds)[0], want)
+        t = alternate({k: (lambda s=s: s.run(None, feeds)) for k, s in sess.items()}, rounds=rounds)
+        m = {k: med(v) for k, v in t.items()}
+        threads = {k: s.stream_threads for k, s in sess.items()}
+        print(f"{name:14s} " + "  ".join(f"{k} {m[k]:7.2f} ({threads[k]}t)" for k in kinds)
+              + f"   best of cores, streams / both {min(m['cores'], m['streams']) / m['both']:.3f}", flush=True)
+
+
+def headroom(rounds: int) -> None:
+    """How much a second stream could add to tiled kernels at most: the cores' idle time on one stream."""
+    from ge.npu import Tracer
+    print(f"\n== one stream, kernels tiled over {CPUS} cores: traced busy time per core (best of {rounds} runs), ms")
+    for name in ("inception_v1", "inception_v2"):
+        s = ge.Session(with_random_weights(name), options=ge.Options(max_streams=1))
+        feeds = feeds_for(s)
+        best = None
+        for _ in range(rounds):
+            tr = Tracer()
+            s.run_traced(feeds, tr)
+            kern = [x for x in tr.slices if x.kind == "kernel"]
+            wall = max(x.end for x in kern) - min(x.start for x in kern)
+            if best is None or wall < best[0]:
+                best = (wall, kern, [x for x in tr.slices if x.kind == "block"])
+        wall, kern, blocks = best
+        tiled = {b.name.rsplit("[", 1)[0] for b in blocks}
+        untiled = sum(k.end - k.start for k in kern if k.name not in tiled)
+        busy = untiled + sum(b.end - b.start for b in blocks)   # every core's compute
+        print(f"{name:14s} wall {wall * 1e3:6.2f}  compute {busy * 1e3:6.2f} over {CPUS} cores "
+              f"({busy / (CPUS * wall):.1%} busy; untiled tasks {untiled * 1e3:.2f})  no idle core: "
+              f"{busy / CPUS * 1e3:6.2f}, at most {wall * CPUS / busy:.3f}x faster", flush=True)
 
 
 def dispatch(rounds: int) -> None:
@@ -153,14 +241,17 @@ def spin(rounds: int) -> None:
           f"non-spinning one {med(b['ge']):.1f} (onnxruntime {med(b['ort']):.1f}); ge alone {med(alone['ge']):.1f}")
 
 
-PARTS = {"spin": spin, "speedup": speedup, "ort": versus_ort, "streams": streams, "dispatch": dispatch, "project": project}
+PARTS = {"ceiling": ceiling, "spin": spin, "speedup": speedup, "ort": versus_ort, "streams": streams, "headroom": headroom,
+         "dispatch": dispatch, "project": project}
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--only", default=",".join(PARTS), help="comma list of " + ", ".join(PARTS))
+    p.add_argument("--models", help="speedup / ort / project: only these models (comma list of name prefixes)")
     args = p.parse_args(argv)
+    ONLY[:] = args.models.split(",") if args.models else []
     print(f"ge AI cores report, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
     for part in args.only.split(","):
         PARTS[part](args.rounds)
