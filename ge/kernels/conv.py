@@ -66,6 +66,7 @@ from numba import njit
 
 from ..ir.dtypes import HALF
 from .conv_depthwise import depthwise
+from .conv_depthwise_half import prepare_depthwise16
 from .conv_half import PANEL, implicit16, prepare16
 from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, implicit, input_layout, padded_channels
 from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shifted, _valid
@@ -278,7 +279,8 @@ def _common(ctx: KernelContext, kernel_dims):
     nd = len(x.shape) - 2
     if not 1 <= nd <= 3 or len(w) != nd + 2:
         raise ctx.error(f"expected 3-D to 5-D input and weight, got {x.shape} and {list(w)}")
-    half = x.dtype in HALF and ctx.attr("weight_shape") is not None  # a 16-bit feature map: conv_half.py
+    # a 16-bit feature map: packed (conv_half.py) or depthwise (conv_depthwise_half.py) with float32 weights
+    half = x.dtype in HALF and ctx.inputs[1].dtype == np.float32
     if not half and (x.dtype not in _FLOATS or ctx.inputs[1].dtype != x.dtype):
         raise ctx.error(f"input and weight must both be float32 or float64, got {x.dtype} and {ctx.inputs[1].dtype}")
     k = _ints(ctx, "kernel_shape", nd, 0) if ctx.attr("kernel_shape") is not None else list(kernel_dims)
@@ -407,6 +409,10 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     OD, OH, OW = (int(v) for v in geom[[6, 7, 8]])
     Cg, Mg, KT = C // G, M // G, int(np.prod(geom[9:12]))
     dtype = ctx.inputs[0].dtype
+    if dtype in HALF and _mode(geom, Cg, Mg, KT, ctx.attr("weight_shape") is not None, False) == DEPTHWISE:
+        bd, _ = _conv_tiling(ctx.cores, DEPTHWISE, N * G, Mg, KT, OD * OH, OD * OH * OW, 1)
+        tile, lw, _ = _plan(DEPTHWISE, geom, Cg, Mg, OD * OH, 4)
+        return prepare_depthwise16(ctx, geom, bd, tile, lw, activation_args(ctx))
     if dtype in HALF:  # a 16-bit feature map: conv_half.py, in PACKED's blocks
         bd, split = _conv_tiling(ctx.cores, PACKED, N * G, Mg, Cg * KT, OH, OH * OW, PANEL)
         return prepare16(ctx, geom, conv16, bd, split, largest_share(OD * OH, 1, bd) if split == SPATIAL else OD * OH)
@@ -439,7 +445,21 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
 
 register("Conv", infer=_infer_conv)(_prepare_conv)
 register("FusedConv", domain="ge", infer=_infer_conv)(_prepare_conv)
-native16("FusedConv", "ge", lambda attrs: "weight_shape" in attrs)  # packed: conv_half.py
+
+
+def depthwise16_fits(node) -> bool:
+    """A Conv node DEPTHWISE runs (_mode) with float32 constant weights: conv_depthwise_half.py on 16 bits."""
+    x, w = node.inputs[0], node.inputs[1]
+    if w is None or w.const is None or w.dtype != np.float32 or len(w.shape) != 4 or x.shape is None or \
+            len(x.shape) != 4 or not isinstance(x.shape[1], int):
+        return False
+    group = int(node.attrs.get("group", 1))
+    return (USE_DEPTHWISE and w.shape[1] == 1 and group == x.shape[1] and w.shape[0] % group == 0
+            and w.shape[0] // group <= 4 and all(int(d) == 1 for d in node.attrs.get("dilations", (1, 1))))
+
+
+native16("Conv", when=depthwise16_fits)  # 16-bit feature maps: conv_depthwise_half.py
+native16("FusedConv", "ge", lambda n: "weight_shape" in n.attrs or depthwise16_fits(n))  # packed: conv_half.py
 
 
 def _conv_transpose_shape(ctx: KernelContext):

@@ -34,9 +34,11 @@ PANEL = 32  # output channels a panel sums into scratch: 2 float32 vectors (conv
 # uncapped, a stem conv's tile held every output row (1.8 MiB of scratch on SqueezeNet: its peak); with half
 # of A_BYTES of copy and 256 outputs Inception v1 / v2 planned 0.86x / 0.90x float32's, their parallel
 # branches' copies all live at once; 32 KiB and 128: 0.50x / 0.49x; with MIN_POSITIONS 32: 0.50x / 0.53x
+# (Inception v2's 3x3s on 14 x 14 with 576 input channels: 3 rows, 178 KB of copy per block); with 16:
+# 0.51x / 0.49x, and Inception v2 at one core 47.3 vs 46.8 ms (taskset -c 0, 30 alternating rounds)
 COPY_BYTES = 1 << 15
 OUT_POSITIONS = 128
-MIN_POSITIONS = 32
+MIN_POSITIONS = 16
 
 
 @njit(nogil=True, cache=True)

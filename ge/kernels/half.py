@@ -137,11 +137,12 @@ def half_to_half(x, out, kin, kout, block_idx, block_dim):
 
 
 # ops whose kernels read and write 16-bit feature maps themselves, converting in registers (conv_half.py,
-# pool_half.py, vector_half.py): (op, domain) -> when(attrs) it holds; passes/drop_half_casts uses it
+# conv_depthwise_half.py, pool_half.py, vector_half.py): (op, domain) -> when(node) it holds (the IR node:
+# its attrs and its inputs' shapes and constants); passes/drop_half_casts uses it
 NATIVE16: dict = {}
 
 
-def native16(op: str, domain: str = "", when=lambda attrs: True) -> None:
+def native16(op: str, domain: str = "", when=lambda node: True) -> None:
     NATIVE16[(op, domain)] = when
 
 

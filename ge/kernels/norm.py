@@ -317,7 +317,7 @@ def _prepare_lrn(ctx: KernelContext) -> Launch:
 
 
 native16("LRN")  # 16-bit feature maps: vector_half.py
-native16("BatchNormalization", when=lambda attrs: not attrs.get("training_mode", 0))
+native16("BatchNormalization", when=lambda n: not n.attrs.get("training_mode", 0))
 
 
 # -- LpNormalization --------------------------------------------------------------------------------

@@ -352,8 +352,8 @@ def _prepare_avgpool(ctx: KernelContext) -> Launch:
     return _pool_launch(ctx, AVG)
 
 
-native16("MaxPool", when=pool_half.fits16)   # 16-bit feature maps: pool_half.py
-native16("AveragePool", when=pool_half.fits16)
+native16("MaxPool", when=lambda n: pool_half.fits16(n.attrs))   # 16-bit feature maps: pool_half.py
+native16("AveragePool", when=lambda n: pool_half.fits16(n.attrs))
 
 
 def _lp_mode(p: float) -> int:

@@ -6,7 +6,7 @@ precision, with no float32 copy of either side).
  -> y:f16 = Op(x, W, ...)
 
 compute_in_float32 brackets every 16-bit op with Casts (each result rounded to its type); a kernel in
-kernels/half.NATIVE16 (conv_half.py, pool_half.py, vector_half.py) converts to float32 in registers and
+kernels/half.NATIVE16 (conv_half.py, conv_depthwise_half.py, pool_half.py, vector_half.py) converts to float32 in registers and
 rounds once when it stores, so the result has the same rounding without the two full-size float32
 tensors that were live around the op. Constant float32 inputs (conv weights, BatchNormalization's
 statistics) stay float32.
@@ -45,7 +45,7 @@ def _narrow(v, half):
 def _match(graph, node):
     """Step 1: (the 16-bit inputs, the Cast after node) when node drops its Casts, else None."""
     when = NATIVE16.get((node.op_type, node.domain))
-    if when is None or not when(node.attrs) or len(node.outputs) != 1:
+    if when is None or not when(node) or len(node.outputs) != 1:
         return None
     y = node.outputs[0]
     after = y.users[0] if len(y.users) == 1 and y not in graph.outputs else None

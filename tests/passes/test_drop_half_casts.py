@@ -80,3 +80,68 @@ def test_squeezenet_feature_map_halves():
     ratio = (ge.compile(m, ge.Options(precision_mode="allow_mix_precision")).memory.stats.feature_map_bytes /
              ge.compile(m).memory.stats.feature_map_bytes)
     assert ratio <= 0.52
+
+
+def _depthwise_chain():
+    """ShuffleNet's and MobileNet's depthwise convs: stride 2 with bias, then stride 1 with two outputs per
+    channel and Relu, then a 5x5 whose result is added to its input (the Add stays float32)."""
+    C = 24
+    nodes = [node("Conv", ["x", "w1", "b1"], ["d1"], group=C, pads=[1] * 4, strides=[2, 2]),
+             node("Conv", ["d1", "w2"], ["d2"], group=C, pads=[1] * 4), node("Relu", ["d2"], ["r2"]),
+             node("Conv", ["r2", "w3", "b3"], ["d3"], group=2 * C, pads=[2] * 4),
+             node("Add", ["d3", "r2"], ["s"]), node("Relu", ["s"], ["y"])]
+    inits = {"w1": randn(C, 1, 3, 3), "b1": randn(C), "w2": randn(2 * C, 1, 3, 3), "w3": randn(2 * C, 1, 5, 5) * 0.2,
+             "b3": randn(2 * C)}
+    return model(nodes, {"x": [2, C, 29, 29]}, ["y"], inits), {"x": randn(2, C, 29, 29)}
+
+
+@pytest.mark.parametrize("mode", ["allow_mix_precision", "allow_mix_precision_bf16"])
+def test_16_bit_depthwise_convs_give_the_bits_of_the_float32_ones_between_casts(mode):
+    """conv_depthwise_half: the depthwise convs keep 16-bit maps (no Cast left inside), with the bits of the
+    float32 kernel between Casts, on both runtimes and any core count."""
+    m, feeds = _depthwise_chain()
+    opts = dict(precision_mode=mode, modify_mixlist={"white-list": {"to-add": ["Conv"]}})
+    want = ge.Session(ge.compile(m, ge.Options(**opts, disabled_passes=("drop_half_casts",))),
+                      runtime="v2").run(None, feeds)[0]
+    for cores in (1, 2):
+        plan = ge.compile(m, ge.Options(**opts, aicore_num=cores))
+        convs = [n for n in plan.nodes if "Conv" in n.op_type]
+        assert len(convs) == 3 and all(plan.tensors[n.outputs[0]].dtype.itemsize == 2 for n in convs)
+        assert [n.op_type for n in plan.nodes][:3] == ["Cast", "Conv", "FusedConv"]   # no Cast between them
+        for runtime in ("v1", "v2"):
+            np.testing.assert_array_equal(ge.Session(plan, runtime=runtime).run(None, feeds)[0], want)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_a_16_bit_depthwise_fused_conv_with_residual(dtype):
+    """ge::FusedConv on 16-bit X and Z (bias, Z, Relu): the float32 FusedConv's result on the widened values,
+    rounded once, on both runtimes and any core count."""
+    import ml_dtypes
+    from op_check import make_model
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    C = 16
+    x, z = randn(1, C, 20, 20).astype(dt), randn(1, 2 * C, 10, 10).astype(dt)
+    w, b = randn(2 * C, 1, 3, 3), randn(2 * C)
+    attrs = {"group": C, "pads": [1] * 4, "strides": [2, 2], "activation": "Relu"}
+    m16, feeds = make_model("FusedConv", [x, w, b, z], attrs, domain="ge", const_inputs=(1, 2))
+    m16.graph.output[0].type.tensor_type.elem_type = TensorProto.BFLOAT16 if dtype == "bfloat16" else F16
+    m32, f32 = make_model("FusedConv", [x.astype(np.float32), w, b, z.astype(np.float32)], attrs, domain="ge",
+                          const_inputs=(1, 2))
+    want = ge.Session(m32, runtime="v2").run(None, f32)[0].astype(dt)
+    for cores in (1, 2):
+        plan = ge.compile(m16, ge.Options(aicore_num=cores))
+        assert [n.op_type for n in plan.nodes] == ["FusedConv"]
+        for runtime in ("v1", "v2"):
+            got = ge.Session(plan, runtime=runtime).run(None, feeds)[0]
+            np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("name", ["shufflenet", "inception_v2"])
+def test_feature_map_halves_with_depthwise_and_branches(name):
+    """ShuffleNet (depthwise convs in every unit: 0.71x with their Casts) and Inception v2 (four branches'
+    conv scratch live at once: 0.53x with 32-position tiles)."""
+    from ge.zoo import with_random_weights
+    m = with_random_weights(name)
+    ratio = (ge.compile(m, ge.Options(precision_mode="allow_mix_precision")).memory.stats.feature_map_bytes /
+             ge.compile(m).memory.stats.feature_map_bytes)
+    assert ratio <= 0.52
