@@ -33,6 +33,7 @@ def depthwise16(x, w, b, z, y, ws, geom, kind, has_b, has_z, act, p0, p1, tile, 
     pad, xs, ys = wsb[:lw], wsb[lw:lw + HW], wsb[lw + HW:lw + HW + Mg * S]
     zs = wsb[lw + HW + Mg * S:lw + HW + 2 * Mg * S] if has_z else ys
     taps = np.empty(KT, np.int64)
+    one = np.int64(block_dim > 0)   # 1 as an int64 variable: literal arguments would compile another depthwise
     q0, q1 = block_range(N * G, 1, block_idx, block_dim)
     for q in range(q0, q1):
         g = q % G
@@ -42,7 +43,7 @@ def depthwise16(x, w, b, z, y, ws, geom, kind, has_b, has_z, act, p0, p1, tile, 
         # one pair as a conv of one group: plane 0 of xs, this group's weights and bias (b stands in for an
         # absent bias: W, which has more than M elements)
         depthwise(xs, w[g * Mg * KT:(g + 1) * Mg * KT], b[g * Mg:(g + 1) * Mg], zs, ys, pad, taps,
-                  0, 1, 1, Mg, H, W, OH, OW, KH, KW, sh, sw, ph, pw, tile, has_b, has_z, act, p0, p1)
+                  one - 1, one, one, Mg, H, W, OH, OW, KH, KW, sh, sw, ph, pw, tile, has_b, has_z, act, p0, p1)
         narrow_run(ys, 0, y, q * Mg * S, Mg * S, kind)
 
 
