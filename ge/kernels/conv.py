@@ -66,7 +66,7 @@ from numba import njit
 
 from ..ir.dtypes import HALF
 from .conv_depthwise import depthwise
-from .conv_depthwise_half import prepare_depthwise16
+from .conv_depthwise_half import depthwise16_fits, prepare_depthwise16
 from .conv_half import PANEL, implicit16, prepare16
 from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, implicit, input_layout, padded_channels
 from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shifted, _valid
@@ -445,21 +445,8 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
 
 register("Conv", infer=_infer_conv)(_prepare_conv)
 register("FusedConv", domain="ge", infer=_infer_conv)(_prepare_conv)
-
-
-def depthwise16_fits(node) -> bool:
-    """A Conv node DEPTHWISE runs (_mode) with float32 constant weights: conv_depthwise_half.py on 16 bits."""
-    x, w = node.inputs[0], node.inputs[1]
-    if w is None or w.const is None or w.dtype != np.float32 or len(w.shape) != 4 or x.shape is None or \
-            len(x.shape) != 4 or not isinstance(x.shape[1], int):
-        return False
-    group = int(node.attrs.get("group", 1))
-    return (USE_DEPTHWISE and w.shape[1] == 1 and group == x.shape[1] and w.shape[0] % group == 0
-            and w.shape[0] // group <= 4 and all(int(d) == 1 for d in node.attrs.get("dilations", (1, 1))))
-
-
-native16("Conv", when=depthwise16_fits)  # 16-bit feature maps: conv_depthwise_half.py
-native16("FusedConv", "ge", lambda n: "weight_shape" in n.attrs or depthwise16_fits(n))  # packed: conv_half.py
+native16("Conv", when=lambda n: USE_DEPTHWISE and depthwise16_fits(n))  # 16-bit maps: conv_depthwise_half.py
+native16("FusedConv", "ge", lambda n: "weight_shape" in n.attrs or USE_DEPTHWISE and depthwise16_fits(n))
 
 
 def _conv_transpose_shape(ctx: KernelContext):

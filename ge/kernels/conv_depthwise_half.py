@@ -47,6 +47,18 @@ def depthwise16(x, w, b, z, y, ws, geom, kind, has_b, has_z, act, p0, p1, tile, 
         narrow_run(ys, 0, y, q * Mg * S, Mg * S, kind)
 
 
+def depthwise16_fits(node) -> bool:
+    """An IR Conv node that conv's DEPTHWISE runs (one input channel a group, at most 4 outputs each, 2-D,
+    undilated) with float32 constant weights: drop_half_casts may give it 16-bit maps."""
+    x, w = node.inputs[0], node.inputs[1]
+    if w is None or w.const is None or w.dtype != np.float32 or len(w.shape) != 4 or x.shape is None or \
+            len(x.shape) != 4 or not isinstance(x.shape[1], int):
+        return False
+    group = int(node.attrs.get("group", 1))
+    return (w.shape[1] == 1 and group == x.shape[1] and w.shape[0] % group == 0 and w.shape[0] // group <= 4
+            and all(int(d) == 1 for d in node.attrs.get("dilations", (1, 1))))
+
+
 def prepare_depthwise16(ctx: KernelContext, geom, bd: int, tile: int, lw: int, act_args) -> Launch:
     """The launch of depthwise16 in bd blocks of pairs; tile, lw: conv._plan's DEPTHWISE tile and padded rows."""
     if ctx.has(3) and ctx.inputs[3].dtype != ctx.inputs[0].dtype:
