@@ -65,6 +65,24 @@ def test_16_bit_kernels_give_the_bits_of_the_float32_ops_between_casts(mode, con
             np.testing.assert_array_equal(ge.Session(plan, runtime=runtime).run(None, feeds)[0], want)
 
 
+@pytest.mark.parametrize("mode", ["allow_mix_precision", "allow_mix_precision_bf16"])
+@pytest.mark.parametrize("pool", ["AveragePool", "MaxPool"])
+def test_a_pool_over_the_whole_image_gives_the_float32_bits(mode, pool):
+    """A window covering the image (ResNet's last AveragePool) runs as a reduction in both paths: pool_half
+    folds the widened planes with reduce.py's loop, so even the sums' order is the float32 path's."""
+    C, M, H = 8, 150, 7  # 150 planes: more than pool_half.PLANES a pass
+    m = model([node("Conv", ["x", "w", "b"], ["c"], pads=[1] * 4), node("Relu", ["c"], ["r"]),
+               node(pool, ["r"], ["y"], kernel_shape=[H, H])],
+              {"x": [2, C, H, H]}, ["y"], {"w": randn(M, C, 3, 3) * 0.3, "b": randn(M)})
+    feeds = {"x": randn(2, C, H, H)}
+    want = ge.Session(ge.compile(m, ge.Options(precision_mode=mode, disabled_passes=("drop_half_casts",))),
+                      runtime="v2").run(None, feeds)[0]
+    for cores in (1, 2):
+        plan = ge.compile(m, ge.Options(precision_mode=mode, aicore_num=cores))
+        assert [n.op_type for n in plan.nodes].count("Cast") == 2, [n.op_type for n in plan.nodes]
+        np.testing.assert_array_equal(ge.Session(plan, runtime="v2").run(None, feeds)[0], want)
+
+
 def test_a_16_bit_conv_needs_packed_float32_weights():
     from ge.kernels import KernelContext, TensorSpec, lookup
     ctx = KernelContext("Conv", "c", {}, [TensorSpec((1, 4, 5, 5), np.float16), TensorSpec((8, 4, 3, 3), np.float16)],

@@ -50,7 +50,7 @@ def _conv_model(c, m, hw, k, stride=1, pad=0, residual=False, relu=True):
 CASES = {  # (C, M, H=W, k, stride, pad, residual): odd C, M not a multiple of 8, strides, the stem's 7x7
     "3x3": (8, 20, 9, 3, 1, 1, False), "3x3 s2 odd C": (7, 16, 11, 3, 2, 1, False),
     "1x1 residual": (16, 24, 6, 1, 1, 0, True), "1x1 s2 residual": (16, 32, 8, 1, 2, 0, True),
-    "7x7 s2 C3": (3, 8, 20, 7, 2, 3, False),
+    "7x7 s2 C3": (3, 8, 20, 7, 2, 3, False), "3x3 residual": (8, 16, 9, 3, 1, 1, True),
 }
 
 
