@@ -3,20 +3,21 @@
 
 The lowering pack_bf16_convs picks the Convs that allow_mix_precision_bf16 reduces (a bfloat16 input
 widened by a Cast, the result narrowed by one) and gives them to this kernel, which reads and writes the
-bfloat16 bits itself: no float32 copy of the feature map either side. Per image and AI-core block:
-  Step 1: the block's input rows are copied into its workspace as one plane per (row phase a < sh, column
+bfloat16 bits itself: no float32 copy of the feature map either side. Per image, AI-core block and strip
+of output rows (as many as keep Step 1's planes within STRIP_BYTES):
+  Step 1: the strip's input rows are copied into its workspace as one plane per (row phase a < sh, column
           tap kw): plane (a, kw) holds x[(r0 + r) * sh + a - ph, q * sw + kw - pw] at lane r * OW + q, zero
           outside the input, two channels interleaved in each 32-bit lane (pairs of K are vdpbf16ps'
           operand, 16 consecutive positions one zmm load). Tap (kh, kw) reads plane (kh % sh, kw) from row
-          kh // sh on: every tap reads OW-wide rows, so the block's output positions are one contiguous run
+          kh // sh on: every tap reads OW-wide rows, so the strip's output positions are one contiguous run
           and every tile stores straight into y.
   Step 2: weights are packed once (pack_weights, by the lowering) in groups of MR = 8 output channels:
           for each K pair (channel pair, tap) the 8 channels' bfloat16 pairs, one broadcast each.
-  Step 3: a tile of 8 output channels x 32 consecutive positions (of all the block's rows: no lane idles
+  Step 3: a tile of 8 output channels x 32 consecutive positions (of all the strip's rows: no lane idles
           at a row's end) is 16 zmm accumulators; each K pair loads 2 input vectors, broadcasts 8 weight
           pairs and issues 16 vdpbf16ps.
   Step 4: simd_bf16.bvepilogue on each channel's two accumulators: + bias, + Z, Relu, rounded to bfloat16,
-          one 64-byte store into y (masked past the block's last position).
+          one 64-byte store into y (masked past the strip's last position).
 Loops: chunks of tiles whose input stays in L1 / L2 (CHUNK_BYTES) outside, channel groups, then the
 chunk's tiles (_tiles, a called function): each group's y rows are written in runs (tiles outside groups
 wrote 256 rows a tile and ran 1.5x slower on 64 -> 256 1x1 convs).
@@ -35,7 +36,10 @@ by side in one process, the sum over ResNet-50's 53 convs):
 - One plane per column tap (3 for a 3x3) instead of stride phases with rows OW + (KW - 1) // sw wide,
   whose garbage columns idled lanes (56 of 64 on 56- and 28-wide rows) or went through a tile buffer:
   43.2 -> 41.9 ms; 3x3 at 56 x 56 and 28 x 28 98 -> 110 GMAC/s (vdpbf16ps peaks at ~113 here: one a
-  cycle). The workspace holds KW / min(sw, KW) times the input (3x for a 3x3, 1.5x at stride 2).
+  cycle). The planes hold KW / min(sw, KW) times the input (3x for a 3x3, 1.5x at stride 2), so:
+- Strips: planes of a whole block's rows (19 MB for VGG's 64 -> 64 3x3 at 224 x 224) ran that conv in
+  23.7 ms (78 GMAC/s), strips of 512 KB in 17.3 (107; 256 KB 18.2, 1 MB 17.1); ResNet-50's sum the same
+  (42.1 -> 42.2 ms, 256 KB 42.9), and the workspace a plan holds stays small.
 - Rounding by vcvtneps2bf16 (fptrunc to bfloat) instead of integer ops: 0.5%.
 vdpbf16ps reads bfloat16 denormals as zero and vcvtneps2bf16 flushes float32 denormals to zero (Intel's
 rules for both): invisible at bfloat16 tolerance.
@@ -55,7 +59,8 @@ from .simd_bf16 import bvbcast2, bvdot, bvepilogue, bvload2, bvzero
 from .tiling import block_dim_for, block_range, largest_share
 
 MR, NP = 8, 32       # a register tile: output channels x positions (2 vectors)
-SLACK = NP + 16      # positions past a block's rows the last tile may read
+SLACK = NP + 16      # positions past a strip's rows the last tile may read
+STRIP_BYTES = 1 << 19  # Step 1's planes for a strip of output rows, at most (unless one row needs more)
 CHUNK_BYTES = 1 << 18  # tiles a chunk: their input (all K) stays in L2 for every channel group (1 << 16:
 # 10-20% slower on the 56 x 56 convs, 1 << 20 the same)
 
@@ -91,9 +96,17 @@ def pack_weights(w, M, C, KH, KW, wp):
 
 
 @njit(nogil=True, cache=True)
+def strip_rows(C, OW, KH, KW, sh, rows):
+    """Output rows a strip (of a block's `rows`): as many as keep Step 1's planes within STRIP_BYTES."""
+    per_row = (C + 1) // 2 * min(sh, KH) * KW * OW * 4
+    return max(1, min(rows, STRIP_BYTES // per_row - (KH - 1) // sh))
+
+
+@njit(nogil=True, cache=True)
 def workspace_size(C, OH, OW, KH, KW, sh, sw, rows):
-    """uint16 elements of one block's workspace for `rows` output rows: Step 1's planes."""
-    return (C + 1) // 2 * min(sh, KH) * KW * ((rows + (KH - 1) // sh) * OW + SLACK) * 2
+    """uint16 elements of one block's workspace for `rows` output rows: Step 1's planes for a strip."""
+    r = strip_rows(C, OW, KH, KW, sh, rows)
+    return (C + 1) // 2 * min(sh, KH) * KW * ((r + (KH - 1) // sh) * OW + SLACK) * 2
 
 
 @njit(nogil=True, cache=True)
@@ -220,20 +233,23 @@ def bf16_conv(x, w, b, z, y, ws, geom, has_z, relu, block_idx, block_dim):
         return
     per = ws.size // block_dim
     xp = ws[block_idx * per:(block_idx + 1) * per]
-    R, C2, KT = t1 - t0 + (KH - 1) // sh, (C + 1) // 2, KH * KW
-    PL, A = R * OW + SLACK, min(sh, KH)  # a plane's positions; the row phases some tap reads
+    SR, C2, KT = strip_rows(C, OW, KH, KW, sh, t1 - t0), (C + 1) // 2, KH * KW
+    PL, A = (SR + (KH - 1) // sh) * OW + SLACK, min(sh, KH)  # a plane's lanes; the row phases some tap reads
     koff = np.empty(C2 * KT, np.int64)
     _offsets(C2, KH, KW, sh, PL, OW, koff)
-    S, cols = OH * OW, (t1 - t0) * OW
-    tiles = (cols + NP - 1) // NP
+    S = OH * OW
     chunk = max(1, CHUNK_BYTES // (C2 * KT * 4 * NP))
     for n in range(N):
-        _pack_input(x, n * C * H * W, C, H, W, xp, PL, OW, R, t0, sh, sw, ph, pw, A, KW)
         yn = y[n * M * S:(n + 1) * M * S]
         zn = z[n * M * S:(n + 1) * M * S] if has_z else z
-        for c0 in range(0, tiles, chunk):  # a chunk of tiles (their input in L1 / L2) for every channel group
-            for g in range((M + MR - 1) // MR):
-                _tiles(xp, w, yn, b, zn, koff, g, c0, min(tiles, c0 + chunk), cols, t0 * OW, M, S, has_z, relu)
+        for s0 in range(t0, t1, SR):  # a strip of output rows: Step 1, then its tiles
+            rows = min(SR, t1 - s0)
+            _pack_input(x, n * C * H * W, C, H, W, xp, PL, OW, rows + (KH - 1) // sh, s0, sh, sw, ph, pw, A, KW)
+            cols = rows * OW
+            tiles = (cols + NP - 1) // NP
+            for c0 in range(0, tiles, chunk):  # a chunk of tiles (their input in L1 / L2) for every group
+                for g in range((M + MR - 1) // MR):
+                    _tiles(xp, w, yn, b, zn, koff, g, c0, min(tiles, c0 + chunk), cols, s0 * OW, M, S, has_z, relu)
 
 
 # -- the op ---------------------------------------------------------------------------------------------

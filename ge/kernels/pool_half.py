@@ -35,7 +35,7 @@ from .tiling import block_range
 MAXP, AVG = 0, 2  # pool.py's mode numbers
 _NS_TAP = 0.1  # ns per output and tap, one thread
 PLANES = 64  # a whole-image window's planes a fold call (it allocates: 90 ns a call), at most ...
-SCRATCH = 1 << 14  # ... floats of planes and results
+SCRATCH = 1 << 12  # ... floats of planes and results (16 KB: 64 planes of 7 x 7, 24 of 13 x 13)
 U = np.uint64
 
 
