@@ -66,7 +66,7 @@ from numba import njit
 
 from ..ir.dtypes import HALF
 from .conv_depthwise import depthwise
-from .conv_half import PANEL, implicit16, prepare16
+from .conv_half import PANEL, implicit16, launch_depthwise16, prepare16
 from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, implicit, input_layout, padded_channels
 from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shifted, _valid
 from .epilogue import activation_args, epilogue
@@ -278,7 +278,8 @@ def _common(ctx: KernelContext, kernel_dims):
     nd = len(x.shape) - 2
     if not 1 <= nd <= 3 or len(w) != nd + 2:
         raise ctx.error(f"expected 3-D to 5-D input and weight, got {x.shape} and {list(w)}")
-    half = x.dtype in HALF and ctx.attr("weight_shape") is not None  # a 16-bit feature map: conv_half.py
+    half = x.dtype in HALF and (ctx.attr("weight_shape") is not None or  # a 16-bit feature map: conv_half.py
+                                ctx.inputs[1].dtype == np.float32 and depthwise_half(w, ctx.attr("group", 1), ctx.attrs))
     if not half and (x.dtype not in _FLOATS or ctx.inputs[1].dtype != x.dtype):
         raise ctx.error(f"input and weight must both be float32 or float64, got {x.dtype} and {ctx.inputs[1].dtype}")
     k = _ints(ctx, "kernel_shape", nd, 0) if ctx.attr("kernel_shape") is not None else list(kernel_dims)
@@ -407,6 +408,10 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     OD, OH, OW = (int(v) for v in geom[[6, 7, 8]])
     Cg, Mg, KT = C // G, M // G, int(np.prod(geom[9:12]))
     dtype = ctx.inputs[0].dtype
+    if dtype in HALF and ctx.attr("weight_shape") is None:  # 16-bit DEPTHWISE (conv_half.depthwise16)
+        bd, _ = _conv_tiling(ctx.cores, DEPTHWISE, N * G, Mg, KT, OH, OH * OW, 0)
+        tile, lw, _ = _plan(DEPTHWISE, geom, Cg, Mg, OH, 4)
+        return launch_depthwise16(ctx, geom, bd, tile, lw)
     if dtype in HALF:  # a 16-bit feature map: conv_half.py, in PACKED's blocks
         bd, split = _conv_tiling(ctx.cores, PACKED, N * G, Mg, Cg * KT, OH, OH * OW, PANEL)
         return prepare16(ctx, geom, conv16, bd, split, largest_share(OD * OH, 1, bd) if split == SPATIAL else OD * OH)
@@ -439,7 +444,23 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
 
 register("Conv", infer=_infer_conv)(_prepare_conv)
 register("FusedConv", domain="ge", infer=_infer_conv)(_prepare_conv)
-native16("FusedConv", "ge", lambda attrs: "weight_shape" in attrs)  # packed: conv_half.py
+def depthwise_half(w_shape, group, attrs) -> bool:
+    """Whether a conv of float32 weights of this shape runs DEPTHWISE on a 16-bit feature map
+    (conv_half.depthwise16): one input channel a group, at most 4 outputs each, 2-D, undilated."""
+    g = int(group)
+    return (len(w_shape) == 4 and w_shape[1] == 1 and g >= 1 and w_shape[0] % g == 0 and w_shape[0] // g <= 4 and
+            all(int(d) == 1 for d in attrs.get("dilations", [1, 1])) and USE_DEPTHWISE)
+
+
+def _native16(node) -> bool:
+    """A 16-bit kernel runs it: packed weights (IMPLICIT), or float32 constant weights DEPTHWISE runs."""
+    w = node.inputs[1].const if len(node.inputs) > 1 else None
+    return "weight_shape" in node.attrs or (w is not None and w.dtype == np.float32 and
+                                            depthwise_half(w.shape, node.attrs.get("group", 1), node.attrs))
+
+
+native16("FusedConv", "ge", _native16, on_node=True)  # conv_half.py
+native16("Conv", "", _native16, on_node=True)  # only depthwise: pack_conv_weights makes the others FusedConvs
 
 
 def _conv_transpose_shape(ctx: KernelContext):

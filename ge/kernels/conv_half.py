@@ -1,6 +1,6 @@
-"""IMPLICIT on a 16-bit feature map: a packed conv (ge::FusedConv with `weight_shape`) whose input, residual
-Z and output are float16 or bfloat16 (uint16 bits), weights, bias and sums float32 (the Cube unit's
-16-bit in, float32 accumulate, 16-bit out).
+"""Convs on a 16-bit feature map: IMPLICIT on a packed conv (ge::FusedConv with `weight_shape`), and
+DEPTHWISE (depthwise16), whose input, residual Z and output are float16 or bfloat16 (uint16 bits), weights,
+bias and sums float32 (the Cube unit's 16-bit in, float32 accumulate, 16-bit out).
 
 Without it, a conv under allow_mix_precision reads a float32 copy of its 16-bit input and writes a float32
 result that a Cast rounds: both full-size float32 tensors are live around every conv, so the planned
@@ -15,17 +15,24 @@ time, into float32 scratch a few hundred KiB in size:
 So the bits equal those of the float32 conv between Casts (up to the sign of a zero), whatever the blocks.
 Tiles are small (COPY_BYTES of input copy, OUT_POSITIONS outputs: both are scratch of the feature map,
 and branches on parallel streams hold theirs at once), so more of them sweep the weights than IMPLICIT's.
+DEPTHWISE (one input channel a group: ShuffleNet's, MobileNet's) works a plane at a time: the (image, group)
+input plane converted into float32 scratch, conv_depthwise.depthwise on it (the float32 path's code, so the
+same sums), its output planes (and Z's, converted) in float32 scratch, rounded once. Without it ShuffleNet's
+depthwise convs kept a float32 copy of their 112 x 56 x 56 input live: its feature map planned 0.72x
+float32's under allow_mix_precision.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from .conv_depthwise import depthwise
 from .conv_implicit import COMPACT, IN_PLACE, PADDED, _panels, input_layout
 from .conv_lowering import _channel_stride, _valid
 from .epilogue import NONE, RELU, activation_args, epilogue
 from .half import BF16, F16, add_half_run, half_value, narrow_act_run, narrow_run, widen_run
 from .registry import KernelContext, Launch, TensorSpec
+from .tiling import block_range
 
 PANEL = 32  # output channels a panel sums into scratch: 2 float32 vectors (conv_implicit's register tile)
 # A tile of output rows: at most OUT_POSITIONS outputs (scratch PANEL x this: 16 KiB) and an input copy of
@@ -136,5 +143,45 @@ def prepare16(ctx: KernelContext, geom, kernel, bd: int, split: int, rows: int) 
     act, p0, p1 = activation_args(ctx)
     kind = F16 if ctx.inputs[0].dtype == np.float16 else BF16
     return Launch(kernel, (geom, kind, int(has_b), int(has_z), act, p0, p1, tile, split),
+                  (TensorSpec((bd * per,), np.float32),), (0, 1, 2 if has_b else 1, 3 if has_z else 0),
+                  tiled=True, block_dim=bd)
+
+
+@njit(nogil=True, cache=True)
+def depthwise16(x, w, b, z, y, ws, geom, kind, has_b, has_z, act, p0, p1, tile, lw, block_idx, block_dim):
+    """conv's DEPTHWISE with x, z and y 16-bit float bits of `kind`, block block_idx's (image, group) pairs:
+    each input plane (and Z's planes) converted into float32 scratch, depthwise on it into a float32 plane,
+    rounded into y. ws per block: depthwise's lw, then the input plane, the output planes, Z's planes."""
+    H, W, M, OH, OW = geom[3], geom[4], geom[5], geom[7], geom[8]
+    KH, KW, sh, sw, ph, pw, G = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17], geom[21]
+    Mg, HW, S = M // G, H * W, OH * OW
+    per = ws.size // block_dim
+    wsb = ws[block_idx * per:(block_idx + 1) * per]
+    pad, xw, yw = wsb[:lw], wsb[lw:lw + HW], wsb[lw + HW:lw + HW + Mg * S]
+    zw = wsb[lw + HW + Mg * S:lw + HW + 2 * Mg * S] if has_z else yw
+    taps = np.empty(KH * KW, np.int64)
+    one = np.int64(block_dim > 0)  # 1, typed int64 as in conv's call (a literal 1 would compile another depthwise)
+    q0, q1 = block_range(geom[0] * G, 1, block_idx, block_dim)
+    for q in range(q0, q1):
+        g = q % G
+        widen_run(x, q * HW, xw, 0, HW, kind)
+        if has_z:
+            widen_run(z, q * Mg * S, zw, 0, Mg * S, kind)
+        # one pair of one group: its weights and bias as group 0's
+        depthwise(xw, w[g * Mg * KH * KW:], b[g * Mg:] if has_b else b, zw, yw, pad, taps, one - 1, one, one, Mg,
+                  H, W, OH, OW, KH, KW, sh, sw, ph, pw, tile, has_b, has_z, act, p0, p1)
+        narrow_run(yw, 0, y, q * Mg * S, Mg * S, kind)
+
+
+def launch_depthwise16(ctx: KernelContext, geom, bd: int, tile: int, lw: int) -> Launch:
+    """depthwise16's launch: bd blocks of (image, group) pairs; tile and lw: conv._plan's for DEPTHWISE."""
+    if ctx.has(3) and ctx.inputs[3].dtype != ctx.inputs[0].dtype:
+        raise ctx.error(f"Z is {ctx.inputs[3].dtype}, X {ctx.inputs[0].dtype}: both must be the same type")
+    H, W, M, OH, OW, G = (int(v) for v in geom[[3, 4, 5, 7, 8, 21]])
+    has_b, has_z = ctx.has(2), ctx.has(3)
+    act, p0, p1 = activation_args(ctx)
+    kind = F16 if ctx.inputs[0].dtype == np.float16 else BF16
+    per = lw + H * W + (2 if has_z else 1) * (M // G) * OH * OW
+    return Launch(depthwise16, (geom, kind, int(has_b), int(has_z), act, p0, p1, tile, lw),
                   (TensorSpec((bd * per,), np.float32),), (0, 1, 2 if has_b else 1, 3 if has_z else 0),
                   tiled=True, block_dim=bd)

@@ -137,12 +137,14 @@ def half_to_half(x, out, kin, kout, block_idx, block_dim):
 
 
 # ops whose kernels read and write 16-bit feature maps themselves, converting in registers (conv_half.py,
-# pool_half.py, vector_half.py): (op, domain) -> when(attrs) it holds; passes/drop_half_casts uses it
+# pool_half.py, vector_half.py): (op, domain) -> when(node) it holds; passes/drop_half_casts uses it
 NATIVE16: dict = {}
 
 
-def native16(op: str, domain: str = "", when=lambda attrs: True) -> None:
-    NATIVE16[(op, domain)] = when
+def native16(op: str, domain: str = "", when=lambda attrs: True, on_node: bool = False) -> None:
+    """Register op's 16-bit kernel for the nodes where when(attrs) holds, or when(node) with on_node (a
+    test that needs the node's inputs, e.g. a conv's weight shape)."""
+    NATIVE16[(op, domain)] = when if on_node else (lambda node: when(node.attrs))
 
 
 # Runs for the 16-bit kernels (conv_half, pool_half): one loop per kind, so each vectorizes (a `kind` test

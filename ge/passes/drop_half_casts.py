@@ -45,7 +45,7 @@ def _narrow(v, half):
 def _match(graph, node):
     """Step 1: (the 16-bit inputs, the Cast after node) when node drops its Casts, else None."""
     when = NATIVE16.get((node.op_type, node.domain))
-    if when is None or not when(node.attrs) or len(node.outputs) != 1:
+    if when is None or not when(node) or len(node.outputs) != 1:
         return None
     y = node.outputs[0]
     after = y.users[0] if len(y.users) == 1 and y not in graph.outputs else None

@@ -83,6 +83,36 @@ def test_a_pool_over_the_whole_image_gives_the_float32_bits(mode, pool):
         np.testing.assert_array_equal(ge.Session(plan, runtime="v2").run(None, feeds)[0], want)
 
 
+DEPTHWISE_CASES = {  # (C, multiplier, H, kernel, stride, residual): ShuffleNet's, MobileNet's, a 5x5
+    "3x3 s2": (24, 1, 15, 3, 2, False), "3x3 s1 residual": (16, 1, 12, 3, 1, True), "5x5 x2": (8, 2, 20, 5, 1, False),
+}
+
+
+@pytest.mark.parametrize("mode", ["allow_mix_precision", "allow_mix_precision_bf16"])
+@pytest.mark.parametrize("case", list(DEPTHWISE_CASES))
+def test_depthwise_convs_run_on_the_16_bit_map(mode, case):
+    """conv_half.depthwise16: the float32 DEPTHWISE code on converted planes, so the float32 bits."""
+    C, mult, H, k, s, residual = DEPTHWISE_CASES[case]
+    M, p = C * mult, k // 2
+    nodes = [node("Conv", ["x", "w1", "b1"], ["a"]), node("Relu", ["a"], ["r"]),
+             node("Conv", ["r", "wd", "bd"], ["d"], group=C, strides=[s, s], pads=[p] * 4)]
+    if residual:
+        nodes += [node("Add", ["d", "r"], ["e"]), node("Relu", ["e"], ["y"])]
+    else:
+        nodes += [node("Relu", ["d"], ["y"])]
+    m = model(nodes, {"x": [2, 8, H, H]}, ["y"], {"w1": randn(C, 8, 1, 1), "b1": randn(C),
+                                                  "wd": randn(M, 1, k, k) * 0.3, "bd": randn(M)})
+    feeds = {"x": randn(2, 8, H, H)}
+    want = ge.Session(ge.compile(m, ge.Options(precision_mode=mode, disabled_passes=("drop_half_casts",))),
+                      runtime="v2").run(None, feeds)[0]
+    for cores in (1, 2):
+        plan = ge.compile(m, ge.Options(precision_mode=mode, aicore_num=cores))
+        dw = [n for n in plan.nodes if n.attrs.get("group", 1) == C]
+        assert len(dw) == 1 and plan.tensors[dw[0].inputs[0]].dtype.itemsize == 2, [n.op_type for n in plan.nodes]
+        for runtime in ("v1", "v2"):
+            np.testing.assert_array_equal(ge.Session(plan, runtime=runtime).run(None, feeds)[0], want)
+
+
 def test_a_16_bit_conv_needs_packed_float32_weights():
     from ge.kernels import KernelContext, TensorSpec, lookup
     ctx = KernelContext("Conv", "c", {}, [TensorSpec((1, 4, 5, 5), np.float16), TensorSpec((8, 4, 3, 3), np.float16)],
