@@ -65,12 +65,12 @@ import numpy as np
 from numba import njit
 
 from ..ir.dtypes import HALF
+from . import conv_depthwise  # its USE_DEPTHWISE: False runs DIRECT wherever DEPTHWISE would (bisecting)
 from .conv_depthwise import depthwise
-from .conv_half import PANEL, implicit16, launch_depthwise16, prepare16
+from .conv_half import PANEL, depthwise_half, implicit16, launch_depthwise16, prepare16
 from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, implicit, input_layout, padded_channels
 from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shifted, _valid
 from .epilogue import activation_args, epilogue
-from .half import native16
 from .gemm import MIN_BLOCK_MACS, gemm_block, workspace
 from .registry import KernelContext, Launch, TensorSpec, register
 from .specialize import by_type
@@ -80,7 +80,6 @@ POINTWISE, IM2COL, DIRECT, SHIFTED, DEPTHWISE, PACKED = range(6)
 PAIRS, SPATIAL, CHANNELS = range(3)
 _FLOATS = (np.float32, np.float64)
 USE_SHIFTED = True  # False: IM2COL wherever SHIFTED would run (the same bits, more memory: for bisecting)
-USE_DEPTHWISE = True  # False: DIRECT wherever DEPTHWISE would run (for bisecting)
 USE_IMPLICIT = True  # False: pack_conv_weights packs nothing, the lowerings below run (the same bits)
 DEPTHWISE_GRID = 2048  # DEPTHWISE: output rows per tile so that the padded rows stay in L1
 GEMM_MIN_COLUMNS = 1024  # SHIFTED: a tile of output rows is at least this many grid columns wide ...
@@ -279,7 +278,8 @@ def _common(ctx: KernelContext, kernel_dims):
     if not 1 <= nd <= 3 or len(w) != nd + 2:
         raise ctx.error(f"expected 3-D to 5-D input and weight, got {x.shape} and {list(w)}")
     half = x.dtype in HALF and (ctx.attr("weight_shape") is not None or  # a 16-bit feature map: conv_half.py
-                                ctx.inputs[1].dtype == np.float32 and depthwise_half(w, ctx.attr("group", 1), ctx.attrs))
+                                ctx.inputs[1].dtype == np.float32 and depthwise_half(w, ctx.attr("group", 1),
+                                                                                     ctx.attrs))
     if not half and (x.dtype not in _FLOATS or ctx.inputs[1].dtype != x.dtype):
         raise ctx.error(f"input and weight must both be float32 or float64, got {x.dtype} and {ctx.inputs[1].dtype}")
     k = _ints(ctx, "kernel_shape", nd, 0) if ctx.attr("kernel_shape") is not None else list(kernel_dims)
@@ -336,7 +336,7 @@ def _mode(geom, Cg: int, Mg: int, KT: int, packed: bool, double: bool) -> int:
     if packed:
         return PACKED
     if double or Cg == 1 and Mg <= 4:
-        return DEPTHWISE if undilated_2d and USE_DEPTHWISE and not double else DIRECT
+        return DEPTHWISE if undilated_2d and conv_depthwise.USE_DEPTHWISE and not double else DIRECT
     if KT == 1 and (geom[12:15] == 1).all() and not geom[15:18].any():  # 1x1, stride 1, no pad
         return POINTWISE
     return SHIFTED if undilated_2d and USE_SHIFTED else IM2COL
@@ -444,23 +444,6 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
 
 register("Conv", infer=_infer_conv)(_prepare_conv)
 register("FusedConv", domain="ge", infer=_infer_conv)(_prepare_conv)
-def depthwise_half(w_shape, group, attrs) -> bool:
-    """Whether a conv of float32 weights of this shape runs DEPTHWISE on a 16-bit feature map
-    (conv_half.depthwise16): one input channel a group, at most 4 outputs each, 2-D, undilated."""
-    g = int(group)
-    return (len(w_shape) == 4 and w_shape[1] == 1 and g >= 1 and w_shape[0] % g == 0 and w_shape[0] // g <= 4 and
-            all(int(d) == 1 for d in attrs.get("dilations", [1, 1])) and USE_DEPTHWISE)
-
-
-def _native16(node) -> bool:
-    """A 16-bit kernel runs it: packed weights (IMPLICIT), or float32 constant weights DEPTHWISE runs."""
-    w = node.inputs[1].const if len(node.inputs) > 1 else None
-    return "weight_shape" in node.attrs or (w is not None and w.dtype == np.float32 and
-                                            depthwise_half(w.shape, node.attrs.get("group", 1), node.attrs))
-
-
-native16("FusedConv", "ge", _native16, on_node=True)  # conv_half.py
-native16("Conv", "", _native16, on_node=True)  # only depthwise: pack_conv_weights makes the others FusedConvs
 
 
 def _conv_transpose_shape(ctx: KernelContext):

@@ -35,6 +35,9 @@ from .simd import (vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3
                    vzero)
 from .specialize import by_type
 
+# False: conv.py runs DIRECT wherever DEPTHWISE would, and 16-bit maps keep their Casts (bisecting)
+USE_DEPTHWISE = True
+
 
 @njit(nogil=True, cache=True)
 def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, sw, ph, pw, tile,

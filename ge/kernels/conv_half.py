@@ -26,11 +26,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import conv_depthwise
 from .conv_depthwise import depthwise
 from .conv_implicit import COMPACT, IN_PLACE, PADDED, _panels, input_layout
 from .conv_lowering import _channel_stride, _valid
 from .epilogue import NONE, RELU, activation_args, epilogue
-from .half import BF16, F16, add_half_run, half_value, narrow_act_run, narrow_run, widen_run
+from .half import BF16, F16, add_half_run, half_value, narrow_act_run, narrow_run, native16, widen_run
 from .registry import KernelContext, Launch, TensorSpec
 from .tiling import block_range
 
@@ -185,3 +186,22 @@ def launch_depthwise16(ctx: KernelContext, geom, bd: int, tile: int, lw: int) ->
     return Launch(depthwise16, (geom, kind, int(has_b), int(has_z), act, p0, p1, tile, lw),
                   (TensorSpec((bd * per,), np.float32),), (0, 1, 2 if has_b else 1, 3 if has_z else 0),
                   tiled=True, block_dim=bd)
+
+
+def depthwise_half(w_shape, group, attrs) -> bool:
+    """Whether a conv of float32 weights of this shape runs DEPTHWISE on a 16-bit feature map (depthwise16):
+    one input channel a group, at most 4 outputs each, 2-D, undilated (conv._mode's DEPTHWISE)."""
+    g = int(group)
+    return (len(w_shape) == 4 and w_shape[1] == 1 and g >= 1 and w_shape[0] % g == 0 and w_shape[0] // g <= 4 and
+            all(int(d) == 1 for d in attrs.get("dilations", [1, 1])) and conv_depthwise.USE_DEPTHWISE)
+
+
+def _native16(node) -> bool:
+    """A 16-bit kernel runs it: packed weights (IMPLICIT), or float32 constant weights DEPTHWISE runs."""
+    w = node.inputs[1].const if len(node.inputs) > 1 else None
+    return "weight_shape" in node.attrs or (w is not None and w.dtype == np.float32 and
+                                            depthwise_half(w.shape, node.attrs.get("group", 1), node.attrs))
+
+
+native16("FusedConv", "ge", _native16, on_node=True)
+native16("Conv", "", _native16, on_node=True)  # only depthwise: pack_conv_weights makes the others FusedConvs
