@@ -111,7 +111,8 @@ def pool16(x, y, ws, kind, mode, g, block_idx, block_dim):
                         ph[m], ph[L + m] = max(ph[m], e), max(ph[L + m], o)
                     else:
                         ph[m], ph[L + m] = ph[m] + e, ph[L + m] + o
-                for c in (0, IW - 1):  # the one column at each end the pair loop can miss
+                for e in range(2 if IW > 1 else 1):  # the one column at each end the pair loop can miss
+                    c = e * (IW - 1)
                     if (c + PW) // 2 < m0 or (c + PW) // 2 >= max(m0, m1):
                         j = (c + PW) % 2 * Lq + (c + PW) // 2
                         v = _as_f32(np.uint32(x[xb + c]) << np.uint32(16))

@@ -83,6 +83,22 @@ def test_a_pool_over_the_whole_image_gives_the_float32_bits(mode, pool):
         np.testing.assert_array_equal(ge.Session(plan, runtime="v2").run(None, feeds)[0], want)
 
 
+@pytest.mark.parametrize("mode", ["allow_mix_precision", "allow_mix_precision_bf16"])
+def test_stride_2_pools_of_narrow_images_give_the_float32_bits(mode):
+    """Widths 1 and 2 at stride 2: the pair loop of both phases is empty, each end column counted once."""
+    for w in (1, 2):
+        m = model([node("Conv", ["x", "wc", "b"], ["c"]),
+                   node("AveragePool", ["c"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4),
+                   node("MaxPool", ["a"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)],
+                  {"x": [1, 8, 9, w]}, ["y"], {"wc": randn(16, 8, 1, 1), "b": randn(16)})
+        feeds = {"x": randn(1, 8, 9, w)}
+        want = ge.Session(ge.compile(m, ge.Options(precision_mode=mode, disabled_passes=("drop_half_casts",))),
+                          runtime="v2").run(None, feeds)[0]
+        plan = ge.compile(m, ge.Options(precision_mode=mode))
+        assert [n.op_type for n in plan.nodes].count("Cast") == 2, [n.op_type for n in plan.nodes]
+        np.testing.assert_array_equal(ge.Session(plan, runtime="v2").run(None, feeds)[0], want)
+
+
 DEPTHWISE_CASES = {  # (C, multiplier, H, kernel, stride, residual): ShuffleNet's, MobileNet's, a 5x5
     "3x3 s2": (24, 1, 15, 3, 2, False), "3x3 s1 residual": (16, 1, 12, 3, 1, True), "5x5 x2": (8, 2, 20, 5, 1, False),
 }
