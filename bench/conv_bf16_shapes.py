@@ -9,6 +9,7 @@ GMAC/s is multiply-adds per second: vdpbf16ps does 32 an instruction, a float32 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import sys
 
@@ -20,6 +21,7 @@ from ge.kernels import KernelContext, TensorSpec, conv_bf16, lookup
 from ge.kernels.registry import run_blocks, writable
 
 sys.path.insert(0, os.path.dirname(__file__))
+from aicores_report import machine  # noqa: E402
 from timing import alternating_best  # noqa: E402
 
 # (C, M, H=W, k, stride, pad, residual Z): ResNet-50's conv families, the stem last
@@ -66,6 +68,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=20)
     a = ap.parse_args()
+    print(f"ConvBF16 vs ge's float32 conv, one thread, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}; "
+          f"best of {a.reps}, alternating")
     print("| conv (C->M, HxW, k, stride, Z) | f32 ms | bf16 ms | f32 / bf16 | bf16 GMAC/s |\n|---|---|---|---|---|")
     for shape in SHAPES:
         f32, bf, macs = fns(*shape)

@@ -3,29 +3,46 @@
 
 The lowering pack_bf16_convs picks the Convs that allow_mix_precision_bf16 reduces (a bfloat16 input
 widened by a Cast, the result narrowed by one) and gives them to this kernel, which reads and writes the
-bfloat16 bits itself: no float32 copy of the feature map either side. Per image and AI-core block:
-  Step 1: the block's input rows are copied into its workspace split into the stride phases its taps read
-          (SHIFTED's layout in conv.py: tap (kh, kw) reads phase (kh % sh, kw % sw) shifted by (kh // sh,
-          kw // sw)), zero-padded, rows Wq = OW + (KW - 1) // sw wide, two channels interleaved in each
-          32-bit lane: pairs of K are vdpbf16ps' operand, and 16 consecutive positions are one zmm load.
+bfloat16 bits itself: no float32 copy of the feature map either side. Per image, AI-core block and strip
+of output rows (as many as keep Step 1's planes within STRIP_BYTES):
+  Step 1: the strip's input rows are copied into its workspace as one plane per (row phase a < sh, column
+          tap kw): plane (a, kw) holds x[(r0 + r) * sh + a - ph, q * sw + kw - pw] at lane r * OW + q, zero
+          outside the input, two channels interleaved in each 32-bit lane (pairs of K are vdpbf16ps'
+          operand, 16 consecutive positions one zmm load). Tap (kh, kw) reads plane (kh % sh, kw) from row
+          kh // sh on: every tap reads OW-wide rows, so the strip's output positions are one contiguous run
+          and every tile stores straight into y.
   Step 2: weights are packed once (pack_weights, by the lowering) in groups of MR = 8 output channels:
           for each K pair (channel pair, tap) the 8 channels' bfloat16 pairs, one broadcast each.
-  Step 3: a tile of 8 output channels x 32 positions is 16 zmm accumulators; each K pair loads 2 input
-          vectors, broadcasts 8 weight pairs and issues 16 vdpbf16ps. Tiles are 32 positions of one output
-          row when rows are wide (ROW_TILES), else 32 columns of the grid of all the block's rows (row r,
-          column c < Wq; columns c >= OW are garbage), so 14- and 7-wide rows leave no lanes idle.
-  Step 4: epilogue on the accumulators: + bias, + Z (widened), Relu, rounded to bfloat16 (nearest even),
-          one 64-byte store per channel (masked at a row's end) straight into y; a grid tile with garbage
-          columns goes through a small buffer, valid columns only.
+  Step 3: a tile of 8 output channels x 32 consecutive positions (of all the strip's rows: no lane idles
+          at a row's end) is 16 zmm accumulators; each K pair loads 2 input vectors, broadcasts 8 weight
+          pairs and issues 16 vdpbf16ps.
+  Step 4: simd_bf16.bvepilogue on each channel's two accumulators: + bias, + Z, Relu, rounded to bfloat16,
+          one 64-byte store into y (masked past the strip's last position).
 Loops: chunks of tiles whose input stays in L1 / L2 (CHUNK_BYTES) outside, channel groups, then the
-chunk's tiles: each group's y rows are written in runs (tiles outside groups wrote 256 rows a tile and
-ran 1.5x slower on 64 -> 256 1x1 convs).
+chunk's tiles (_tiles, a called function): each group's y rows are written in runs (tiles outside groups
+wrote 256 rows a tile and ran 1.5x slower on 64 -> 256 1x1 convs).
 Positions sit in the lanes (not channels, as IMPLICIT and conv_vnni do) so the epilogue works on whole
 vectors of one channel's contiguous outputs: with channels in the lanes it is a transpose.
-_tile, _store and _epi are inlined in Numba's IR from one call site each (as calls, with literal arguments,
-each literal mix compiled its own copy: 24 s cold; as by_type calls 12 s, and 1x1 convs ran 10-20% slower
-than now, ~9 s cold).
-vdpbf16ps reads bfloat16 denormals as zero (Intel's rule for the instruction): invisible at bfloat16 tolerance.
+Measured (bench/conv_bf16_shapes.py's kernels and ResNet-50's other conv shapes, one core, the versions side
+by side in one process, the sum over ResNet-50's 53 convs):
+- The epilogue was Numba functions inlined in the tile (_store, _epi, _tile): Numba counts the references
+  of the arrays such a function takes, ~100 atomic NRT_incref / NRT_decref calls a tile (vzeroupper and
+  every accumulator spilled around each) -- the ~800 cycles a tile measured before. One intrinsic for the
+  epilogue and a called _tiles: 57.3 -> 46.3 ms; 64 -> 256 + Z at 56 x 56 1.30 -> 0.58 ms (39 -> 89
+  GMAC/s), 3x3 64 -> 64 at 56 x 56 1.39 -> 1.19.
+- Step 1 by index runs, not a slice a row (refcounted arrays; LLVM vectorizes unsigned-index loops) and
+  zeroing only the padding: 46.3 -> 43.2 ms; the copy alone 0.16 -> 0.04 ms for 256 x 56 x 56, 0.13 ->
+  0.007 for 2048 x 7 x 7, 0.29 -> 0.13 for the stride-2 3x3's four phases.
+- One plane per column tap (3 for a 3x3) instead of stride phases with rows OW + (KW - 1) // sw wide,
+  whose garbage columns idled lanes (56 of 64 on 56- and 28-wide rows) or went through a tile buffer:
+  43.2 -> 41.9 ms; 3x3 at 56 x 56 and 28 x 28 98 -> 110 GMAC/s (vdpbf16ps peaks at ~113 here: one a
+  cycle). The planes hold KW / min(sw, KW) times the input (3x for a 3x3, 1.5x at stride 2), so:
+- Strips: planes of a whole block's rows (19 MB for VGG's 64 -> 64 3x3 at 224 x 224) ran that conv in
+  23.7 ms (78 GMAC/s), strips of 512 KB in 17.3 (107; 256 KB 18.2, 1 MB 17.1); ResNet-50's sum the same
+  (42.1 -> 42.2 ms, 256 KB 42.9), and the workspace a plan holds stays small.
+- Rounding by vcvtneps2bf16 (fptrunc to bfloat) instead of integer ops: 0.5%.
+vdpbf16ps reads bfloat16 denormals as zero and vcvtneps2bf16 flushes float32 denormals to zero (Intel's
+rules for both): invisible at bfloat16 tolerance.
 Blocks (AI cores) take ranges of output rows; K is never split and each output's sum runs over K pairs in
 the same order whatever the tile, so the bits are the same for any block count.
 """
@@ -38,12 +55,12 @@ from ..ir.dtypes import BFLOAT16
 from .conv import _conv_shape
 from .gemm import MIN_BLOCK_MACS
 from .registry import KernelContext, Launch, TensorSpec, register
-from .simd_bf16 import bvadd_bf16, bvbcast2, bvbias_relu, bvdot, bvload2, bvstore32, bvzero
+from .simd_bf16 import bvbcast2, bvdot, bvepilogue, bvload2, bvzero
 from .tiling import block_dim_for, block_range, largest_share
 
 MR, NP = 8, 32       # a register tile: output channels x positions (2 vectors)
-SLACK = NP + 16      # positions past a block's grid the last tile may read
-ROW_TILES = 24       # output rows at least this wide are tiled row by row
+SLACK = NP + 16      # positions past a strip's rows the last tile may read
+STRIP_BYTES = 1 << 19  # Step 1's planes for a strip of output rows, at most (unless one row needs more)
 CHUNK_BYTES = 1 << 18  # tiles a chunk: their input (all K) stays in L2 for every channel group (1 << 16:
 # 10-20% slower on the 56 x 56 convs, 1 << 20 the same)
 
@@ -79,130 +96,130 @@ def pack_weights(w, M, C, KH, KW, wp):
 
 
 @njit(nogil=True, cache=True)
+def strip_rows(C, OW, KH, KW, sh, rows):
+    """Output rows a strip (of a block's `rows`): as many as keep Step 1's planes within STRIP_BYTES."""
+    per_row = (C + 1) // 2 * min(sh, KH) * KW * OW * 4
+    return max(1, min(rows, STRIP_BYTES // per_row - (KH - 1) // sh))
+
+
+@njit(nogil=True, cache=True)
 def workspace_size(C, OH, OW, KH, KW, sh, sw, rows):
-    """uint16 elements of one block's workspace for `rows` output rows: the phased input, the tile buffer."""
-    Wq, R = OW + (KW - 1) // sw, rows + (KH - 1) // sh
-    return (C + 1) // 2 * min(sh, KH) * min(sw, KW) * (R * Wq + SLACK) * 2 + MR * NP
+    """uint16 elements of one block's workspace for `rows` output rows: Step 1's planes for a strip."""
+    r = strip_rows(C, OW, KH, KW, sh, rows)
+    return (C + 1) // 2 * min(sh, KH) * KW * ((r + (KH - 1) // sh) * OW + SLACK) * 2
 
 
 @njit(nogil=True, cache=True)
-def _pair(dst, lo, hi, odd):
-    """dst[i] = lo[i] | hi[i] << 16 as uint32 lanes (hi: 0 when not odd)."""
-    m = np.uint32(0xFFFF if odd else 0)
-    for i in range(dst.size):
-        dst[i] = np.uint32(lo[i]) | ((np.uint32(hi[i]) & m) << 16)
+def _rows(x32, d, L, q0, q1, x, s, s1, rs, sw, hm, n):
+    """n rows of L lanes from x32[d]: lane q of row r = x[s + r * rs + (q - q0) * sw] | (x[... + s1] & hm) << 16
+    for q in [q0, q1), 0 for the other q. Unsigned indices: Numba wraps negative signed ones, and that select
+    kept LLVM from vectorizing (slices a row instead: refcounted arrays, ~60 cycles a row)."""
+    for r in range(n):
+        o, e = np.uint64(d + r * L), np.uint64(s + r * rs)
+        for q in range(q0):
+            x32[o + np.uint64(q)] = 0
+        for q in range(q1, L):
+            x32[o + np.uint64(q)] = 0
+        if sw == 1:
+            for q in range(q1 - q0):
+                i = e + np.uint64(q)
+                x32[o + np.uint64(q0 + q)] = np.uint32(x[i]) | ((np.uint32(x[i + np.uint64(s1)]) & hm) << 16)
+        else:
+            for q in range(q1 - q0):
+                i = e + np.uint64(q * sw)
+                x32[o + np.uint64(q0 + q)] = np.uint32(x[i]) | ((np.uint32(x[i + np.uint64(s1)]) & hm) << 16)
 
 
 @njit(nogil=True, cache=True)
-def _pack_input(x, xo, C, H, W, xp, PL, Wq, R, r0, sh, sw, ph, pw, A, B):
-    """Step 1: xp[c2, phase a, b][r * Wq + q] (as uint32 lanes) = x[c2*2 + (0, 1), (r0 + r) * sh + a - ph,
-    q * sw + b - pw], 0 outside the input."""
-    x32 = xp[:(C + 1) // 2 * A * B * PL * 2].view(np.uint32)
-    x32[:] = 0
+def _pack_input(x, xo, C, H, W, xp, PL, OW, R, r0, sh, sw, ph, pw, A, KW):
+    """Step 1: plane (c2, a, kw) of xp, lane r * OW + q (uint32) = x[2 c2 + (0, 1), (r0 + r) * sh + a - ph,
+    q * sw + kw - pw], 0 outside the input. Only the padding is zeroed; rows that follow each other in both
+    layouts (stride 1, no column padding: 1x1 convs) are one run."""
+    x32 = xp[:(C + 1) // 2 * A * KW * PL * 2].view(np.uint32)
+    HW = H * W
     for c2 in range((C + 1) // 2):
-        c0, odd = c2 * 2, c2 * 2 + 1 < C
+        c0 = c2 * 2
+        hm = np.uint32(0xFFFF) if c0 + 1 < C else np.uint32(0)  # an odd C's last pair: 0 in the high half
+        s1 = HW if c0 + 1 < C else 0
         for a in range(A):
-            for b in range(B):
-                base = ((c2 * A + a) * B + b) * PL
-                q0 = max(0, -(-(pw - b) // sw))          # first column inside the input
-                q1 = min(Wq, (W - 1 + pw - b) // sw + 1)  # one past the last
-                if q1 <= q0:
+            for kw in range(KW):
+                base = ((c2 * A + a) * KW + kw) * PL
+                q0 = min(OW, max(0, -(-(pw - kw) // sw)))            # first column inside the input
+                q1 = max(q0, min(OW, (W - 1 + pw - kw) // sw + 1))  # one past the last
+                rl = min(R, max(0, -(-(ph - a - r0 * sh) // sh)))    # rows inside the input: [rl, rh)
+                rh = max(rl, min(R, (H - 1 + ph - a - r0 * sh) // sh + 1))
+                x32[base:base + rl * OW] = 0
+                x32[base + rh * OW:base + PL] = 0
+                if rh == rl:
                     continue
-                for r in range(R):
-                    h = (r0 + r) * sh + a - ph
-                    if h < 0 or h >= H:
-                        continue
-                    lo = x[xo + (c0 * H + h) * W:]
-                    hi = x[xo + ((c0 + 1) * H + h) * W:] if odd else lo
-                    dst = x32[base + r * Wq:]
-                    if sw == 1:  # contiguous: vectorizes
-                        _pair(dst[q0:q1], lo[q0 + b - pw:q1 + b - pw], hi[q0 + b - pw:q1 + b - pw], odd)
-                    else:
-                        for q in range(q0, q1):
-                            col = q * sw + b - pw
-                            dst[q] = np.uint32(lo[col]) | (np.uint32(hi[col] if odd else 0) << 16)
+                s = xo + c0 * HW + ((r0 + rl) * sh + a - ph) * W + q0 * sw + kw - pw  # x at (rl, q0)
+                if sw == 1 and sh == 1 and q0 == 0 and q1 == OW and OW == W:  # whole rows: one run
+                    _rows(x32, base + rl * OW, (rh - rl) * W, 0, (rh - rl) * W, x, s, s1, 0, 1, hm, 1)
+                else:
+                    _rows(x32, base + rl * OW, OW, q0, q1, x, s, s1, sh * W, sw, hm, rh - rl)
 
 
 @njit(nogil=True, cache=True)
-def _offsets(C2, KH, KW, sh, sw, PL, Wq, koff):
-    A, B = min(sh, KH), min(sw, KW)
+def _offsets(C2, KH, KW, sh, PL, OW, koff):
     """koff[c2 * KH * KW + tap]: where K pair (c2, tap) reads (uint16 elements) in Step 1's layout."""
+    A = min(sh, KH)
     for c2 in range(C2):
         for kh in range(KH):
             for kw in range(KW):
-                koff[(c2 * KH + kh) * KW + kw] = ((((c2 * A + kh % sh) * B + kw % sw) * PL + (kh // sh) * Wq +
-                                                   kw // sw) * 2)
+                koff[(c2 * KH + kh) * KW + kw] = (((c2 * A + kh % sh) * KW + kw) * PL + (kh // sh) * OW) * 2
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _epi(v, b, z, zo, has_z, relu):
-    """Step 4's arithmetic on one accumulator: + bias, + Z[zo:zo+16] when has_z, Relu."""
-    v = bvbias_relu(v, b, 0)
-    if has_z:
-        v = bvadd_bf16(v, z, zo)
-    return bvbias_relu(v, 0.0, relu)
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _store(v0, v1, y, tb, j, m, M, b, z, has_z, relu, yo, n, direct):
-    """Step 4 for tile row j (channel m): its two accumulators, positions yo .. yo + n (n <= 32)."""
-    if m >= M:
-        return
-    if direct:  # one 64-byte store a channel: the two halves of a row written apart cost 40% more
-        bvstore32(y, yo, _epi(v0, b[m], z, yo, has_z, relu), _epi(v1, b[m], z, yo + 16, has_z and n > 16, relu), n)
-    else:
-        bvstore32(tb, j * NP, _epi(v0, b[m], z, 0, False, relu), _epi(v1, b[m], z, 0, False, relu), NP)
-
-
-@njit(nogil=True, cache=True, inline="always")
-def _tile(xp, wp, y, tb, b, z, koff, g, p, n, yo, direct, OW, Wq, M, S, has_z, relu):
-    """Steps 3 and 4 for channel group g, grid columns [p, p + n) (n <= 32): stored at y offset yo when
-    direct, else through the tile buffer into the valid columns (yo: y's offset of grid column 0)."""
-    K2 = koff.size
-    a00 = a01 = a10 = a11 = a20 = a21 = a30 = a31 = bvzero(xp)
-    a40 = a41 = a50 = a51 = a60 = a61 = a70 = a71 = bvzero(xp)
-    q = g * K2 * MR * 2
-    xo = p * 2
-    for k in range(koff.size):
-        o = xo + koff[k]
-        x0, x1 = bvload2(xp, o), bvload2(xp, o + 32)
-        w = bvbcast2(wp, q)
-        a00, a01 = bvdot(a00, x0, w), bvdot(a01, x1, w)
-        w = bvbcast2(wp, q + 2)
-        a10, a11 = bvdot(a10, x0, w), bvdot(a11, x1, w)
-        w = bvbcast2(wp, q + 4)
-        a20, a21 = bvdot(a20, x0, w), bvdot(a21, x1, w)
-        w = bvbcast2(wp, q + 6)
-        a30, a31 = bvdot(a30, x0, w), bvdot(a31, x1, w)
-        w = bvbcast2(wp, q + 8)
-        a40, a41 = bvdot(a40, x0, w), bvdot(a41, x1, w)
-        w = bvbcast2(wp, q + 10)
-        a50, a51 = bvdot(a50, x0, w), bvdot(a51, x1, w)
-        w = bvbcast2(wp, q + 12)
-        a60, a61 = bvdot(a60, x0, w), bvdot(a61, x1, w)
-        w = bvbcast2(wp, q + 14)
-        a70, a71 = bvdot(a70, x0, w), bvdot(a71, x1, w)
-        q += MR * 2
-    m0 = g * MR
-    _store(a00, a01, y, tb, 0, m0, M, b, z, has_z, relu, m0 * S + yo, n, direct)
-    _store(a10, a11, y, tb, 1, m0 + 1, M, b, z, has_z, relu, (m0 + 1) * S + yo, n, direct)
-    _store(a20, a21, y, tb, 2, m0 + 2, M, b, z, has_z, relu, (m0 + 2) * S + yo, n, direct)
-    _store(a30, a31, y, tb, 3, m0 + 3, M, b, z, has_z, relu, (m0 + 3) * S + yo, n, direct)
-    _store(a40, a41, y, tb, 4, m0 + 4, M, b, z, has_z, relu, (m0 + 4) * S + yo, n, direct)
-    _store(a50, a51, y, tb, 5, m0 + 5, M, b, z, has_z, relu, (m0 + 5) * S + yo, n, direct)
-    _store(a60, a61, y, tb, 6, m0 + 6, M, b, z, has_z, relu, (m0 + 6) * S + yo, n, direct)
-    _store(a70, a71, y, tb, 7, m0 + 7, M, b, z, has_z, relu, (m0 + 7) * S + yo, n, direct)
-    if not direct:  # the valid columns of the tile buffer into y's rows, a run of one grid row at a time
-        r, ow, k = p // Wq, p % Wq, 0
-        while k < n:
-            run = min(n - k, Wq - ow)
-            valid = min(run, OW - ow)
-            if valid > 0:
-                for j in range(min(MR, M - m0)):  # a loop: a slice assignment may copy through a temporary
-                    dst, src = (m0 + j) * S + yo + r * OW + ow, j * NP + k
-                    for i in range(valid):
-                        y[dst + i] = tb[src + i]
-            k, ow, r = k + run, 0, r + 1
+@njit(nogil=True, cache=True)
+def _tiles(xp, wp, y, b, z, koff, g, i0, i1, cols, yo, M, S, has_z, relu):
+    """Steps 3 and 4 for channel group g, tiles [i0, i1) of the block's `cols` positions (y offset yo):
+    a called function, not inlined (Numba counts the references of the arrays an inlined function takes:
+    atomic calls every tile)."""
+    for i in range(i0, i1):
+        p = i * NP
+        n = min(NP, cols - p)
+        K2 = koff.size
+        a00 = a01 = a10 = a11 = a20 = a21 = a30 = a31 = bvzero(xp)
+        a40 = a41 = a50 = a51 = a60 = a61 = a70 = a71 = bvzero(xp)
+        q = g * K2 * MR * 2
+        xo = p * 2
+        for k in range(koff.size):
+            o = xo + koff[k]
+            x0, x1 = bvload2(xp, o), bvload2(xp, o + 32)
+            w = bvbcast2(wp, q)
+            a00, a01 = bvdot(a00, x0, w), bvdot(a01, x1, w)
+            w = bvbcast2(wp, q + 2)
+            a10, a11 = bvdot(a10, x0, w), bvdot(a11, x1, w)
+            w = bvbcast2(wp, q + 4)
+            a20, a21 = bvdot(a20, x0, w), bvdot(a21, x1, w)
+            w = bvbcast2(wp, q + 6)
+            a30, a31 = bvdot(a30, x0, w), bvdot(a31, x1, w)
+            w = bvbcast2(wp, q + 8)
+            a40, a41 = bvdot(a40, x0, w), bvdot(a41, x1, w)
+            w = bvbcast2(wp, q + 10)
+            a50, a51 = bvdot(a50, x0, w), bvdot(a51, x1, w)
+            w = bvbcast2(wp, q + 12)
+            a60, a61 = bvdot(a60, x0, w), bvdot(a61, x1, w)
+            w = bvbcast2(wp, q + 14)
+            a70, a71 = bvdot(a70, x0, w), bvdot(a71, x1, w)
+            q += MR * 2
+        # Step 4: channel m0 + j's epilogue on its two accumulators; channels past M store nothing (n = 0)
+        m0, L = g * MR, M - 1
+        o = m0 * S + yo + p
+        bvepilogue(y, o, a00, a01, b[m0], z, o, has_z, relu, n)
+        o += S
+        bvepilogue(y, o, a10, a11, b[min(m0 + 1, L)], z, o, has_z, relu, n * (m0 + 1 < M))
+        o += S
+        bvepilogue(y, o, a20, a21, b[min(m0 + 2, L)], z, o, has_z, relu, n * (m0 + 2 < M))
+        o += S
+        bvepilogue(y, o, a30, a31, b[min(m0 + 3, L)], z, o, has_z, relu, n * (m0 + 3 < M))
+        o += S
+        bvepilogue(y, o, a40, a41, b[min(m0 + 4, L)], z, o, has_z, relu, n * (m0 + 4 < M))
+        o += S
+        bvepilogue(y, o, a50, a51, b[min(m0 + 5, L)], z, o, has_z, relu, n * (m0 + 5 < M))
+        o += S
+        bvepilogue(y, o, a60, a61, b[min(m0 + 6, L)], z, o, has_z, relu, n * (m0 + 6 < M))
+        o += S
+        bvepilogue(y, o, a70, a71, b[min(m0 + 7, L)], z, o, has_z, relu, n * (m0 + 7 < M))
 
 
 @njit(nogil=True, cache=True)
@@ -215,35 +232,24 @@ def bf16_conv(x, w, b, z, y, ws, geom, has_z, relu, block_idx, block_dim):
     if t0 >= t1:
         return
     per = ws.size // block_dim
-    wsb = ws[block_idx * per:(block_idx + 1) * per]
-    Wq, R, C2, KT = OW + (KW - 1) // sw, t1 - t0 + (KH - 1) // sh, (C + 1) // 2, KH * KW
-    PL = R * Wq + SLACK
-    A, B = min(sh, KH), min(sw, KW)  # the stride phases some tap reads
-    xp, tb = wsb[:C2 * A * B * PL * 2], wsb[C2 * A * B * PL * 2:C2 * A * B * PL * 2 + MR * NP]
+    xp = ws[block_idx * per:(block_idx + 1) * per]
+    SR, C2, KT = strip_rows(C, OW, KH, KW, sh, t1 - t0), (C + 1) // 2, KH * KW
+    PL, A = (SR + (KH - 1) // sh) * OW + SLACK, min(sh, KH)  # a plane's lanes; the row phases some tap reads
     koff = np.empty(C2 * KT, np.int64)
-    _offsets(C2, KH, KW, sh, sw, PL, Wq, koff)
+    _offsets(C2, KH, KW, sh, PL, OW, koff)
     S = OH * OW
+    chunk = max(1, CHUNK_BYTES // (C2 * KT * 4 * NP))
     for n in range(N):
-        _pack_input(x, n * C * H * W, C, H, W, xp, PL, Wq, R, t0, sh, sw, ph, pw, A, B)
         yn = y[n * M * S:(n + 1) * M * S]
         zn = z[n * M * S:(n + 1) * M * S] if has_z else z
-        # tiles: 32 positions of one output row (stored directly, the row's tail masked) when rows are
-        # wide, else 32 columns of the grid of all the block's rows (narrow rows would leave lanes idle)
-        by_row = Wq != OW and OW >= ROW_TILES
-        per_row = (OW + NP - 1) // NP
-        cols = (t1 - t0) * Wq
-        tiles = (t1 - t0) * per_row if by_row else (cols + NP - 1) // NP
-        chunk = max(1, CHUNK_BYTES // (C2 * KT * 4 * NP))
-        for c0 in range(0, tiles, chunk):  # a chunk of tiles (their input in L1 / L2) for every channel group
-            for g in range((M + MR - 1) // MR):
-                for i in range(c0, min(tiles, c0 + chunk)):
-                    if by_row:
-                        r, ow0 = i // per_row, i % per_row * NP
-                        p, n, yo, direct = r * Wq + ow0, min(NP, OW - ow0), (t0 + r) * OW + ow0, True
-                    else:
-                        p, n, direct = i * NP, min(NP, cols - i * NP), Wq == OW
-                        yo = t0 * OW + (p if direct else 0)
-                    _tile(xp, w, yn, tb, b, zn, koff, g, p, n, yo, direct, OW, Wq, M, S, has_z, relu)
+        for s0 in range(t0, t1, SR):  # a strip of output rows: Step 1, then its tiles
+            rows = min(SR, t1 - s0)
+            _pack_input(x, n * C * H * W, C, H, W, xp, PL, OW, rows + (KH - 1) // sh, s0, sh, sw, ph, pw, A, KW)
+            cols = rows * OW
+            tiles = (cols + NP - 1) // NP
+            for c0 in range(0, tiles, chunk):  # a chunk of tiles (their input in L1 / L2) for every group
+                for g in range((M + MR - 1) // MR):
+                    _tiles(xp, w, yn, b, zn, koff, g, c0, min(tiles, c0 + chunk), cols, s0 * OW, M, S, has_z, relu)
 
 
 # -- the op ---------------------------------------------------------------------------------------------
@@ -286,9 +292,8 @@ def _prepare(ctx: KernelContext) -> Launch:
     has_z = ctx.has(3)
     if not ctx.has(2):
         raise ctx.error("the bias B is required (pack_bf16_convs gives zeros when the Conv has none)")
-    if has_z and (tuple(ctx.inputs[3].shape) != tuple(out) or KW > 1):
-        raise ctx.error(f"Z must have the output's shape {list(out)} and the kernel be 1 wide "
-                        f"(got {list(ctx.inputs[3].shape)}, kernel width {KW})")
+    if has_z and tuple(ctx.inputs[3].shape) != tuple(out):
+        raise ctx.error(f"Z must have the output's shape {list(out)}, got {list(ctx.inputs[3].shape)}")
     bd = max(1, min(block_dim_for(N * M * C * KH * KW * OH * OW, ctx.cores, MIN_BLOCK_MACS), OH))
     per = workspace_size(C, OH, OW, KH, KW, sh, sw, largest_share(OH, 1, bd))
     # an absent Z is stood in for by x (never read): one specialization serves both

@@ -10,11 +10,14 @@ so the intrinsic is called by its LLVM signature (LLVM >= 17: <32 x bfloat> oper
     bvload2(arr, i)           the 32 uint16 arr[i:i+32] as 16 lanes of bfloat16 pairs
     bvbcast2(arr, i)          the pair arr[i:i+2] of a uint16 array in every lane
     bvdot(acc, a, b)          acc + the lane-wise dot products of a's and b's bfloat16 pairs
-    bvstore32(arr, i, a, b, n)  arr[i:i+n] = the first n (<= 32) lanes of a then b, rounded to bfloat16
-                              (nearest even, NaNs quiet: half.py's rule), for a uint16 array; one 64-byte
-                              store, masked when n < 32
-    bvadd_bf16(v, arr, i)     v + the 16 bfloat16 arr[i:i+16] (widened exactly)
-    bvbias_relu(v, b, relu)   v + b in every lane, then max(., 0) when relu
+    bvepilogue(y, i, a, b, bias, z, zi, has_z, relu, n)
+                              the conv's epilogue in one op: y[i:i+n] = the first n (<= 32) lanes of a then b,
+                              + bias, + the bfloat16 z[zi:zi+n] when has_z, max(., 0) when relu, rounded to
+                              bfloat16 by vcvtneps2bf16 (nearest even, NaNs quiet; float32 denormals flush to
+                              0, as vdpbf16ps reads bfloat16 denormals as 0); one 64-byte store, masked (and
+                              z's loads masked) when n < 32, so nothing past n is read or written. One op,
+                              not Numba functions: those take arrays, and Numba counts their references
+                              (atomic calls every tile, conv_bf16.py's measures)
 """
 from __future__ import annotations
 
@@ -93,68 +96,74 @@ def bvdot(typingctx, acc, a, b):
     return bvec(acc, a, b), codegen
 
 
-def _round_bf16(builder, v):
-    """<16 x i16>: v rounded to bfloat16, nearest even; NaNs stay quiet NaNs (half.py's rule)."""
-    u = builder.bitcast(v, _VI)
+def _splat(builder, x, vt):
+    v = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(_I32, 0))
+    return builder.shuffle_vector(v, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(_I32, vt.count),
+                                                                                [0] * vt.count))
 
-    def splat(k):
-        return ir.Constant(_VI, [k] * 16)
-    odd = builder.and_(builder.lshr(u, splat(16)), splat(1))
-    r = builder.lshr(builder.add(builder.add(u, splat(0x7FFF)), odd), splat(16))
-    nan = builder.fcmp_unordered("uno", v, v)
-    r = builder.select(nan, builder.or_(builder.lshr(u, splat(16)), splat(0x40)), r)
-    return builder.trunc(r, _VH)
+
+def _lanes_below(builder, cnt, lanes, first):
+    """<lanes x i1>: lane i set when first + i < cnt."""
+    vt = ir.VectorType(_I32, lanes)
+    c = builder.sub(builder.trunc(cnt, _I32), ir.Constant(_I32, first))
+    return builder.icmp_signed("<", ir.Constant(vt, list(range(lanes))), _splat(builder, c, vt))
+
+
+def _widen_z(context, builder, zty, zary, zi, cnt, full):
+    """The two <16 x float> of the bfloat16 z[zi:zi+32] (lanes past cnt: 0, not read unless full)."""
+    data = context.make_array(zty)(context, builder, zary).data
+    ptrs = [builder.bitcast(builder.gep(data, [builder.add(zi, ir.Constant(zi.type, k))]), _VH.as_pointer())
+            for k in (0, 16)]
+    masked = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
+        _VH, [_VH.as_pointer(), _I32, ir.VectorType(ir.IntType(1), 16), _VH]), "llvm.masked.load.v16i16.p0")
+    with builder.if_else(full) as (then, other):
+        with then:
+            whole = [builder.load(p, align=2) for p in ptrs]
+            from_whole = builder.block
+        with other:
+            part = [builder.call(masked, [p, ir.Constant(_I32, 2), _lanes_below(builder, cnt, 16, k),
+                                          ir.Constant(_VH, None)]) for p, k in zip(ptrs, (0, 16))]
+            from_part = builder.block
+    phis = [builder.phi(_VH), builder.phi(_VH)]  # both first: phis head their block
+    for h, w, m in zip(phis, whole, part):
+        h.add_incoming(w, from_whole)
+        h.add_incoming(m, from_part)
+    return [builder.bitcast(builder.shl(builder.zext(h, _VI), ir.Constant(_VI, [16] * 16)), _V) for h in phis]
 
 
 @intrinsic
-def bvstore32(typingctx, arr, idx, v0, v1, n):
-    _check(arr, types.uint16, "bvstore32")
+def bvepilogue(typingctx, y, yi, a, b, bias, z, zi, has_z, relu, n):
+    _check(y, types.uint16, "bvepilogue")
+    _check(z, types.uint16, "bvepilogue")
 
     def codegen(context, builder, sig, args):
-        ary, i, a, b, cnt = args
-        h = builder.shuffle_vector(_round_bf16(builder, a), _round_bf16(builder, b),
-                                   ir.Constant(ir.VectorType(_I32, 32), list(range(32))))
-        data = context.make_array(arr)(context, builder, ary).data
+        yary, i, a, b, bias, zary, zi, hz, r, cnt = args
+        bv = _splat(builder, context.cast(builder, bias, sig.args[4], types.float32), _V)
+        a, b = builder.fadd(a, bv), builder.fadd(b, bv)
         full = builder.icmp_signed(">=", cnt, ir.Constant(cnt.type, 32))
+        before = builder.block
+        with builder.if_then(builder.icmp_signed("!=", hz, ir.Constant(hz.type, 0))):
+            z0, z1 = _widen_z(context, builder, sig.args[5], zary, zi, cnt, full)
+            az, bz = builder.fadd(a, z0), builder.fadd(b, z1)
+            with_z = builder.block
+        pa, pb = builder.phi(_V), builder.phi(_V)
+        for phi, plain, added in ((pa, a, az), (pb, b, bz)):
+            phi.add_incoming(plain, before)
+            phi.add_incoming(added, with_z)
+        zero, on = ir.Constant(_V, None), builder.icmp_signed("!=", r, ir.Constant(r.type, 0))
+        a, b = (builder.select(on, builder.select(builder.fcmp_ordered(">", v, zero), v, zero), v) for v in (pa, pb))
+        vh = ir.VectorType(_I16, 32)
+        h = builder.bitcast(builder.fptrunc(builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, 32),
+                                                                                     list(range(32)))), _VB), vh)
+        data = context.make_array(sig.args[0])(context, builder, yary).data
+        ptr = builder.bitcast(builder.gep(data, [i]), vh.as_pointer())
         with builder.if_else(full) as (then, other):
             with then:
-                builder.store(h, builder.bitcast(builder.gep(data, [i]), ir.VectorType(_I16, 32).as_pointer()), align=2)
-            with other:  # a tail: a masked store of the first n lanes
-                v32 = ir.VectorType(_I32, 32)
-                lanes = builder.trunc(cnt, _I32)
-                splat = builder.shuffle_vector(builder.insert_element(ir.Constant(v32, ir.Undefined), lanes,
-                                                                      ir.Constant(_I32, 0)),
-                                               ir.Constant(v32, ir.Undefined), ir.Constant(v32, [0] * 32))
-                mask = builder.icmp_signed("<", ir.Constant(v32, list(range(32))), splat)
-                vh = ir.VectorType(_I16, 32)
+                builder.store(h, ptr, align=2)
+            with other:
                 fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
                     ir.VoidType(), [vh, vh.as_pointer(), _I32, ir.VectorType(ir.IntType(1), 32)]),
                     "llvm.masked.store.v32i16.p0")
-                builder.call(fn, [h, builder.bitcast(builder.gep(data, [i]), vh.as_pointer()), ir.Constant(_I32, 2),
-                                  mask])
+                builder.call(fn, [h, ptr, ir.Constant(_I32, 2), _lanes_below(builder, cnt, 32, 0)])
         return context.get_dummy_value()
-    return types.void(arr, idx, v0, v1, n), codegen
-
-
-@intrinsic
-def bvadd_bf16(typingctx, v, arr, idx):
-    _check(arr, types.uint16, "bvadd_bf16")
-
-    def codegen(context, builder, sig, args):
-        h = builder.load(element_ptr(context, builder, arr, args[1], args[2], _VH), align=2)
-        wide = builder.shl(builder.zext(h, _VI), ir.Constant(_VI, [16] * 16))
-        return builder.fadd(args[0], builder.bitcast(wide, _V))
-    return bvec(v, arr, idx), codegen
-
-
-@intrinsic
-def bvbias_relu(typingctx, v, b, relu):
-    def codegen(context, builder, sig, args):
-        vec, bias, r = args
-        bias = context.cast(builder, bias, sig.args[1], types.float32)
-        s = builder.insert_element(ir.Constant(_V, ir.Undefined), bias, ir.Constant(_I32, 0))
-        out = builder.fadd(vec, builder.shuffle_vector(s, ir.Constant(_V, ir.Undefined), ir.Constant(_VI, [0] * 16)))
-        pos = builder.fcmp_ordered(">", out, ir.Constant(_V, None))
-        clamped = builder.select(pos, out, ir.Constant(_V, None))
-        return builder.select(builder.icmp_signed("!=", r, ir.Constant(r.type, 0)), clamped, out)
-    return bvec(v, b, relu), codegen
+    return types.void(y, yi, a, b, bias, z, zi, has_z, relu, n), codegen

@@ -14,7 +14,7 @@ bfloat16 rounding, not bitwise. Wp = conv_bf16.pack_weights(W as bfloat16); B is
 Algorithm, one sweep in order:
   Step 1: match a Conv / unpacked FusedConv, 2-D, ungrouped, undilated, activation none or Relu, whose x
           (and Z) are Casts to float32 of bfloat16 values, W (and B) float32 constants, and whose result's
-          one reader is a Cast to bfloat16 (Z only for 1-wide kernels: the kernel adds it on whole rows).
+          one reader is a Cast to bfloat16.
   Step 2: new constants for the packed weights (and a zero bias).
   Step 3: one ge::ConvBF16 replaces the Conv and the Cast after it, reading the bfloat16 values; the
           Casts before it go with eliminate_dead_code when nothing else reads them.
@@ -54,7 +54,7 @@ def _match(graph, node):
     z = _widened(zf) if zf is not None else None
     if x is None or w.const is None or w.const.dtype != F32 or w.const.ndim != 4 or (zf is not None and z is None):
         return None
-    if (b is not None and (b.const is None or b.const.dtype != F32)) or (z is not None and w.const.shape[3] != 1):
+    if b is not None and (b.const is None or b.const.dtype != F32):
         return None
     y = node.outputs[0]
     after = y.users[0] if len(y.users) == 1 else None

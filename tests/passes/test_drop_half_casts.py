@@ -65,6 +65,70 @@ def test_16_bit_kernels_give_the_bits_of_the_float32_ops_between_casts(mode, con
             np.testing.assert_array_equal(ge.Session(plan, runtime=runtime).run(None, feeds)[0], want)
 
 
+@pytest.mark.parametrize("mode", ["allow_mix_precision", "allow_mix_precision_bf16"])
+@pytest.mark.parametrize("pool", ["AveragePool", "MaxPool"])
+def test_a_pool_over_the_whole_image_gives_the_float32_bits(mode, pool):
+    """A window covering the image (ResNet's last AveragePool) runs as a reduction in both paths: pool_half
+    folds the widened planes with reduce.py's loop, so even the sums' order is the float32 path's."""
+    C, M, H = 8, 150, 7  # 150 planes: more than pool_half.PLANES a pass
+    m = model([node("Conv", ["x", "w", "b"], ["c"], pads=[1] * 4), node("Relu", ["c"], ["r"]),
+               node(pool, ["r"], ["y"], kernel_shape=[H, H])],
+              {"x": [2, C, H, H]}, ["y"], {"w": randn(M, C, 3, 3) * 0.3, "b": randn(M)})
+    feeds = {"x": randn(2, C, H, H)}
+    want = ge.Session(ge.compile(m, ge.Options(precision_mode=mode, disabled_passes=("drop_half_casts",))),
+                      runtime="v2").run(None, feeds)[0]
+    for cores in (1, 2):
+        plan = ge.compile(m, ge.Options(precision_mode=mode, aicore_num=cores))
+        assert [n.op_type for n in plan.nodes].count("Cast") == 2, [n.op_type for n in plan.nodes]
+        np.testing.assert_array_equal(ge.Session(plan, runtime="v2").run(None, feeds)[0], want)
+
+
+@pytest.mark.parametrize("mode", ["allow_mix_precision", "allow_mix_precision_bf16"])
+def test_stride_2_pools_of_narrow_images_give_the_float32_bits(mode):
+    """Widths 1 and 2 at stride 2: the pair loop of both phases is empty, each end column counted once."""
+    for w in (1, 2):
+        m = model([node("Conv", ["x", "wc", "b"], ["c"]),
+                   node("AveragePool", ["c"], ["a"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4),
+                   node("MaxPool", ["a"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)],
+                  {"x": [1, 8, 9, w]}, ["y"], {"wc": randn(16, 8, 1, 1), "b": randn(16)})
+        feeds = {"x": randn(1, 8, 9, w)}
+        want = ge.Session(ge.compile(m, ge.Options(precision_mode=mode, disabled_passes=("drop_half_casts",))),
+                          runtime="v2").run(None, feeds)[0]
+        plan = ge.compile(m, ge.Options(precision_mode=mode))
+        assert [n.op_type for n in plan.nodes].count("Cast") == 2, [n.op_type for n in plan.nodes]
+        np.testing.assert_array_equal(ge.Session(plan, runtime="v2").run(None, feeds)[0], want)
+
+
+DEPTHWISE_CASES = {  # (C, multiplier, H, kernel, stride, residual): ShuffleNet's, MobileNet's, a 5x5
+    "3x3 s2": (24, 1, 15, 3, 2, False), "3x3 s1 residual": (16, 1, 12, 3, 1, True), "5x5 x2": (8, 2, 20, 5, 1, False),
+}
+
+
+@pytest.mark.parametrize("mode", ["allow_mix_precision", "allow_mix_precision_bf16"])
+@pytest.mark.parametrize("case", list(DEPTHWISE_CASES))
+def test_depthwise_convs_run_on_the_16_bit_map(mode, case):
+    """conv_depthwise_half: the float32 DEPTHWISE code on converted planes, so the float32 bits."""
+    C, mult, H, k, s, residual = DEPTHWISE_CASES[case]
+    M, p = C * mult, k // 2
+    nodes = [node("Conv", ["x", "w1", "b1"], ["a"]), node("Relu", ["a"], ["r"]),
+             node("Conv", ["r", "wd", "bd"], ["d"], group=C, strides=[s, s], pads=[p] * 4)]
+    if residual:
+        nodes += [node("Add", ["d", "r"], ["e"]), node("Relu", ["e"], ["y"])]
+    else:
+        nodes += [node("Relu", ["d"], ["y"])]
+    m = model(nodes, {"x": [2, 8, H, H]}, ["y"], {"w1": randn(C, 8, 1, 1), "b1": randn(C),
+                                                  "wd": randn(M, 1, k, k) * 0.3, "bd": randn(M)})
+    feeds = {"x": randn(2, 8, H, H)}
+    want = ge.Session(ge.compile(m, ge.Options(precision_mode=mode, disabled_passes=("drop_half_casts",))),
+                      runtime="v2").run(None, feeds)[0]
+    for cores in (1, 2):
+        plan = ge.compile(m, ge.Options(precision_mode=mode, aicore_num=cores))
+        dw = [n for n in plan.nodes if n.attrs.get("group", 1) == C]
+        assert len(dw) == 1 and plan.tensors[dw[0].inputs[0]].dtype.itemsize == 2, [n.op_type for n in plan.nodes]
+        for runtime in ("v1", "v2"):
+            np.testing.assert_array_equal(ge.Session(plan, runtime=runtime).run(None, feeds)[0], want)
+
+
 def test_a_16_bit_conv_needs_packed_float32_weights():
     from ge.kernels import KernelContext, TensorSpec, lookup
     ctx = KernelContext("Conv", "c", {}, [TensorSpec((1, 4, 5, 5), np.float16), TensorSpec((8, 4, 3, 3), np.float16)],

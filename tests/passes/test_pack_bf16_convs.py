@@ -50,7 +50,8 @@ def _conv_model(c, m, hw, k, stride=1, pad=0, residual=False, relu=True):
 CASES = {  # (C, M, H=W, k, stride, pad, residual): odd C, M not a multiple of 8, strides, the stem's 7x7
     "3x3": (8, 20, 9, 3, 1, 1, False), "3x3 s2 odd C": (7, 16, 11, 3, 2, 1, False),
     "1x1 residual": (16, 24, 6, 1, 1, 0, True), "1x1 s2 residual": (16, 32, 8, 1, 2, 0, True),
-    "7x7 s2 C3": (3, 8, 20, 7, 2, 3, False),
+    "7x7 s2 C3": (3, 8, 20, 7, 2, 3, False), "3x3 residual": (8, 16, 9, 3, 1, 1, True),
+    "3x3 in strips": (64, 8, 50, 3, 1, 1, True),  # Step 1's planes for 25 of 50 rows at a time
 }
 
 
@@ -72,12 +73,12 @@ def test_bf16_conv_matches_the_float32_path(case, monkeypatch):
 
 
 @needs_bf16
-def test_same_bits_for_any_core_count():
+@pytest.mark.parametrize("M,C,H", [(64, 32, 16), (16, 64, 60)])  # 60 rows: 3 strips in one block, 1 in 3
+def test_same_bits_for_any_core_count(M, C, H):
     """Blocks take output rows, K is never split: 1 and 3 blocks (run one after the other) give the same bits."""
     from ge.ir.dtypes import BFLOAT16
     from ge.kernels import KernelContext, TensorSpec, lookup
     from ge.kernels.registry import call
-    M, C, H = 64, 32, 16
     x = randn(1, C, H, H).astype(BFLOAT16)
     w = (randn(M, C, 3, 3) / 17).astype(BFLOAT16)
     wp = np.empty(conv_bf16.packed_size(M, C, 3, 3), np.uint16)
