@@ -120,4 +120,6 @@ def test_randomized_light_model_matches_onnxruntime(name):
     feeds = {i.name: np.random.default_rng(1).standard_normal(
         [d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32) for i in sess.get_inputs()}
     for g, w in zip(sess.run(None, feeds), ref.run(None, feeds)):
-        np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-5)
+        # sums in another order differ by a few units of the output's scale, not of each element: ShuffleNet's
+        # random logits reach 222 and one near 0.03 differed by 4.4e-05 on an AVX2 machine (2.0e-7 of 222)
+        np.testing.assert_allclose(g, w, rtol=1e-3, atol=max(1e-5, 1e-6 * float(np.abs(w).max())))
