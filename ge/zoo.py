@@ -88,11 +88,13 @@ def with_random_weights(name: str, seed: int = 0) -> onnx.ModelProto:
     return model
 
 
-def quantized_light_model(name: str, directory: str, samples: int = 2, seed: int = 0) -> tuple[str, str]:
+def quantized_light_model(name: str, directory: str, samples: int = 2, seed: int = 0,
+                          reduce_range: bool = False) -> tuple[str, str]:
     """(float path, QDQ path): a random-weight light model at opset 13 with its BatchNormalizations folded
     (onnxruntime's basic level, what quantization's pre-processing does), and its int8 QDQ form from
     onnxruntime.quantization.quantize_static (per-channel weights, `samples` random calibration inputs).
-    Needs onnxruntime."""
+    `reduce_range` quantizes weights to 7 bits, what onnxruntime advises without AVX512-VNNI: its u8s8
+    kernels there (vpmaddubsw) saturate pairs of products at int16. Needs onnxruntime."""
     import onnxruntime as ort
     from onnxruntime import quantization
 
@@ -118,7 +120,7 @@ def quantized_light_model(name: str, directory: str, samples: int = 2, seed: int
             return next(feeds, None)
 
     quantization.quantize_static(f32, qdq, Calibration(), quant_format=quantization.QuantFormat.QDQ,
-                                 per_channel=True)
+                                 per_channel=True, reduce_range=reduce_range)
     return f32, qdq
 
 

@@ -50,7 +50,8 @@ def test_outputs_equal_and_order_kept(runtime):
     out = s.run(None, {"x": X})
     for a, b in zip(out, ref):
         np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(out[1], np.maximum(X @ first_weight(), 0))   # g0 = (h0 + h0) / 2
+    np.testing.assert_allclose(out[1], np.maximum(X @ first_weight(), 0), rtol=1e-6)  # g0 = (h0 + h0) / 2; numpy's
+    # BLAS sums in its own order (AVX2: 1 ulp apart)
     t = Tracer("hcom_parallel")
     s.run_traced({"x": X}, t)                          # a group's trace: its first device
     spans = {sl.name: sl for sl in t.slices if sl.kind == "kernel"}

@@ -7,7 +7,11 @@ from onnx import helper, numpy_helper
 from pass_check import model, node, ops, run_pass
 
 import ge
+from ge.kernels.conv_vnni import HAS_VNNI
 from ge.passes import eliminate_dead_code, fuse_qdq, nhwc_int8, pack_qconv_weights
+
+# the NHWC region starts at VNNI-packed convs: without AVX512-VNNI nothing is packed and the pass keeps NCHW
+needs_vnni = pytest.mark.skipif(not HAS_VNNI, reason="this CPU has no AVX512-VNNI")
 
 R = np.random.default_rng(1)
 f32 = np.float32
@@ -38,6 +42,7 @@ def _conv_pool_conv():
     return model(nodes, {"x": [1, 6, 9, 9]}, ["y"], inits, opset=19)
 
 
+@needs_vnni
 def test_the_int8_region_stays_nhwc():
     g, changed = run_pass(_conv_pool_conv(), _lowered)
     assert changed
@@ -50,6 +55,7 @@ def test_the_int8_region_stays_nhwc():
     assert conv2.outputs[0].name == "q3" and conv2.outputs[0].shape == (1, 4, 5, 5)
 
 
+@needs_vnni
 def test_an_output_inside_the_region_gets_a_trans_data():
     m = _conv_pool_conv()
     m.graph.output.append(helper.make_empty_tensor_value_info("q2"))
@@ -93,6 +99,7 @@ def small_cnn(tmp_path_factory):
     return m
 
 
+@needs_vnni
 def test_same_bits_as_the_nchw_int8_path(small_cnn):
     x = {"x": R.standard_normal((1, 3, 11, 13)).astype(f32)}
     on = ge.compile(small_cnn, ge.Options(aicore_num=2))
