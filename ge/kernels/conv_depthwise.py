@@ -8,12 +8,16 @@ registers, y written once), then the bias, residual and activation on the rows j
 in L1. The earlier form (a zeroed grid, one axpy pass per tap, a copy out) loaded and stored the
 grid once per tap.
 
-At stride 1 with 3- or 5-wide kernels on planes wider than a vector (MobileNetV2's 3x3 on 56 and 112,
-MBConv's 5x5 on 28), whole tiles of four rows skip the padded copy: _direct reads x's rows once per two
-output vectors and moves them on by kw in registers (same sums in the same order: the same bits).
-Against the padded copy and _wide, one core, the same arguments, alternating (shared machine, medians
-of 40): 240 x 28 x 28 5x5 0.264 -> 0.225 ms, 144 x 56 x 56 3x3 0.368 -> 0.293, 32 x 112 x 112 3x3 0.220
--> 0.171, 96 x 20 x 20 3x3 0.042 -> 0.028.
+At stride 1 with 3-, 5- or 7-wide kernels on planes wider than a vector (MobileNetV2's 3x3 on 56 and 112,
+MBConv's 5x5 on 28, ConvNeXt's 7x7 on 56), whole tiles of four rows skip the padded copy on AVX-512
+(`DIRECT`): _direct reads x's rows once per two output vectors and moves them on by kw in registers (same
+sums in the same order: the same bits). Against the padded copy and _wide, one core, the same arguments,
+alternating (shared machine, medians of 40): 240 x 28 x 28 5x5 0.264 -> 0.225 ms, 144 x 56 x 56 3x3 0.368
+-> 0.293, 32 x 112 x 112 3x3 0.220 -> 0.171, 96 x 20 x 20 3x3 0.042 -> 0.028; 7x7 (issue #17's earlier
+attempt) 96 x 56 x 56 0.566 -> 0.427. Without AVX-512 (AVX2, AMD EPYC, 2026-12-06, medians of 100, copies
+of `depthwise` compiled either way: bench/depthwise_direct.py) the direct path is
+the slower one: 240 x 28 x 28 5x5 0.873 -> 0.583 ms on the padded copy, 144 x 56 x 56 3x3 1.189 -> 0.907,
+120 x 28 x 28 5x5 0.303 -> 0.293, 96 x 56 x 56 7x7 1.548 -> 1.360.
 
 Measured and not taken (2026-12-02): a channels-blocked path (16 planes transposed into NCHW16c in the workspace,
 a tap one aligned load + FMA for 16 outputs, then transposed back): on 240 x 28 x 28 5x5 its two transposes cost
@@ -27,13 +31,18 @@ NRT_incref/decref, measured with perf).
 """
 from __future__ import annotations
 
+from llvmlite import binding as llvm
 from numba import njit
 
 from .conv_lowering import _channel_stride, _pad_copy
 from .epilogue import HARD_SWISH, NONE, epilogue, in_registers, vfinish
-from .simd import (vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4, vsplat, vstore, vstore_n,
-                   vzero)
+from .simd import (vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4, vnext5, vnext6, vsplat,
+                   vstore, vstore_n, vzero)
 from .specialize import by_type
+
+# _direct's tiles hold 8 accumulators, 3 loaded and up to 12 shifted vectors: AVX-512's 32 registers; with
+# AVX2's 16 (two halves a vector) they spill and the padded copy wins (see the module doc)
+DIRECT = "+avx512f" in llvm.get_host_cpu_features().flatten()
 
 
 @njit(nogil=True, cache=True)
@@ -48,8 +57,8 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
     for kh in range(KH):  # where tap (kh, kw) of output row 0, column 0 reads in the phases
         for kw in range(KW):
             taps[kh * KW + kw] = ((kh % sh) * B + kw % sw) * cs + (kh // sh) * Wq + kw // sw
-    # stride 1, KW 3 or 5, planes wider than a vector, whole tiles of four rows: straight from x (_direct)
-    direct = sh == 1 and sw == 1 and (KW == 3 or KW == 5) and OW > vlanes(y)
+    # stride 1, KW 3, 5 or 7, planes wider than a vector, whole tiles of four rows: straight from x (_direct)
+    direct = DIRECT and sh == 1 and sw == 1 and (KW == 3 or KW == 5 or KW == 7) and OW > vlanes(y)
     for q in range(q0, q1):
         g = q % G
         xo, yo = q * H * W, q * Mg * S
@@ -134,15 +143,24 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _row_taps(a0, a1, KW, w0, w1, w2, w3, w4, x0, x1, x2, x3, x4, u0, u1, u2, u3, u4):
-    """a0 (a1) += the KW taps of one kernel row, in kw order, over columns x0.. (u0..) moved on by kw."""
-    a0, a1 = vfma(w0, x0, a0), vfma(w0, u0, a1)
-    a0, a1 = vfma(w1, x1, a0), vfma(w1, u1, a1)
-    a0, a1 = vfma(w2, x2, a0), vfma(w2, u2, a1)
-    if KW == 5:
-        a0, a1 = vfma(w3, x3, a0), vfma(w3, u3, a1)
-        a0, a1 = vfma(w4, x4, a0), vfma(w4, u4, a1)
+def _row_taps(a0, a1, KW, w, k, x0, x1, x2, x3, x4, x5, x6, u0, u1, u2, u3, u4, u5, u6):
+    """a0 (a1) += the KW taps of one kernel row (weights w[k:k+KW]), in kw order, over columns x0.. (u0..)
+    moved on by kw."""
+    a0, a1 = _tap(a0, a1, vbcast(w, k), x0, u0)
+    a0, a1 = _tap(a0, a1, vbcast(w, k + 1), x1, u1)
+    a0, a1 = _tap(a0, a1, vbcast(w, k + 2), x2, u2)
+    if KW >= 5:
+        a0, a1 = _tap(a0, a1, vbcast(w, k + 3), x3, u3)
+        a0, a1 = _tap(a0, a1, vbcast(w, k + 4), x4, u4)
+    if KW == 7:
+        a0, a1 = _tap(a0, a1, vbcast(w, k + 5), x5, u5)
+        a0, a1 = _tap(a0, a1, vbcast(w, k + 6), x6, u6)
     return a0, a1
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _tap(a0, a1, wv, x, u):
+    return vfma(wv, x, a0), vfma(wv, u, a1)
 
 
 @by_type
@@ -184,29 +202,23 @@ def _direct(x, xo, H, W, ph, pw, i0, KH, KW, w, wo, y, yo, OW, rows, bias, act, 
                         else:
                             v2 = v
                 x1, x2, u1, u2 = vnext1(v0, v1), vnext2(v0, v1), vnext1(v1, v2), vnext2(v1, v2)
-                x3, x4, u3, u4 = x2, x2, u2, u2
-                if KW == 5:
+                x3, x4, x5, x6, u3, u4, u5, u6 = x2, x2, x2, x2, u2, u2, u2, u2
+                if KW >= 5:
                     x3, x4, u3, u4 = vnext3(v0, v1), vnext4(v0, v1), vnext3(v1, v2), vnext4(v1, v2)
+                if KW == 7:
+                    x5, x6, u5, u6 = vnext5(v0, v1), vnext6(v0, v1), vnext5(v1, v2), vnext6(v1, v2)
                 if i < KH:  # output row r, kernel row i
-                    k = wo + i * KW
-                    a0, b0 = _row_taps(a0, b0, KW, vbcast(w, k), vbcast(w, k + 1), vbcast(w, k + 2),
-                                       vbcast(w, k + KW - 2), vbcast(w, k + KW - 1),
-                                       v0, x1, x2, x3, x4, v1, u1, u2, u3, u4)
+                    a0, b0 = _row_taps(a0, b0, KW, w, wo + i * KW,
+                                       v0, x1, x2, x3, x4, x5, x6, v1, u1, u2, u3, u4, u5, u6)
                 if 1 <= i < KH + 1:
-                    k = wo + (i - 1) * KW
-                    a1, b1 = _row_taps(a1, b1, KW, vbcast(w, k), vbcast(w, k + 1), vbcast(w, k + 2),
-                                       vbcast(w, k + KW - 2), vbcast(w, k + KW - 1),
-                                       v0, x1, x2, x3, x4, v1, u1, u2, u3, u4)
+                    a1, b1 = _row_taps(a1, b1, KW, w, wo + (i - 1) * KW,
+                                       v0, x1, x2, x3, x4, x5, x6, v1, u1, u2, u3, u4, u5, u6)
                 if 2 <= i < KH + 2:
-                    k = wo + (i - 2) * KW
-                    a2, b2 = _row_taps(a2, b2, KW, vbcast(w, k), vbcast(w, k + 1), vbcast(w, k + 2),
-                                       vbcast(w, k + KW - 2), vbcast(w, k + KW - 1),
-                                       v0, x1, x2, x3, x4, v1, u1, u2, u3, u4)
+                    a2, b2 = _row_taps(a2, b2, KW, w, wo + (i - 2) * KW,
+                                       v0, x1, x2, x3, x4, x5, x6, v1, u1, u2, u3, u4, u5, u6)
                 if 3 <= i:
-                    k = wo + (i - 3) * KW
-                    a3, b3 = _row_taps(a3, b3, KW, vbcast(w, k), vbcast(w, k + 1), vbcast(w, k + 2),
-                                       vbcast(w, k + KW - 2), vbcast(w, k + KW - 1),
-                                       v0, x1, x2, x3, x4, v1, u1, u2, u3, u4)
+                    a3, b3 = _row_taps(a3, b3, KW, w, wo + (i - 3) * KW,
+                                       v0, x1, x2, x3, x4, x5, x6, v1, u1, u2, u3, u4, u5, u6)
             vstore_n(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0)
             vstore_n(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1)
             vstore_n(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0)

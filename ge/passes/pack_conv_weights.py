@@ -50,7 +50,8 @@ def _pointwise_small_k(node, w) -> bool:
     return int(np.prod(x.shape[2:])) >= MIN_PLANE
 
 
-def _packable(node) -> bool:
+def packable(node) -> bool:
+    """Whether this pass packs the node's weights (Step 1's match)."""
     if (node.op_type, node.domain) not in (("Conv", ""), ("FusedConv", "ge")) or "weight_shape" in node.attrs:
         return False
     w = node.inputs[1] if len(node.inputs) > 1 else None
@@ -68,7 +69,7 @@ def pack_conv_weights(graph) -> bool:
     changed = False
     for node in list(graph.nodes):
         # Step 1: match
-        if not _packable(node):
+        if not packable(node):
             continue
         # Step 2: the packed constant
         w = node.inputs[1]
