@@ -43,6 +43,10 @@ from .specialize import by_type
 # _direct's tiles hold 8 accumulators, 3 loaded and up to 12 shifted vectors: AVX-512's 32 registers; with
 # AVX2's 16 (two halves a vector) they spill and the padded copy wins (see the module doc)
 DIRECT = "+avx512f" in llvm.get_host_cpu_features().flatten()
+# _wide's rows a tile: 4 x 2 vectors of accumulators fill AVX2's registers and spill; 2 rows measured faster there
+# (AVX2, medians of 100, alternating: 144x56x56 3x3 0.693 -> 0.630 ms, 240x28x28 5x5 0.510 -> 0.431, 120x28x28
+# 5x5 0.254 -> 0.212, 96x56x56 7x7 1.275 -> 0.971; a first, noisier run 2-9%; one row a tile: no gain)
+WIDE_ROWS = 4 if DIRECT else 2
 
 
 @njit(nogil=True, cache=True)
@@ -112,7 +116,7 @@ def _pad_rows(x, xo, p, H, W, ph, pw, i0, R, Wq):
 
 @njit(nogil=True, cache=True, inline="always")
 def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
-    """Rows r .. r+R of a plane wider than a vector (R = 4 or 1, a literal: 8 or 2 FMA chains), two
+    """Rows r .. r+R of a plane wider than a vector (R = 4, 2 or 1, a constant: 8, 4 or 2 FMA chains), two
     vectors of columns at a time, the second masked at the row's end."""
     L = vlanes(y)
     po, yr = r * Wq, yo + r * OW
@@ -126,6 +130,7 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
             if R > 1:
                 a1 = vfma(wv, vload(p, s + Wq), a1)
                 b1 = vfma(wv, vload(p, s + Wq + L), b1)
+            if R > 2:
                 a2 = vfma(wv, vload(p, s + 2 * Wq), a2)
                 b2 = vfma(wv, vload(p, s + 2 * Wq + L), b2)
                 a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
@@ -136,6 +141,7 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
         if R > 1:
             vstore_n(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0)
             vstore_n(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1)
+        if R > 2:
             vstore_n(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0)
             vstore_n(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1)
             vstore_n(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0)
@@ -166,7 +172,7 @@ def _tap(a0, a1, wv, x, u):
 @by_type
 @njit(nogil=True, cache=True)
 def _direct(x, xo, H, W, ph, pw, i0, KH, KW, w, wo, y, yo, OW, rows, bias, act, p0, p1):
-    """_dw_rows at stride 1 with KW 3 or 5 on planes wider than a vector, rows a multiple of 4, straight
+    """_dw_rows at stride 1 with KW 3, 5 or 7 on planes wider than a vector, rows a multiple of 4, straight
     from x (no padded copy): four output rows x two vectors at a time; each input row's columns are loaded
     once for them (three vectors, masked where they leave the image, zeros for rows outside it) and moved
     on by kw in registers (vnext1..4: valignd), then serve the output rows below it with kernel row kh =
@@ -265,7 +271,8 @@ def _narrow(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
 @njit(nogil=True, cache=True)
 def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
     """y[yo + r*OW + j] = act(sum over taps t of w[wo+t] * p[r*Wq + taps[t] + j] + bias), r < rows, j < OW,
-    act one of IN_REGISTERS (NONE otherwise). Eight FMA chains at a time: four rows x two vectors, or
+    act one of IN_REGISTERS (NONE otherwise). Eight FMA chains at a time: four rows x two vectors (WIDE_ROWS;
+    two rows, four chains, without AVX-512), or
     eight rows x one vector on planes a vector wide; narrow planes' leftover rows in tiles of 4 and 2 (a single
     row's one or two chains wait on the FMA latency: 672 x 14 x 14 5x5 left 6 of 14 rows to them; 0.257 ->
     0.205 ms, one core). A row's last loads may run up to two vectors past it (into the workspace's slack: read, never
@@ -277,9 +284,9 @@ def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
         c0, c1 = vsplat(y, 1 / 6), vsplat(y, 0.5)
     r = 0
     if OW > L:
-        while r + 4 <= rows:
-            _wide(p, Wq, taps, w, wo, y, yo, OW, r, 4, bv, act, c0, c1, lo, hi)
-            r += 4
+        while r + WIDE_ROWS <= rows:
+            _wide(p, Wq, taps, w, wo, y, yo, OW, r, WIDE_ROWS, bv, act, c0, c1, lo, hi)
+            r += WIDE_ROWS
         while r < rows:  # planes this wide rarely leave rows (28, 56, 112 are multiples of 4): one variant less
             _wide(p, Wq, taps, w, wo, y, yo, OW, r, 1, bv, act, c0, c1, lo, hi)  # to compile (~7 s per dtype)
             r += 1
