@@ -20,7 +20,9 @@ input itself is the GEMM's B), faster than IMPLICIT there, whose K of 16-24 leav
 to hide the output tile's loads and stores. Per node, one core (AVX2, medians of 20, 2026-12-06):
 MobileNetV2's expand 24 -> 144 on 56x56 1.78 -> 1.34 ms, SqueezeNet's expand 16 -> 64 on 55x55 0.49 ->
 0.21-0.42; at 40 input channels packing still wins (MBConv's expand 40 -> 240 on 28x28: 0.80 packed, 1.02-1.15
-not), and so it does on a 1x1 plane (SE's convs: 0.010 against 0.013 ms).
+not), and so it does on a 1x1 plane (SE's convs: 0.010 against 0.013 ms). Whole blocks in one process, this rule
+against packing those convs, alternating, medians of 60: MobileNetV2's block 2.52 -> 1.90 ms (its expand 1.20 ->
+0.61), SqueezeNet's fire 3.10 -> 3.04 (expand1x1 0.50 -> 0.36).
 Limits: weights computed at run time, 3-D convs, ConvTranspose and conv.USE_IMPLICIT = False stay as they
 are. Invariant: outputs keep their bits (IMPLICIT computes the same FMA chains packed or not).
 """
