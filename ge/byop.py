@@ -25,7 +25,7 @@ import numpy as np
 
 def family(op_type: str, shapes: list) -> str:
     """The family of one node from its op type and its input shapes (None for an absent input)."""
-    op = op_type[5:] if op_type.startswith("Fused") else op_type
+    op = op_type[5:] if op_type.startswith("Fused") else "Conv" if op_type == "ScaledConv" else op_type
     if op in ("ReorderInput", "ReorderOutput"):
         return "Reorder (NCHWc)"
     if op in ("Conv", "ConvTranspose") and len(shapes) > 1 and shapes[0] and shapes[1] and len(shapes[1]) >= 3:

@@ -122,7 +122,7 @@ class Model:
         index = {t.name: t.index for t in plan.tensors}
         self.root = [index[m.alias_of] if m.alias_of else m.index for m in mem.tensors]
         io_roots = sorted({self.root[t.index] for t, m in zip(plan.tensors, mem.tensors)
-                           if m.segment in ("io", "variable")})
+                           if m.segment in ("io", "variable") and m.part_of is None})  # parts: in their output's
         self.io = tuple(IoSlot(IO0 + k, r, mem.tensors[r].offset, plan.tensors[r].nbytes, mem.tensors[r].segment)
                         for k, r in enumerate(io_roots))
         self.io_slot = {s.tensor: s for s in self.io}
@@ -185,6 +185,9 @@ class Model:
             return FIXED, m.offset
         if m.segment == "atomic":
             return self._fm(self.atomic_at + m.offset)
+        if m.segment in ("io", "variable") and m.part_of is not None:  # a no-task Concat's part, in its output
+            out = self.plan.tensor(m.part_of).index
+            return self.io_slot[self.root[out]].slot, m.offset - self.plan.memory.tensors[out].offset
         if m.segment in ("io", "variable"):
             return self.io_slot[self.root[t]].slot, 0
         raise GEError(f"tensor '{m.name}' has no static placement ({m.segment}); runtime_v1 needs a static plan")

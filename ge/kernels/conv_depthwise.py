@@ -8,12 +8,16 @@ registers, y written once), then the bias, residual and activation on the rows j
 in L1. The earlier form (a zeroed grid, one axpy pass per tap, a copy out) loaded and stored the
 grid once per tap.
 
-At stride 1 with 3- or 5-wide kernels on planes wider than a vector (MobileNetV2's 3x3 on 56 and 112,
-MBConv's 5x5 on 28), whole tiles of four rows skip the padded copy: _direct reads x's rows once per two
-output vectors and moves them on by kw in registers (same sums in the same order: the same bits).
-Against the padded copy and _wide, one core, the same arguments, alternating (shared machine, medians
-of 40): 240 x 28 x 28 5x5 0.264 -> 0.225 ms, 144 x 56 x 56 3x3 0.368 -> 0.293, 32 x 112 x 112 3x3 0.220
--> 0.171, 96 x 20 x 20 3x3 0.042 -> 0.028.
+At stride 1 with 3-, 5- or 7-wide kernels on planes wider than a vector (MobileNetV2's 3x3 on 56 and 112,
+MBConv's 5x5 on 28, ConvNeXt's 7x7 on 56), whole tiles of four rows skip the padded copy on AVX-512
+(`DIRECT`): _direct reads x's rows once per two output vectors and moves them on by kw in registers (same
+sums in the same order: the same bits). Against the padded copy and _wide, one core, the same arguments,
+alternating (shared machine, medians of 40): 240 x 28 x 28 5x5 0.264 -> 0.225 ms, 144 x 56 x 56 3x3 0.368
+-> 0.293, 32 x 112 x 112 3x3 0.220 -> 0.171, 96 x 20 x 20 3x3 0.042 -> 0.028; 7x7 (issue #17's earlier
+attempt) 96 x 56 x 56 0.566 -> 0.427. Without AVX-512 (AVX2, AMD EPYC, 2026-12-06, medians of 100, copies
+of `depthwise` compiled either way: bench/depthwise_direct.py) the direct path is
+the slower one: 240 x 28 x 28 5x5 0.873 -> 0.583 ms on the padded copy, 144 x 56 x 56 3x3 1.189 -> 0.907,
+120 x 28 x 28 5x5 0.303 -> 0.293, 96 x 56 x 56 7x7 1.548 -> 1.360.
 
 Measured and not taken (2026-12-02): a channels-blocked path (16 planes transposed into NCHW16c in the workspace,
 a tap one aligned load + FMA for 16 outputs, then transposed back): on 240 x 28 x 28 5x5 its two transposes cost
@@ -27,13 +31,22 @@ NRT_incref/decref, measured with perf).
 """
 from __future__ import annotations
 
+from llvmlite import binding as llvm
 from numba import njit
 
 from .conv_lowering import _channel_stride, _pad_copy
 from .epilogue import HARD_SWISH, NONE, epilogue, in_registers, vfinish
-from .simd import (vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4, vsplat, vstore, vstore_n,
-                   vzero)
+from .simd import (vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4, vnext5, vnext6, vsplat,
+                   vstore, vstore_n, vzero)
 from .specialize import by_type
+
+# _direct's tiles hold 8 accumulators, 3 loaded and up to 12 shifted vectors: AVX-512's 32 registers; with
+# AVX2's 16 (two halves a vector) they spill and the padded copy wins (see the module doc)
+DIRECT = "+avx512f" in llvm.get_host_cpu_features().flatten()
+# _wide's rows a tile: 4 x 2 vectors of accumulators fill AVX2's registers and spill; 2 rows measured faster there
+# (AVX2, medians of 100, alternating: 144x56x56 3x3 0.693 -> 0.630 ms, 240x28x28 5x5 0.510 -> 0.431, 120x28x28
+# 5x5 0.254 -> 0.212, 96x56x56 7x7 1.275 -> 0.971; a first, noisier run 2-9%; one row a tile: no gain)
+WIDE_ROWS = 4 if DIRECT else 2
 
 
 @njit(nogil=True, cache=True)
@@ -48,8 +61,8 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
     for kh in range(KH):  # where tap (kh, kw) of output row 0, column 0 reads in the phases
         for kw in range(KW):
             taps[kh * KW + kw] = ((kh % sh) * B + kw % sw) * cs + (kh // sh) * Wq + kw // sw
-    # stride 1, KW 3 or 5, planes wider than a vector, whole tiles of four rows: straight from x (_direct)
-    direct = sh == 1 and sw == 1 and (KW == 3 or KW == 5) and OW > vlanes(y)
+    # stride 1, KW 3, 5 or 7, planes wider than a vector, whole tiles of four rows: straight from x (_direct)
+    direct = DIRECT and sh == 1 and sw == 1 and (KW == 3 or KW == 5 or KW == 7) and OW > vlanes(y)
     for q in range(q0, q1):
         g = q % G
         xo, yo = q * H * W, q * Mg * S
@@ -103,7 +116,7 @@ def _pad_rows(x, xo, p, H, W, ph, pw, i0, R, Wq):
 
 @njit(nogil=True, cache=True, inline="always")
 def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
-    """Rows r .. r+R of a plane wider than a vector (R = 4 or 1, a literal: 8 or 2 FMA chains), two
+    """Rows r .. r+R of a plane wider than a vector (R = 4, 2 or 1, a constant: 8, 4 or 2 FMA chains), two
     vectors of columns at a time, the second masked at the row's end."""
     L = vlanes(y)
     po, yr = r * Wq, yo + r * OW
@@ -117,6 +130,7 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
             if R > 1:
                 a1 = vfma(wv, vload(p, s + Wq), a1)
                 b1 = vfma(wv, vload(p, s + Wq + L), b1)
+            if R > 2:
                 a2 = vfma(wv, vload(p, s + 2 * Wq), a2)
                 b2 = vfma(wv, vload(p, s + 2 * Wq + L), b2)
                 a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
@@ -127,6 +141,7 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
         if R > 1:
             vstore_n(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0)
             vstore_n(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1)
+        if R > 2:
             vstore_n(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0)
             vstore_n(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1)
             vstore_n(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0)
@@ -134,21 +149,30 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _row_taps(a0, a1, KW, w0, w1, w2, w3, w4, x0, x1, x2, x3, x4, u0, u1, u2, u3, u4):
-    """a0 (a1) += the KW taps of one kernel row, in kw order, over columns x0.. (u0..) moved on by kw."""
-    a0, a1 = vfma(w0, x0, a0), vfma(w0, u0, a1)
-    a0, a1 = vfma(w1, x1, a0), vfma(w1, u1, a1)
-    a0, a1 = vfma(w2, x2, a0), vfma(w2, u2, a1)
-    if KW == 5:
-        a0, a1 = vfma(w3, x3, a0), vfma(w3, u3, a1)
-        a0, a1 = vfma(w4, x4, a0), vfma(w4, u4, a1)
+def _row_taps(a0, a1, KW, w, k, x0, x1, x2, x3, x4, x5, x6, u0, u1, u2, u3, u4, u5, u6):
+    """a0 (a1) += the KW taps of one kernel row (weights w[k:k+KW]), in kw order, over columns x0.. (u0..)
+    moved on by kw."""
+    a0, a1 = _tap(a0, a1, vbcast(w, k), x0, u0)
+    a0, a1 = _tap(a0, a1, vbcast(w, k + 1), x1, u1)
+    a0, a1 = _tap(a0, a1, vbcast(w, k + 2), x2, u2)
+    if KW >= 5:
+        a0, a1 = _tap(a0, a1, vbcast(w, k + 3), x3, u3)
+        a0, a1 = _tap(a0, a1, vbcast(w, k + 4), x4, u4)
+    if KW == 7:
+        a0, a1 = _tap(a0, a1, vbcast(w, k + 5), x5, u5)
+        a0, a1 = _tap(a0, a1, vbcast(w, k + 6), x6, u6)
     return a0, a1
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _tap(a0, a1, wv, x, u):
+    return vfma(wv, x, a0), vfma(wv, u, a1)
 
 
 @by_type
 @njit(nogil=True, cache=True)
 def _direct(x, xo, H, W, ph, pw, i0, KH, KW, w, wo, y, yo, OW, rows, bias, act, p0, p1):
-    """_dw_rows at stride 1 with KW 3 or 5 on planes wider than a vector, rows a multiple of 4, straight
+    """_dw_rows at stride 1 with KW 3, 5 or 7 on planes wider than a vector, rows a multiple of 4, straight
     from x (no padded copy): four output rows x two vectors at a time; each input row's columns are loaded
     once for them (three vectors, masked where they leave the image, zeros for rows outside it) and moved
     on by kw in registers (vnext1..4: valignd), then serve the output rows below it with kernel row kh =
@@ -184,29 +208,23 @@ def _direct(x, xo, H, W, ph, pw, i0, KH, KW, w, wo, y, yo, OW, rows, bias, act, 
                         else:
                             v2 = v
                 x1, x2, u1, u2 = vnext1(v0, v1), vnext2(v0, v1), vnext1(v1, v2), vnext2(v1, v2)
-                x3, x4, u3, u4 = x2, x2, u2, u2
-                if KW == 5:
+                x3, x4, x5, x6, u3, u4, u5, u6 = x2, x2, x2, x2, u2, u2, u2, u2
+                if KW >= 5:
                     x3, x4, u3, u4 = vnext3(v0, v1), vnext4(v0, v1), vnext3(v1, v2), vnext4(v1, v2)
+                if KW == 7:
+                    x5, x6, u5, u6 = vnext5(v0, v1), vnext6(v0, v1), vnext5(v1, v2), vnext6(v1, v2)
                 if i < KH:  # output row r, kernel row i
-                    k = wo + i * KW
-                    a0, b0 = _row_taps(a0, b0, KW, vbcast(w, k), vbcast(w, k + 1), vbcast(w, k + 2),
-                                       vbcast(w, k + KW - 2), vbcast(w, k + KW - 1),
-                                       v0, x1, x2, x3, x4, v1, u1, u2, u3, u4)
+                    a0, b0 = _row_taps(a0, b0, KW, w, wo + i * KW,
+                                       v0, x1, x2, x3, x4, x5, x6, v1, u1, u2, u3, u4, u5, u6)
                 if 1 <= i < KH + 1:
-                    k = wo + (i - 1) * KW
-                    a1, b1 = _row_taps(a1, b1, KW, vbcast(w, k), vbcast(w, k + 1), vbcast(w, k + 2),
-                                       vbcast(w, k + KW - 2), vbcast(w, k + KW - 1),
-                                       v0, x1, x2, x3, x4, v1, u1, u2, u3, u4)
+                    a1, b1 = _row_taps(a1, b1, KW, w, wo + (i - 1) * KW,
+                                       v0, x1, x2, x3, x4, x5, x6, v1, u1, u2, u3, u4, u5, u6)
                 if 2 <= i < KH + 2:
-                    k = wo + (i - 2) * KW
-                    a2, b2 = _row_taps(a2, b2, KW, vbcast(w, k), vbcast(w, k + 1), vbcast(w, k + 2),
-                                       vbcast(w, k + KW - 2), vbcast(w, k + KW - 1),
-                                       v0, x1, x2, x3, x4, v1, u1, u2, u3, u4)
+                    a2, b2 = _row_taps(a2, b2, KW, w, wo + (i - 2) * KW,
+                                       v0, x1, x2, x3, x4, x5, x6, v1, u1, u2, u3, u4, u5, u6)
                 if 3 <= i:
-                    k = wo + (i - 3) * KW
-                    a3, b3 = _row_taps(a3, b3, KW, vbcast(w, k), vbcast(w, k + 1), vbcast(w, k + 2),
-                                       vbcast(w, k + KW - 2), vbcast(w, k + KW - 1),
-                                       v0, x1, x2, x3, x4, v1, u1, u2, u3, u4)
+                    a3, b3 = _row_taps(a3, b3, KW, w, wo + (i - 3) * KW,
+                                       v0, x1, x2, x3, x4, x5, x6, v1, u1, u2, u3, u4, u5, u6)
             vstore_n(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0)
             vstore_n(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1)
             vstore_n(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0)
@@ -253,7 +271,8 @@ def _narrow(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
 @njit(nogil=True, cache=True)
 def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
     """y[yo + r*OW + j] = act(sum over taps t of w[wo+t] * p[r*Wq + taps[t] + j] + bias), r < rows, j < OW,
-    act one of IN_REGISTERS (NONE otherwise). Eight FMA chains at a time: four rows x two vectors, or
+    act one of IN_REGISTERS (NONE otherwise). Eight FMA chains at a time: four rows x two vectors (WIDE_ROWS;
+    two rows, four chains, without AVX-512), or
     eight rows x one vector on planes a vector wide; narrow planes' leftover rows in tiles of 4 and 2 (a single
     row's one or two chains wait on the FMA latency: 672 x 14 x 14 5x5 left 6 of 14 rows to them; 0.257 ->
     0.205 ms, one core). A row's last loads may run up to two vectors past it (into the workspace's slack: read, never
@@ -265,9 +284,9 @@ def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
         c0, c1 = vsplat(y, 1 / 6), vsplat(y, 0.5)
     r = 0
     if OW > L:
-        while r + 4 <= rows:
-            _wide(p, Wq, taps, w, wo, y, yo, OW, r, 4, bv, act, c0, c1, lo, hi)
-            r += 4
+        while r + WIDE_ROWS <= rows:
+            _wide(p, Wq, taps, w, wo, y, yo, OW, r, WIDE_ROWS, bv, act, c0, c1, lo, hi)
+            r += WIDE_ROWS
         while r < rows:  # planes this wide rarely leave rows (28, 56, 112 are multiples of 4): one variant less
             _wide(p, Wq, taps, w, wo, y, yo, OW, r, 1, bv, act, c0, c1, lo, hi)  # to compile (~7 s per dtype)
             r += 1

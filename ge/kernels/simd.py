@@ -22,7 +22,7 @@ AVX-512).
     vmax(m, v)               v where v > m, else m, per lane (a NaN in v never replaces m, as `v if v > m else m`)
     vmin(m, v)               v where v < m, else m (so vmax(x, lo) is Python's max(x, lo), vmin(x, hi) min(x, hi))
     veven(a, b), vodd(a, b)  the even (odd) lanes of a then b: a stride-2 row split into its two phases
-    vnext1(a, b) .. vnext4   lanes k.. of a, then b's first k (k = 1..4): a row moved on by k columns, its
+    vnext1(a, b) .. vnext6   lanes k.. of a, then b's first k (k = 1..6): a row moved on by k columns, its
                              next vector supplying the end (one valignd)
     vtrans8(r0, ..., r7)     8 vectors (rows r, lanes m) -> 8 vectors t: t[j] lane d = r[d % 8] lane
                              j*(lanes//8) + d//8 (float64: the transpose; float32: channels 2j, 2j+1 in halves)
@@ -257,6 +257,8 @@ vnext1 = _next_of_pair("vnext1", 1)
 vnext2 = _next_of_pair("vnext2", 2)
 vnext3 = _next_of_pair("vnext3", 3)
 vnext4 = _next_of_pair("vnext4", 4)
+vnext5 = _next_of_pair("vnext5", 5)   # 7-wide depthwise rows (ConvNeXt)
+vnext6 = _next_of_pair("vnext6", 6)
 
 
 def _halves_of_pair(name: str, high: bool):

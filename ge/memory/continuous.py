@@ -4,7 +4,9 @@ When a Concat's inputs can be written by their producers straight into their sli
 memory plan places them there and the Concat does nothing at run time (PlanNode.no_task). That holds when:
   1. the Concat keeps one byte order: every dim before the axis is 1 (NCHW with batch 1 on channels), so
      input k is the contiguous byte range [sum of earlier inputs, + its size) of the output;
-  2. the output is a planned feature-map tensor of its own (not a graph output, not a view);
+  2. the output is a planned feature-map tensor of its own, or a static graph output of its own (its io block:
+     the producers then write straight into the caller's array, runtime_v1; runtime_v2 gives those parts
+     blocks of their own and runs the Concat); not a view, not a graph input;
   3. each input is a distinct feature-map tensor computed by a static task of its own (not a graph input,
      constant, view, graph output, dynamic or no-reuse node's output), in no other chosen Concat, and not
      itself the output of a chosen Concat (no nesting).
@@ -22,7 +24,7 @@ import math
 import os
 
 from ..plan import ACTIVATION
-from .lifetime import FEATURE_MAP, _segments, _symbols, no_reuse_steps
+from .lifetime import FEATURE_MAP, IO, _segments, _symbols, no_reuse_steps
 from .planner import plan_memory
 
 NAME = "concat_in_place"
@@ -48,7 +50,9 @@ def in_place_concats(plan) -> frozenset[int]:
             continue
         out = plan.tensors[n.outputs[0]]
         axis = int(n.attrs.get("axis", 0)) % max(len(out.shape), 1)
-        if not own(out.index) or out.index in taken or math.prod(out.shape[:axis]) != 1:
+        graph_output = seg[out.index] == IO and out.index not in plan.inputs and out.is_static \
+            and root[out.index] == out.index == life[out.index] and plan.outputs.count(out.index) == 1
+        if not (own(out.index) or graph_output) or out.index in taken or math.prod(out.shape[:axis]) != 1:
             continue
         ins = n.inputs
         if len(set(ins)) != len(ins) or not all(

@@ -226,6 +226,9 @@ def compute_lifetimes(plan) -> Lifetimes:
     for part, (out, _) in parts.items():  # a part lives as long as the block it is a slice of
         life[:] = [out if x == part else x for x in life]
     seg = _segments(plan, root)
+    for part, (out, _) in parts.items():  # a slice of a graph output's io block is io itself
+        if seg[out] == IO:
+            seg[part] = IO
     if plan.options.inplace_memory:
         _inplace(plan, root, life, seg, no_reuse_steps(plan), set(parts) | {o for o, _ in parts.values()})
     # Step 3: begin / end per feature-map root (a no-task Concat's output: from its first part's producer)

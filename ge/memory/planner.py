@@ -76,7 +76,7 @@ def plan_memory(plan) -> MemoryPlan:
     weights_bytes = cursor
     cursor = 0
     io_roots = {life.root[t] for t, s in life.segment.items()
-                if s == IO and plan.tensors[life.root[t]].is_static}
+                if s == IO and plan.tensors[life.root[t]].is_static} - set(life.parts)  # parts: in their output
     inputs = set(plan.inputs)
     for t in sorted(io_roots - inputs) + sorted(io_roots & inputs, key=lambda t: (plan.tensors[t].nbytes, t)):
         offsets[t] = cursor

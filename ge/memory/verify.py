@@ -129,16 +129,17 @@ def _check_concat_in_place(plan, mem, n, errors) -> None:
     needs a Concat, one byte order (every dim before the axis is 1) and distinct feature-map inputs."""
     out = plan.tensors[n.outputs[0]]
     axis = int(n.attrs.get("axis", 0)) % len(out.shape)
-    cursor = mem.tensors[out.index].offset
+    cursor, segment = mem.tensors[out.index].offset, mem.tensors[out.index].segment   # feature_map or io
     if n.op_type != "Concat" or any(d != 1 for d in out.shape[:axis]) or len(set(n.inputs)) != len(n.inputs):
         errors.append(f"node '{n.name}' ({n.op_type}, axis {axis} of {list(out.shape)}) cannot be laid out "
                       "in place")
         return
     for t in n.inputs:
         m = mem.tensors[t]
-        if (m.segment, m.offset) != ("feature_map", cursor) or plan.tensors[t].kind != "activation":
+        if (m.segment, m.offset) != (segment, cursor) or segment not in ("feature_map", "io") \
+                or plan.tensors[t].kind != "activation":
             errors.append(f"no-task Concat '{n.name}': input '{m.name}' is at {m.segment}@{m.offset}, "
-                          f"expected feature_map@{cursor}")
+                          f"expected {segment}@{cursor}")
         cursor += plan.tensors[t].nbytes
 
 

@@ -7,6 +7,7 @@ from .drop_half_casts import drop_half_casts
 from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
+from .fold_channel_scale import fold_channel_scale
 from .fold_if import fold_if
 from .fuse_activation import fuse_activation
 from .fuse_collectives import fuse_collectives
@@ -46,6 +47,7 @@ PIPELINE = [
 LOWERING = [
     ("fuse_collectives", fuse_collectives),    # fused AllReduces: one Concat -> HcomAllReduce -> Split a group
     ("pack_bf16_convs", pack_bf16_convs),   # before pack_conv_weights, which would take the same Convs
+    ("fold_channel_scale", fold_channel_scale),   # SE's Mul into the unpacked conv after it (ge::ScaledConv)
     ("pack_conv_weights", pack_conv_weights),
     ("drop_half_casts", drop_half_casts),     # after the packing: 16-bit convs run IMPLICIT (conv_half.py)
     ("pack_qconv_weights", pack_qconv_weights),

@@ -38,8 +38,9 @@ CHANGED_BY = {
 }
 # convs left unpacked (conv.wants_packed): under 32 output channels a group (Inception v1's and SqueezeNet's
 # 16 and 24, ShuffleNet's first conv and its 16 depthwise ones) or over 10% of lanes idle (ShuffleNet's
-# grouped convs of 28, 34 and 68 channels a group)
-UNPACKED = {"inception_v1": 4, "shufflenet": 43, "squeezenet": 2}
+# grouped convs of 28, 34 and 68 channels a group); and 1x1 convs of fewer than 32 input channels on a
+# plane (pack_conv_weights' POINTWISE rule: SqueezeNet's fire2 and fire3 expand1x1, 16 channels on 55x55)
+UNPACKED = {"inception_v1": 4, "shufflenet": 43, "squeezenet": 4}
 
 
 def op_counts(graph) -> collections.Counter:

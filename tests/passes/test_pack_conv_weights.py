@@ -63,3 +63,24 @@ def test_offline_plan_keeps_packed_weights(tmp_path):
     ge.save(sess.plan, tmp_path / "m.gem")
     x = {"x": randn(1, 8, 6, 6)}
     assert np.array_equal(ge.Session(tmp_path / "m.gem").run(None, x)[0], sess.run(None, x)[0])
+
+
+def _pointwise(cg: int, hw: int, m: int = 48, **attrs):
+    return model([node("Conv", ["x", "w", "b"], ["y"], name="conv", **attrs)], {"x": [1, cg, hw, hw]}, ["y"],
+                 {"w": randn(m, cg, 1, 1), "b": randn(m)})
+
+
+@pytest.mark.parametrize("cg,hw,attrs,packed", [
+    (16, 10, {}, False),                      # short K on a plane: POINTWISE
+    (24, 8, {}, False),
+    (40, 10, {}, True),                       # 40 input channels: IMPLICIT wins again
+    (16, 1, {}, True),                        # SE's 1x1 plane: too few positions for POINTWISE
+    (16, 10, {"strides": [2, 2]}, True),      # strided: not POINTWISE
+    (16, 10, {"pads": [1, 1, 1, 1]}, True),   # padded: not POINTWISE
+])
+def test_small_k_pointwise_stays_unpacked(cg, hw, attrs, packed):
+    m = _pointwise(cg, hw, **attrs)
+    g, changed = run_pass(m, pack_conv_weights)
+    assert changed == packed
+    assert ("weight_shape" in g.nodes[0].attrs) == packed
+    check_numerics(m, {"x": randn(1, cg, hw, hw)})

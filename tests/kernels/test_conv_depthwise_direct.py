@@ -1,0 +1,56 @@
+"""conv_depthwise's direct path (_direct, 3-, 5- and 7-wide rows shifted in registers) gives the padded copy's
+bits and the reference's values, whichever of the two the machine runs by default (DIRECT: AVX-512 only):
+two copies of `depthwise` are compiled here, one each way."""
+import numpy as np
+import pytest
+from numba import njit
+
+import ge.kernels.conv_depthwise as D
+from ge.kernels.registry import KernelContext, TensorSpec, lookup
+
+
+@pytest.fixture(scope="module")
+def copies():
+    saved, fns = D.DIRECT, {}
+    try:
+        for direct in (False, True):
+            D.DIRECT = direct
+            fns[direct] = njit(nogil=True)(D.depthwise.py_func)
+            _run(fns[direct], 2, 20, 24, 3)   # compiled now, while DIRECT has this value
+    finally:
+        D.DIRECT = saved
+    return fns
+
+
+def _run(fn, C, H, W, K, seed=0):
+    ctx = KernelContext("Conv", "dw", {"group": C, "pads": [K // 2] * 4},
+                        [TensorSpec((1, C, H, W), np.float32), TensorSpec((C, 1, K, K), np.float32),
+                         TensorSpec((C,), np.float32)], [None] * 3, 17, cores=1)
+    launch = lookup("Conv", "", 17).bind(ctx)
+    _, mode, _, _, act, p0, p1, tile, _, _ = launch.args
+    rng = np.random.default_rng(seed)
+    x, w, b = (rng.standard_normal(n).astype(np.float32) for n in (C * H * W, C * K * K, C))
+    y, ws = np.zeros(C * H * W, np.float32), np.zeros(launch.workspaces[0].shape, np.float32)
+    fn(x, w, b, x, y, ws, np.empty(K * K, np.int64), 0, C, C, 1, H, W, H, W, K, K, 1, 1, K // 2, K // 2, tile,
+       1, 0, act, p0, p1)
+    return y.reshape(C, H, W), x.reshape(C, H, W), w.reshape(C, K, K), b
+
+
+def _reference(x, w, b):
+    C, H, W = x.shape
+    K = w.shape[1]
+    p = np.pad(x.astype(np.float64), ((0, 0), (K // 2, K // 2), (K // 2, K // 2)))
+    y = np.zeros((C, H, W)) + b[:, None, None]
+    for kh in range(K):
+        for kw in range(K):
+            y += w[:, kh, kw, None, None] * p[:, kh:kh + H, kw:kw + W]
+    return y
+
+
+@pytest.mark.parametrize("K", [3, 5, 7])
+@pytest.mark.parametrize("H,W", [(8, 20), (12, 56), (4, 33)])
+def test_direct_path_keeps_the_padded_copys_bits(copies, K, H, W):
+    padded, x, w, b = _run(copies[False], 3, H, W, K)
+    direct, *_ = _run(copies[True], 3, H, W, K)
+    np.testing.assert_array_equal(direct, padded)
+    np.testing.assert_allclose(direct, _reference(x, w, b), rtol=1e-4, atol=1e-4)
