@@ -55,6 +55,7 @@ from ..ir.dtypes import BFLOAT16
 from .conv import _conv_shape
 from .gemm import MIN_BLOCK_MACS
 from .registry import KernelContext, Launch, TensorSpec, register
+from .simd import host_has
 from .simd_bf16 import bvbcast2, bvdot, bvepilogue, bvload2, bvzero
 from .tiling import block_dim_for, block_range, largest_share
 
@@ -65,16 +66,7 @@ CHUNK_BYTES = 1 << 18  # tiles a chunk: their input (all K) stays in L2 for ever
 # 10-20% slower on the 56 x 56 convs, 1 << 20 the same)
 
 
-def _has_bf16() -> bool:
-    import llvmlite.binding as llvm
-    try:
-        llvm.initialize_native_target()
-        return "+avx512bf16" in llvm.get_host_cpu_features().flatten()
-    except Exception:  # no host feature query: take the float32 path
-        return False
-
-
-HAS_BF16 = _has_bf16()
+HAS_BF16 = host_has("avx512bf16")
 USE_BF16 = True  # False: pack_bf16_convs lowers nothing, the float32 path runs (for bisecting)
 
 

@@ -31,18 +31,17 @@ NRT_incref/decref, measured with perf).
 """
 from __future__ import annotations
 
-from llvmlite import binding as llvm
 from numba import njit
 
 from .conv_lowering import _channel_stride, _pad_copy
 from .epilogue import HARD_SWISH, NONE, epilogue, in_registers, vfinish
-from .simd import (vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4, vnext5, vnext6, vsplat,
-                   vstore, vstore_n, vzero)
+from .simd import (host_has, vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4, vnext5, vnext6,
+                   vsplat, vstore, vstore_n, vzero)
 from .specialize import by_type
 
 # _direct's tiles hold 8 accumulators, 3 loaded and up to 12 shifted vectors: AVX-512's 32 registers; with
 # AVX2's 16 (two halves a vector) they spill and the padded copy wins (see the module doc)
-DIRECT = "+avx512f" in llvm.get_host_cpu_features().flatten()
+DIRECT = host_has("avx512f")
 # _wide's rows a tile: 4 x 2 vectors of accumulators fill AVX2's registers and spill; 2 rows measured faster there
 # (AVX2, medians of 100, alternating: 144x56x56 3x3 0.693 -> 0.630 ms, 240x28x28 5x5 0.510 -> 0.431, 120x28x28
 # 5x5 0.254 -> 0.212, 96x56x56 7x7 1.275 -> 0.971; a first, noisier run 2-9%; one row a tile: no gain)

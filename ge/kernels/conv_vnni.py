@@ -24,22 +24,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .simd import host_has
 from .simd_int8 import ivbcast4, ivdpbusd, ivload, ivstore, ivzero
 from .tiling import block_range
 
 MR, NR = 6, 32
 
 
-def _has_vnni() -> bool:
-    import llvmlite.binding as llvm
-    try:
-        llvm.initialize_native_target()
-        return "+avx512vnni" in llvm.get_host_cpu_features().flatten()
-    except Exception:  # no host feature query: take the portable int16 GEMM
-        return False
-
-
-HAS_VNNI = _has_vnni()
+HAS_VNNI = host_has("avx512vnni")
 
 
 @njit(nogil=True, cache=True)

@@ -40,6 +40,18 @@ from numba.extending import intrinsic, models, register_model
 _I32, _I64 = ir.IntType(32), ir.IntType(64)
 
 
+def host_has(feature: str) -> bool:
+    """Whether this CPU has an LLVM feature ("avx512f", "avx512vnni", "avx512bf16"): kernels choose their
+    register tiles and instructions by it at import (Numba's cache is per CPU, so a cached kernel never
+    meets another CPU's choice). False when the host cannot be queried: the portable path."""
+    import llvmlite.binding as llvm
+    try:
+        llvm.initialize_native_target()
+        return f"+{feature}" in llvm.get_host_cpu_features().flatten()
+    except Exception:
+        return False
+
+
 class Vec(types.Type):
     """One 64-byte vector of a float dtype."""
     def __init__(self, dtype):
