@@ -4,8 +4,13 @@ Why not BLAS: (1) every output element here is computed by the same sequence of 
 row or column, so channels with equal weights give bitwise-equal results (the ONNX light models fill all
 weights with one constant, and SqueezeNet's reference output is uniform only under that property; the
 OpenBLAS kernel this machine runs breaks it by ~1 ulp per layer, which its logits of ~1e10 amplify);
-(2) the kernels run as blocks on AI cores (a tiled launch, tiling.py), not on BLAS threads. In L1/L2 the
-register tiles (microkernel.py) match OpenBLAS's AVX-512 kernel; on large GEMMs OpenBLAS stays 10-20% ahead.
+(2) the kernels run as blocks on AI cores (a tiled launch, tiling.py), not on BLAS threads.
+Measured 2026-12-06 on one core of this AMD EPYC, whose VM exposes AVX2 but no AVX-512 (the register tiles
+then run as microkernel.py's NARROW sub-tiles), float32, gemm_nn_ld against numpy's OpenBLAS on one thread,
+best of 5 side by side (quiet): 1024^3 73.3 vs 83.3 GF/s (0.88x); the conv shape 256x3136x576 70.0 vs
+83.3; ViT-B's MatMuls 197x3072x768 64.9 vs 80.3, 197x768x3072 69.9 vs 79.3: OpenBLAS stays 10-20% ahead.
+(With AVX-512 exposed, an earlier bench/gemm_cores.py --quick reported 1024^3 100.8 vs 99.4 GF/s, the conv
+shape 93.9 vs 98.1.)
 
 A is read through strides (element (m, k) at a[m*sam + k*sak]), so a transposed A costs nothing; C has a
 row stride, and B a row stride or any row offsets (`brow`: a conv reads its shifted, zero-padded input as

@@ -27,6 +27,7 @@ from numba import njit
 
 from .epilogue import NONE, activation_args, epilogue
 from .gemm import COLS, ROWS, gemm_block, gemm_blocks, gemm_nt_block, share, split_axis, workspace
+from .gemm_packed import gemm_packed_block, packed_size, packed_workspace
 from .registry import KernelContext, Launch, TensorSpec, broadcast_shapes, register
 from .tiling import block_range, largest_share
 
@@ -164,20 +165,42 @@ def matmul(a, b, c, y, ws, M, N, K, a_off, b_off, has_c, act, p0, p1, axis, bloc
                 epilogue(y, yo + m * N + n0, n1 - n0, 1.0, 0.0, c, n0, 1.0, has_c, act, p0, p1)
 
 
+def _weight_shape(ctx: KernelContext) -> tuple:
+    """B's shape: its own, or a packed B's (pack_matmul_weights: gemm_packed.pack_b of a [K, N] matrix)."""
+    b, shape = ctx.inputs[1], ctx.attr("weight_shape")
+    if shape is None:
+        return tuple(b.shape)
+    shape = tuple(int(d) for d in shape)
+    if len(shape) != 2 or tuple(b.shape) != (packed_size(*shape, b.dtype),):
+        raise ctx.error(f"packed weights of shape {list(b.shape)} do not hold a matrix of weight_shape "
+                        f"{list(shape)}")
+    return shape
+
+
+@njit(nogil=True, cache=True)
+def matmul_packed(a, bp, c, y, ws, M, N, K, has_c, act, p0, p1, axis, block_idx, block_dim):
+    """y = act(a[M, K] @ B + c), B [K, N] packed (gemm_packed.pack_b): block block_idx's share."""
+    m0, m1, n0, n1 = share(M, N, axis, 64 // y.itemsize, block_idx, block_dim)
+    gemm_packed_block(a, bp, N, y, N, K, K, 1, m0, m1, n0, n1, _block_ws(ws, block_idx, block_dim))
+    if act != NONE or has_c:
+        for m in range(m0, m1):
+            epilogue(y, m * N + n0, n1 - n0, 1.0, 0.0, c, n0, 1.0, has_c, act, p0, p1)
+
+
 def _matmul_dims(ctx: KernelContext):
     """(batch shape, M, N, K, output shape, A batch shape, B batch shape) with 1-D operands promoted."""
-    a, b = ctx.inputs[0], ctx.inputs[1]
+    a, b, bshape = ctx.inputs[0], ctx.inputs[1], _weight_shape(ctx)
     if a.dtype not in _FLOATS or b.dtype != a.dtype:
         raise ctx.error(f"A and B must both be float32 or float64, got {a.dtype} and {b.dtype}")
-    if not a.shape or not b.shape:
-        raise ctx.error(f"MatMul operands must have rank >= 1, got {a.shape} and {b.shape}")
+    if not a.shape or not bshape:
+        raise ctx.error(f"MatMul operands must have rank >= 1, got {a.shape} and {bshape}")
     sa = (1,) + a.shape if len(a.shape) == 1 else a.shape
-    sb = b.shape + (1,) if len(b.shape) == 1 else b.shape
+    sb = bshape + (1,) if len(bshape) == 1 else bshape
     (M, K), (K2, N) = sa[-2:], sb[-2:]
     if K != K2:
         raise ctx.error(f"inner dimensions differ: {a.shape} @ {b.shape}")
     batch = broadcast_shapes(ctx, sa[:-2], sb[:-2])
-    out = batch + ((M,) if len(a.shape) > 1 else ()) + ((N,) if len(b.shape) > 1 else ())
+    out = batch + ((M,) if len(a.shape) > 1 else ()) + ((N,) if len(bshape) > 1 else ())
     return batch, M, N, K, out, sa[:-2], sb[:-2]
 
 
@@ -203,8 +226,14 @@ def _prepare_matmul(ctx: KernelContext) -> Launch:
     if a_off.size > 1 and not b_off.any() and (a_off == np.arange(a_off.size) * M * K).all():
         M, a_off, b_off = M * a_off.size, a_off[:1], b_off[:1]  # one shared B: fold batches into rows
     act, p0, p1 = activation_args(ctx)
-    bd, axis, per = _gemm_tiling(ctx, M, N, K, batches=a_off.size, nt=N == 1)
     has_c = ctx.has(2)
+    if ctx.attr("weight_shape") is not None:  # B packed at compile time: the batches are A's rows
+        M, dtype = M * a_off.size, ctx.inputs[0].dtype
+        bd, axis, _ = _gemm_tiling(ctx, M, N, K)
+        per = packed_workspace(largest_share(M, 8, bd) if axis == ROWS else M, K, dtype)
+        return Launch(matmul_packed, (M, N, K, int(has_c), act, p0, p1, axis), (TensorSpec((bd * per,), dtype),),
+                      inputs=(0, 1, 2 if has_c else 0), tiled=True, block_dim=bd)
+    bd, axis, per = _gemm_tiling(ctx, M, N, K, batches=a_off.size, nt=N == 1)
     # an absent bias is stood in for by A (never read), so one specialization serves both
     return Launch(matmul, (M, N, K, a_off, b_off, int(has_c), act, p0, p1, axis),
                   (TensorSpec((bd * per,), ctx.inputs[0].dtype),), inputs=(0, 1, 2 if has_c else 0), tiled=True,

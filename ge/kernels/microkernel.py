@@ -2,8 +2,10 @@
 
 A tile is 8 rows x 2 vectors of C (16 zmm registers, simd.py's explicit vectors) kept in registers over a
 k block: per k, 2 vector loads of B, 8 broadcasts of A and 16 FMAs. Float32 on one core with everything in
-L1/L2: 86-95 GF/s on the AMD EPYC (Zen 4: one 512-bit FMA per cycle; the FMA loop alone 99 GF/s), ~130 on
-the Xeon this was first tuned on (FMA loop ~170), level with OpenBLAS's AVX-512 kernel on the same shapes. A panel's second vector is masked when N ends inside it (or the panel is one masked vector);
+L1/L2: 86-95 GF/s on the AMD EPYC with AVX-512 (Zen 4: one 512-bit FMA per cycle; the FMA loop alone 99 GF/s),
+~130 on the Xeon this was first tuned on (FMA loop ~170), level with OpenBLAS's AVX-512 kernel on the same
+shapes. Without AVX-512 (the EPYC's VM since 2026-12-06: AVX2, 16 ymm registers) a tile runs as `_narrow`'s
+sub-tiles (NARROW): ViT-B's block 80.1 -> 43.4 ms on one core (its MatMuls ~36 -> 65-70 GF/s). A panel's second vector is masked when N ends inside it (or the panel is one masked vector);
 the rows left over from the tiles of 8 run as a tile of 4 (8 FMA chains, full speed) and then one at a time
 (2 chains: latency-bound, a quarter of a tile's speed; M = 197, ViT's tokens, lost 5% to 5 such rows).
 
@@ -17,11 +19,15 @@ Every C element is one FMA chain over k in increasing order whatever tile, row o
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import binding as llvm
 from numba import njit
 
 from .simd import vbcast, vfma, vlanes, vload, vload_n, vprefetch, vstore, vstore_n, vzero
 
 PREFETCH_C = True
+# Without AVX-512 (16 ymm registers) a tile's 16 vectors of C are 32 ymm accumulators, spilled every k:
+# there each tile runs as sub-tiles that fit (`_tile2`).
+NARROW = "+avx512f" not in llvm.get_host_cpu_features().flatten()
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -48,15 +54,15 @@ def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load)
         for m in range(m0, mr, 8):
             if PREFETCH_C and m + 8 < mr:
                 _prefetch_tile(c, (m + 8) * ldc + j, ldc, L)
-            _tile(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 8)
+            _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 8)
     else:
         for m in range(m0, mr, 8):
             if PREFETCH_C and m + 8 < mr:
                 _prefetch_tile(c, (m + 8) * ldc + j, ldc, 0)
-            _tile_n(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w)
+            _tile2_n(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w)
     m = mr
     if m1 - m >= 4 and w > L:
-        _tile(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 4)
+        _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 4)
         m += 4
     for m in range(m, m1):
         ao, co = m * sam + k0 * sak, m * ldc + j
@@ -78,15 +84,15 @@ def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, sak, ldc, load):
             for m in range(m0, mr, 8):
                 if PREFETCH_C and m + 8 < mr:
                     _prefetch_tile(c, (m + 8) * ldc + co, ldc, L)
-                _tile(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 8)
+                _tile2(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 8)
         else:
             for m in range(m0, mr, 8):
                 if PREFETCH_C and m + 8 < mr:
                     _prefetch_tile(c, (m + 8) * ldc + co, ldc, 0)
-                _tile_n(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w)
+                _tile2_n(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w)
         m = mr
         if m1 - m >= 4 and w > L:  # A's leftover rows in place
-            _tile(a, m * sam + k0 * sak, sam, sak, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 4)
+            _tile2(a, m * sam + k0 * sak, sam, sak, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 4)
             m += 4
         for m in range(m, m1):
             ao = m * sam + k0 * sak
@@ -201,6 +207,124 @@ def _tile_n(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n):
     vstore_n(c, r6, c6, n)
     vstore_n(c, r7, c7, n)
 
+
+@njit(nogil=True, cache=True, inline="always")
+def _tile2(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R):
+    """_tile, or without AVX-512 `_narrow`'s sub-tiles."""
+    if NARROW:
+        _narrow(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, vlanes(c), n2, R)
+    else:
+        _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _tile2_n(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n):
+    """_tile_n, or without AVX-512 `_narrow`'s sub-tiles."""
+    if NARROW:
+        _narrow(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n, 0, 8)
+    else:
+        _tile_n(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n)
+
+
+@njit(nogil=True, cache=True)
+def _narrow(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n1, n2, R):
+    """A tile of R rows x 2 vectors (n1, n2 columns; n2 = 0: one vector) without AVX-512 (16 ymm
+    registers). A whole tile of 8 rows runs as two 6 rows x 1 vector (`_hex`, 12 ymm chains) and one
+    2 x 2 vectors (`_duo`, 8); edges as 4 x 1 vector (`_quad`, masked). In L1 on this AMD EPYC (AVX2, the
+    VM hides AVX-512), 2026-12-06: the 8 x 2-vector tile (32 ymm chains, spilled) 36 GF/s; 4 x 1 vector
+    sub-tiles (8 chains: the FMA latency barely hidden) 50; hex + hex + duo 82 (numpy's sgemm 85).
+    Not inlined: one copy, not one per call site (compile time), for ~1% a tile (a call per 8 x 32 x kn)."""
+    if sak == 1:  # a literal 1: the rows addressed off one index (see the module doc)
+        _narrow_body(a, ao, sam, 1, b, brow, ldb, bo, c, co, ldc, kn, load, n1, n2, R)
+    else:
+        _narrow_body(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n1, n2, R)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _narrow_body(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n1, n2, R):
+    L = vlanes(c)
+    if R == 8 and n1 == L and n2 == L:
+        for v in range(2):
+            _hex(a, ao, sam, sak, b, brow, ldb, bo + v * L, c, co + v * L, ldc, kn, load)
+        _duo(a, ao + 6 * sam, sam, sak, b, brow, ldb, bo, c, co + 6 * ldc, ldc, kn, load)
+        return
+    for h in range(0, R, 4):
+        for v in range(2 if n2 > 0 else 1):
+            _quad(a, ao + h * sam, sam, sak, b, brow, ldb, bo + v * L, c, co + h * ldc + v * L, ldc, kn, load,
+                  n2 if v else n1)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _hex(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load):
+    """C[6 rows, 1 vector] (+)= A[6 rows, kn] @ B[kn, 1 vector]."""
+    r0, r1, r2, r3, r4, r5 = co, co + ldc, co + 2 * ldc, co + 3 * ldc, co + 4 * ldc, co + 5 * ldc
+    q0, q1, q2, q3, q4, q5 = ao, ao + sam, ao + 2 * sam, ao + 3 * sam, ao + 4 * sam, ao + 5 * sam
+    if load:
+        c0, c1, c2, c3, c4, c5 = vload(c, r0), vload(c, r1), vload(c, r2), vload(c, r3), vload(c, r4), vload(c, r5)
+    else:
+        z = vzero(c)
+        c0, c1, c2, c3, c4, c5 = z, z, z, z, z, z
+    for k in range(kn):
+        p, t = (brow[k] if brow.size else k * ldb) + bo, k * sak
+        b0 = vload(b, p)
+        c0 = vfma(vbcast(a, q0 + t), b0, c0)
+        c1 = vfma(vbcast(a, q1 + t), b0, c1)
+        c2 = vfma(vbcast(a, q2 + t), b0, c2)
+        c3 = vfma(vbcast(a, q3 + t), b0, c3)
+        c4 = vfma(vbcast(a, q4 + t), b0, c4)
+        c5 = vfma(vbcast(a, q5 + t), b0, c5)
+    vstore(c, r0, c0)
+    vstore(c, r1, c1)
+    vstore(c, r2, c2)
+    vstore(c, r3, c3)
+    vstore(c, r4, c4)
+    vstore(c, r5, c5)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _duo(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load):
+    """C[2 rows, 2 vectors] (+)= A[2 rows, kn] @ B[kn, 2 vectors]."""
+    L = vlanes(c)
+    r0, r1 = co, co + ldc
+    if load:
+        c00, c01, c10, c11 = vload(c, r0), vload(c, r0 + L), vload(c, r1), vload(c, r1 + L)
+    else:
+        z = vzero(c)
+        c00, c01, c10, c11 = z, z, z, z
+    for k in range(kn):
+        p, t = (brow[k] if brow.size else k * ldb) + bo, k * sak
+        b0, b1 = vload(b, p), vload(b, p + L)
+        x = vbcast(a, ao + t)
+        c00, c01 = vfma(x, b0, c00), vfma(x, b1, c01)
+        x = vbcast(a, ao + sam + t)
+        c10, c11 = vfma(x, b0, c10), vfma(x, b1, c11)
+    vstore(c, r0, c00)
+    vstore(c, r0 + L, c01)
+    vstore(c, r1, c10)
+    vstore(c, r1 + L, c11)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _quad(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n):
+    """C[4 rows, 1 vector of n columns] (+)= A[4 rows, kn] @ B[kn, 1 vector] (masked)."""
+    r0, r1, r2, r3 = co, co + ldc, co + 2 * ldc, co + 3 * ldc
+    q0, q1, q2, q3 = ao, ao + sam, ao + 2 * sam, ao + 3 * sam
+    if load:
+        c0, c1, c2, c3 = vload_n(c, r0, n), vload_n(c, r1, n), vload_n(c, r2, n), vload_n(c, r3, n)
+    else:
+        z = vzero(c)
+        c0, c1, c2, c3 = z, z, z, z
+    for k in range(kn):
+        p, t = (brow[k] if brow.size else k * ldb) + bo, k * sak
+        b0 = vload_n(b, p, n)
+        c0 = vfma(vbcast(a, q0 + t), b0, c0)
+        c1 = vfma(vbcast(a, q1 + t), b0, c1)
+        c2 = vfma(vbcast(a, q2 + t), b0, c2)
+        c3 = vfma(vbcast(a, q3 + t), b0, c3)
+    vstore_n(c, r0, c0, n)
+    vstore_n(c, r1, c1, n)
+    vstore_n(c, r2, c2, n)
+    vstore_n(c, r3, c3, n)
 
 @njit(nogil=True, cache=True, inline="always")
 def _row(a, ao, sak, b, brow, ldb, bo, c, co, kn, load, n):

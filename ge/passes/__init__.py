@@ -15,6 +15,7 @@ from .fuse_qdq import fuse_qdq
 from .infer_shapes import infer_shapes
 from .pack_bf16_convs import pack_bf16_convs
 from .pack_conv_weights import pack_conv_weights
+from .pack_matmul_weights import pack_matmul_weights
 from .pack_qconv_weights import pack_qconv_weights
 from .pack_rnn_weights import pack_rnn_weights
 from .precision_mode import precision_mode
@@ -49,6 +50,7 @@ LOWERING = [
     ("pack_bf16_convs", pack_bf16_convs),   # before pack_conv_weights, which would take the same Convs
     ("fold_channel_scale", fold_channel_scale),   # SE's Mul into the unpacked conv after it (ge::ScaledConv)
     ("pack_conv_weights", pack_conv_weights),
+    ("pack_matmul_weights", pack_matmul_weights),  # MatMul's constant B in gemm.py's panels (gemm_packed.py)
     ("drop_half_casts", drop_half_casts),     # after the packing: 16-bit convs run IMPLICIT (conv_half.py)
     ("pack_qconv_weights", pack_qconv_weights),
     ("nhwc_int8", nhwc_int8),                 # after the packing: NHWC int8 maps between packed QLinearConvs
