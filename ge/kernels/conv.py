@@ -73,6 +73,7 @@ from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shi
 from .epilogue import activation_args, epilogue
 from .half import native16
 from .gemm import MIN_BLOCK_MACS, gemm_block, workspace
+from .microkernel import NARROW
 from .registry import KernelContext, Launch, TensorSpec, register
 from .specialize import by_type
 from .tiling import block_dim_for, block_range, largest_share
@@ -83,6 +84,10 @@ _FLOATS = (np.float32, np.float64)
 USE_SHIFTED = True  # False: IM2COL wherever SHIFTED would run (the same bits, more memory: for bisecting)
 USE_DEPTHWISE = True  # False: DIRECT wherever DEPTHWISE would run (for bisecting)
 USE_IMPLICIT = True  # False: pack_conv_weights packs nothing, the lowerings below run (the same bits)
+# float32 maps take IMPLICIT only with AVX-512: its tile of 8 positions x 2 vectors is 32 ymm without it (16
+# registers); there SHIFTED / IM2COL on gemm's sub-tiles ran ResNet-50's 3x3 64->64 on 56x56 in 4.6 ms against
+# IMPLICIT's 7.0 (AMD EPYC AVX2, one core). 16-bit maps keep it (only IMPLICIT reads them). Same bits either way.
+PACK_FLOAT32 = not NARROW
 DEPTHWISE_GRID = 2048  # DEPTHWISE: output rows per tile so that the padded rows stay in L1
 GEMM_MIN_COLUMNS = 1024  # SHIFTED: a tile of output rows is at least this many grid columns wide ...
 GRID_ELEMS = 1 << 18      # ... and more while padded input + grid stay under this many elements
@@ -355,7 +360,8 @@ def wants_packed(weight_shape, group: int, dtype, half: bool = False) -> bool:
     Mg = M // group
     if half:
         return USE_IMPLICIT and not (Cg == 1 and Mg <= 4) and Mg >= lanes
-    return USE_IMPLICIT and not (Cg == 1 and Mg <= 4) and Mg >= 2 * lanes and padded_channels(Mg, lanes) * 10 <= Mg * 11
+    return (USE_IMPLICIT and PACK_FLOAT32 and not (Cg == 1 and Mg <= 4) and Mg >= 2 * lanes
+            and padded_channels(Mg, lanes) * 10 <= Mg * 11)
 
 
 def _conv_tiling(cores: int, mode: int, pairs: int, Mg: int, K: int, rows: int, S: int, P: int):

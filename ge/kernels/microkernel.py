@@ -19,15 +19,14 @@ Every C element is one FMA chain over k in increasing order whatever tile, row o
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import binding as llvm
 from numba import njit
 
-from .simd import vbcast, vfma, vlanes, vload, vload_n, vprefetch, vstore, vstore_n, vzero
+from .simd import host_has, vbcast, vfma, vlanes, vload, vload_n, vprefetch, vstore, vstore_n, vzero
 
 PREFETCH_C = True
 # Without AVX-512 (16 ymm registers) a tile's 16 vectors of C are 32 ymm accumulators, spilled every k:
 # there each tile runs as sub-tiles that fit (`_tile2`).
-NARROW = "+avx512f" not in llvm.get_host_cpu_features().flatten()
+NARROW = not host_has("avx512f")
 
 
 @njit(nogil=True, cache=True, inline="always")

@@ -5,7 +5,15 @@ import pytest
 from pass_check import check_numerics, model, node, printed, randn, run_pass
 
 import ge
+from ge.kernels import conv as conv_kernels
 from ge.passes import fold_channel_scale
+
+
+@pytest.fixture(autouse=True)
+def _pack_float32_convs(monkeypatch):
+    """The pass's rules as on AVX-512, whatever this CPU: without it float32 convs stay unpacked
+    (conv.PACK_FLOAT32; test_pack_conv_weights.py holds that rule)."""
+    monkeypatch.setattr(conv_kernels, "PACK_FLOAT32", True)
 
 
 def _se(c=8, m=24, hw=10, k=1, gate_shape=None, group=1, extra=(), **attrs):

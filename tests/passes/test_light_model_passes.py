@@ -10,6 +10,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 import ge
+from ge.kernels import conv as conv_kernels
 from ge.compiler import import_model, optimize
 from ge.ir import verify
 from ge.zoo import LIGHT_MODELS, expected_outputs, light_model_path, reference_feeds
@@ -41,6 +42,13 @@ CHANGED_BY = {
 # grouped convs of 28, 34 and 68 channels a group); and 1x1 convs of fewer than 32 input channels on a
 # plane (pack_conv_weights' POINTWISE rule: SqueezeNet's fire2 and fire3 expand1x1, 16 channels on 55x55)
 UNPACKED = {"inception_v1": 4, "shufflenet": 43, "squeezenet": 4}
+
+
+@pytest.fixture(autouse=True)
+def _pack_float32_convs(monkeypatch):
+    """The pass's rules as on AVX-512, whatever this CPU: without it float32 convs stay unpacked
+    (conv.PACK_FLOAT32; test_pack_conv_weights.py holds that rule)."""
+    monkeypatch.setattr(conv_kernels, "PACK_FLOAT32", True)
 
 
 def op_counts(graph) -> collections.Counter:

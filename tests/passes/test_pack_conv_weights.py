@@ -4,10 +4,18 @@ import pytest
 from pass_check import check_numerics, model, node, printed, randn, run_pass
 
 import ge
+from ge.kernels import conv as conv_kernels
 from ge.kernels.conv_implicit import pack
 from ge.passes import pack_conv_weights
 
 X = {"x": [1, 8, 6, 6]}
+
+
+@pytest.fixture(autouse=True)
+def _pack_float32_convs(monkeypatch):
+    """The pass's rules as on AVX-512, whatever this CPU: without it float32 convs stay unpacked
+    (conv.PACK_FLOAT32; test_pack_conv_weights.py holds that rule)."""
+    monkeypatch.setattr(conv_kernels, "PACK_FLOAT32", True)
 
 
 def _conv(m: int, cg: int = 8, **attrs):
@@ -84,3 +92,18 @@ def test_small_k_pointwise_stays_unpacked(cg, hw, attrs, packed):
     assert changed == packed
     assert ("weight_shape" in g.nodes[0].attrs) == packed
     check_numerics(m, {"x": randn(1, cg, hw, hw)})
+
+
+def test_float32_convs_stay_unpacked_without_avx512(monkeypatch):
+    """conv.PACK_FLOAT32 (False where the CPU lacks AVX-512: IMPLICIT's tile would need 32 ymm of its 16) leaves float32
+    convs to the GEMM lowerings, with the same bits; 16-bit maps still pack (only IMPLICIT reads them)."""
+    m = _conv(48, pads=[1, 1, 1, 1])
+    packed = ge.Session(m, runtime="v2")
+    assert any("weight_shape" in n.attrs for n in packed.plan.nodes)
+    monkeypatch.setattr(conv_kernels, "PACK_FLOAT32", False)
+    assert not conv_kernels.wants_packed((48, 8, 3, 3), 1, "float32")
+    assert conv_kernels.wants_packed((48, 8, 3, 3), 1, "float32", half=True)
+    plain = ge.Session(m, runtime="v2")
+    assert not any("weight_shape" in n.attrs for n in plain.plan.nodes)
+    x = {"x": np.random.default_rng(0).standard_normal(X["x"]).astype(np.float32)}
+    np.testing.assert_array_equal(plain.run(None, x)[0], packed.run(None, x)[0])
