@@ -20,11 +20,11 @@ Every C element, wherever it sits in a tile, a block or a split, is one chain c 
 over k in increasing order from 0 (or from C when accumulating), with C stored in its own dtype between k
 blocks, and the k blocks depend on K only: results are bitwise equal for any tiling, split or core count.
 
-`gemm_block` computes a block's share [m0, m1) x [n0, n1) of C, blocked for this Xeon's caches (48 KiB L1,
-2 MiB L2 per core):
+`gemm_block` computes a block's share [m0, m1) x [n0, n1) of C, blocked for the caches (tuned on a Xeon's 48 KiB L1,
+2 MiB L2 per core; the L2 blocks follow the core's L2 size):
 - k blocks: K cut into equal blocks of at most KC_MAX = 256, so a panel of B (KC x 2 vectors, <= 32 KiB)
   stays in L1 while the 8-row tiles of A sweep it;
-- A blocks: a sweep covers MC rows (A_BLOCK_BYTES = 512 KiB of A), which stay in L2 from one panel to the
+- A blocks: a sweep covers MC rows (A_BLOCK_BYTES = a quarter of L2), which stay in L2 from one panel to the
   next (ResNet-50's 512x7x7 -> 2048 conv: 75 -> 87 GF/s; its 2 MiB of A per k block used to stream from L3
   for every panel);
 - packed B (`pack`, for callers whose B is a strided input: MatMul, Gemm, POINTWISE convs, ConvTranspose;
@@ -60,8 +60,23 @@ from .specialize import by_type
 from .tiling import block_dim_for, block_range
 
 KC_MAX = 256  # the deepest k block: K cut into equal blocks of at most this; a panel (KC x 2 vectors) fits L1
-A_BLOCK_BYTES = 1 << 19  # the rows of A one sweep of a panel reads (MC x KC) stay in L2
-L2_BLOCK_BYTES = 1 << 20  # a packed B block (KC x NC), with the C block it updates, fills half of L2 (2 MiB)
+
+
+def _l2_bytes(default: int = 1 << 21) -> int:
+    """This core's L2 (sysfs; the Xeon this was first tuned on when unknown: 2 MiB)."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f:
+            size = f.read().strip()
+        return int(size[:-1]) << 10 if size.endswith("K") else int(size[:-1]) << 20 if size.endswith("M") else int(size)
+    except (OSError, ValueError):
+        return default
+
+
+# Blocks sized by the core's L2: a quarter for A's rows, half for a packed B block with its C block. Tuned at
+# 512 KiB / 1 MiB on the Xeon's 2 MiB; on the EPYC's 1 MiB those overflowed it (AVX2, one core, best of 7 side
+# by side, 2026-12-06: ViT-B's 197x3072x768 66.9 -> 72.8 GF/s, 256x3136x576 72.7 -> 76.3, 1024^3 73.7 -> 75.2)
+A_BLOCK_BYTES = _l2_bytes() // 4  # the rows of A one sweep of a panel reads (MC x KC) stay in L2
+L2_BLOCK_BYTES = _l2_bytes() // 2  # a packed B block (KC x NC), with the C block it updates, fills half of L2
 PACK_MIN_ROWS = 128  # fewer rows of C: B read in place (packing it costs more than reusing it saves)
 PACK_MIN_B_BYTES = 1 << 19  # a smaller B with aligned rows stays in L2 as it is (packing it: -10%)
 PACK_A = True  # with a packed B block, pack A's tiles too ...
