@@ -29,8 +29,9 @@ def test_packed_run_keeps_the_bits_and_the_bias_epilogue():
     sess = ge.Session(m, runtime="v2")
     (mm,) = [n for n in sess.plan.nodes if n.op_type == "FusedMatMul"]
     assert mm.attrs["weight_shape"] == [300, 200] and len(mm.inputs) == 3  # the bias fused, then packed
-    packed = check_numerics(m, x)
-    unpacked = check_numerics(m, x, disabled=("pack_matmul_weights",))
+    # sums of 300 products of N(0, 1) reach ~50: an output near 0 differs from onnx.reference's order by ~1e-5
+    packed = check_numerics(m, x, atol=2e-4)
+    unpacked = check_numerics(m, x, disabled=("pack_matmul_weights",), atol=2e-4)
     assert np.array_equal(packed[0], unpacked[0])
     v1 = ge.Session(m, options=ge.Options(aicore_num=2)).run(None, x)
     assert np.array_equal(v1[0], packed[0])
