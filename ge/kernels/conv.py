@@ -85,8 +85,8 @@ USE_SHIFTED = True  # False: IM2COL wherever SHIFTED would run (the same bits, m
 USE_DEPTHWISE = True  # False: DIRECT wherever DEPTHWISE would run (for bisecting)
 USE_IMPLICIT = True  # False: pack_conv_weights packs nothing, the lowerings below run (the same bits)
 # float32 maps take IMPLICIT only with AVX-512: its tile of 8 positions x 2 vectors is 32 ymm without it (16
-# registers); there SHIFTED / IM2COL on gemm's sub-tiles ran ResNet-50's 3x3 64->64 on 56x56 in 4.6 ms against
-# IMPLICIT's 7.0 (AMD EPYC AVX2, one core). 16-bit maps keep it (only IMPLICIT reads them). Same bits either way.
+# registers); there SHIFTED on gemm's sub-tiles runs ResNet-50's 3x3 64->64 on 56x56 in 3.35 ms against IMPLICIT's
+# 6.17 (bench/gemm_one_core.py, AMD EPYC AVX2, one core). 16-bit maps keep it (only IMPLICIT reads them). Same bits.
 PACK_FLOAT32 = not NARROW
 DEPTHWISE_GRID = 2048  # DEPTHWISE: output rows per tile so that the padded rows stay in L1
 GEMM_MIN_COLUMNS = 1024  # SHIFTED: a tile of output rows is at least this many grid columns wide ...

@@ -5,10 +5,10 @@ row or column, so channels with equal weights give bitwise-equal results (the ON
 weights with one constant, and SqueezeNet's reference output is uniform only under that property; the
 OpenBLAS kernel this machine runs breaks it by ~1 ulp per layer, which its logits of ~1e10 amplify);
 (2) the kernels run as blocks on AI cores (a tiled launch, tiling.py), not on BLAS threads.
-Measured 2026-12-06 on one core of this AMD EPYC, whose VM exposes AVX2 but no AVX-512 (the register tiles
-then run as microkernel.py's NARROW sub-tiles), float32, gemm_nn_ld against numpy's OpenBLAS on one thread,
-best of 5 side by side (quiet): 1024^3 73.3 vs 83.3 GF/s (0.88x); the conv shape 256x3136x576 70.0 vs
-83.3; ViT-B's MatMuls 197x3072x768 64.9 vs 80.3, 197x768x3072 69.9 vs 79.3: OpenBLAS stays 10-20% ahead.
+Measured by bench/gemm_one_core.py (2026-12-06 07:50, one core of this AMD EPYC, whose VM exposes AVX2 but no
+AVX-512: the register tiles then run as microkernel.py's NARROW sub-tiles), float32, gemm_nn_ld against numpy's
+OpenBLAS on one thread, alternating: 1024^3 75 vs 84 GF/s (0.89x); the conv shape 256x3136x576 72-74 vs 82-83;
+ViT-B's MatMuls 71-72 vs 79-80: OpenBLAS stays ~10% ahead.
 (With AVX-512 exposed, an earlier bench/gemm_cores.py --quick reported 1024^3 100.8 vs 99.4 GF/s, the conv
 shape 93.9 vs 98.1.)
 
@@ -63,20 +63,21 @@ KC_MAX = 256  # the deepest k block: K cut into equal blocks of at most this; a 
 
 
 def _l2_bytes(default: int = 1 << 21) -> int:
-    """This core's L2 (sysfs; the Xeon this was first tuned on when unknown: 2 MiB)."""
+    """This core's L2 from sysfs ("1024K"; the Xeon this was first tuned on, 2 MiB, when unknown)."""
     try:
         with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f:
             size = f.read().strip()
-        return int(size[:-1]) << 10 if size.endswith("K") else int(size[:-1]) << 20 if size.endswith("M") else int(size)
-    except (OSError, ValueError):
+        return int(size[:-1]) << {"K": 10, "M": 20}[size[-1]]
+    except (OSError, ValueError, KeyError, IndexError):
         return default
 
 
 # Blocks sized by the core's L2: a quarter for A's rows, half for a packed B block with its C block. Tuned at
 # 512 KiB / 1 MiB on the Xeon's 2 MiB; on the EPYC's 1 MiB those overflowed it (AVX2, one core, best of 7 side
 # by side, 2026-12-06: ViT-B's 197x3072x768 66.9 -> 72.8 GF/s, 256x3136x576 72.7 -> 76.3, 1024^3 73.7 -> 75.2)
-A_BLOCK_BYTES = _l2_bytes() // 4  # the rows of A one sweep of a panel reads (MC x KC) stay in L2
-L2_BLOCK_BYTES = _l2_bytes() // 2  # a packed B block (KC x NC), with the C block it updates, fills half of L2
+L2_BYTES = _l2_bytes()
+A_BLOCK_BYTES = L2_BYTES // 4  # the rows of A one sweep of a panel reads (MC x KC) stay in L2
+L2_BLOCK_BYTES = L2_BYTES // 2  # a packed B block (KC x NC), with the C block it updates, fills half of L2
 PACK_MIN_ROWS = 128  # fewer rows of C: B read in place (packing it costs more than reusing it saves)
 PACK_MIN_B_BYTES = 1 << 19  # a smaller B with aligned rows stays in L2 as it is (packing it: -10%)
 PACK_A = True  # with a packed B block, pack A's tiles too ...
@@ -235,24 +236,37 @@ def _blocked(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, w
     mc = _mc(kc, c.itemsize)
     na = _a_elems(m1 - m0, kc, c.itemsize)  # the packed A block, after the B block
     ncm = min(_nc_max(m1 - m0, K, L), (n1 - n0 + P - 1) // P * P, max(P, (ws.size - na) // kc // P * P))
-    nb = (n1 - n0 + ncm - 1) // ncm  # column blocks, made even: 784 -> 416 + 368, not 672 + 112
-    ncm = ((n1 - n0 + nb - 1) // nb + P - 1) // P * P
-    mr = m1 - (m1 - m0) % 8  # rows in whole tiles end here
+    ncm = _even_columns(ncm, n0, n1, P)
     flat = brow[:0]
     ap = ws[ws.size - na:]
     for j0 in range(n0, n1, ncm):
         nc = min(ncm, n1 - j0)
         for k0 in range(0, K, kc):
             kn = min(kc, K - k0)
-            load = accumulate or k0 > 0
             _pack_block(b, brow, ldb, k0, kn, j0, nc, ws)
-            for i0 in range(m0, m1, mc):
-                i1 = min(i0 + mc, m1)
-                if PACK_A and nc >= PACK_A_MIN_COLS:
-                    _pack_a(a, sam, sak, i0, min(i1, mr), k0, kn, ap)
-                    _panel_a(ap, a, ws, c, i0, min(i1, mr), i1, j0, nc, k0, kn, sam, sak, ldc, load)
-                else:
-                    _panel(a, ws, flat, P, c, i0, min(i1, mr), i1, j0, 0, nc, k0, kn, sam, sak, ldc, load)
+            _sweep(a, ws, flat, c, ldc, sam, sak, m0, m1, mc, j0, nc, k0, kn, ap, accumulate or k0 > 0)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _even_columns(ncm, n0, n1, P):
+    """Column blocks of at most ncm made even, whole panels: 784 -> 416 + 368, not 672 + 112."""
+    nb = (n1 - n0 + ncm - 1) // ncm
+    return ((n1 - n0 + nb - 1) // nb + P - 1) // P * P
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _sweep(a, bp, flat, c, ldc, sam, sak, m0, m1, mc, j0, nc, k0, kn, ap, load):
+    """One packed B block (k0.., kn rows x nc columns from j0, at bp) swept by the MC-row A blocks of [m0, m1):
+    their whole tiles through a packed A (ap) when the block has PACK_A_MIN_COLS columns, else A in place."""
+    P = 2 * vlanes(c)
+    mr = m1 - (m1 - m0) % 8  # rows in whole tiles end here
+    for i0 in range(m0, m1, mc):
+        i1 = min(i0 + mc, m1)
+        if PACK_A and nc >= PACK_A_MIN_COLS:
+            _pack_a(a, sam, sak, i0, min(i1, mr), k0, kn, ap)
+            _panel_a(ap, a, bp, c, i0, min(i1, mr), i1, j0, nc, k0, kn, sam, sak, ldc, load)
+        else:
+            _panel(a, bp, flat, P, c, i0, min(i1, mr), i1, j0, 0, nc, k0, kn, sam, sak, ldc, load)
 
 
 @by_type

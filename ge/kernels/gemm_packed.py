@@ -7,7 +7,7 @@ copy is the same every time. `pack_b` stores all of B [K, N] once in that layout
     panel (P = 2 vectors); in it panel p (columns p*P ..) at + p*P*kn, its row k at + k*P, zero-padded.
 
 so any run of whole panels of one k block is one contiguous packed block, exactly what `_pack_block` makes,
-and `gemm_packed_block` runs gemm.py's `_blocked` loop nest on it without the copy. Every C element is the
+and `gemm_packed_block` runs gemm.py's `_blocked` loops (its `_sweep`) on it without the copy. Every C element is the
 same FMA chain as in gemm.py (same k blocks, same order): packed or not, the bits are equal.
 ViT-B's four weight MatMuls (197 tokens; AMD EPYC, AVX2, one core): see the pass's header.
 """
@@ -16,8 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .gemm import PACK_A, PACK_A_MIN_COLS, _a_elems, _mc, _nc_max, _pack_a, k_depth
-from .microkernel import _panel, _panel_a
+from .gemm import _a_elems, _even_columns, _mc, _nc_max, _sweep, k_depth
 
 
 def panel_width(dtype) -> int:
@@ -64,23 +63,12 @@ def gemm_packed_block(a, bp, N, c, ldc, K, sam, sak, m0, m1, n0, n1, ws):
     Np = (N + P - 1) // P * P
     kc = k_depth(K)
     mc = _mc(kc, c.itemsize)
-    na = _a_elems(m1 - m0, kc, c.itemsize)
-    # column blocks as gemm._blocked cuts them (the C block stays in L2 between k blocks), made even
-    ncm = min(_nc_max(m1 - m0, K, P // 2), (n1 - n0 + P - 1) // P * P)
-    nb = (n1 - n0 + ncm - 1) // ncm
-    ncm = ((n1 - n0 + nb - 1) // nb + P - 1) // P * P
-    mr = m1 - (m1 - m0) % 8
+    # column blocks as gemm._blocked cuts them (the C block stays in L2 between k blocks)
+    ncm = _even_columns(min(_nc_max(m1 - m0, K, P // 2), (n1 - n0 + P - 1) // P * P), n0, n1, P)
     flat = np.empty(0, np.int64)
-    ap = ws[:na]
+    ap = ws[:_a_elems(m1 - m0, kc, c.itemsize)]
     for j0 in range(n0, n1, ncm):
         nc = min(ncm, n1 - j0)
         for k0 in range(0, K, kc):
             kn = min(kc, K - k0)
-            blk = bp[k0 * Np + j0 * kn:]
-            for i0 in range(m0, m1, mc):
-                i1 = min(i0 + mc, m1)
-                if PACK_A and nc >= PACK_A_MIN_COLS and na > 0:
-                    _pack_a(a, sam, sak, i0, min(i1, mr), k0, kn, ap)
-                    _panel_a(ap, a, blk, c, i0, min(i1, mr), i1, j0, nc, k0, kn, sam, sak, ldc, k0 > 0)
-                else:
-                    _panel(a, blk, flat, P, c, i0, min(i1, mr), i1, j0, 0, nc, k0, kn, sam, sak, ldc, k0 > 0)
+            _sweep(a, bp[k0 * Np + j0 * kn:], flat, c, ldc, sam, sak, m0, m1, mc, j0, nc, k0, kn, ap, k0 > 0)
