@@ -4,7 +4,7 @@
 
 Two copies of `depthwise` are compiled in this process, one with conv_depthwise.DIRECT off and one with it
 on (a global is frozen when Numba compiles), run on the same arguments alternating, medians of 100. The
-module's default (DIRECT: AVX-512 only) comes from these numbers; the bits are the same either way.
+module's default (DIRECT: AMD's AVX-512 only) comes from these numbers; the bits are the same either way.
 """
 from __future__ import annotations
 

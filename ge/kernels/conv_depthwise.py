@@ -9,7 +9,7 @@ in L1. The earlier form (a zeroed grid, one axpy pass per tap, a copy out) loade
 grid once per tap.
 
 At stride 1 with 3-, 5- or 7-wide kernels on planes wider than a vector (MobileNetV2's 3x3 on 56 and 112,
-MBConv's 5x5 on 28, ConvNeXt's 7x7 on 56), whole tiles of four rows skip the padded copy on AVX-512
+MBConv's 5x5 on 28, ConvNeXt's 7x7 on 56), whole tiles of four rows skip the padded copy on AMD's AVX-512
 (`DIRECT`): _direct reads x's rows once per two output vectors and moves them on by kw in registers (same
 sums in the same order: the same bits). Against the padded copy and _wide, one core, the same arguments,
 alternating (shared machine, medians of 40): 240 x 28 x 28 5x5 0.264 -> 0.225 ms, 144 x 56 x 56 3x3 0.368
@@ -17,7 +17,10 @@ alternating (shared machine, medians of 40): 240 x 28 x 28 5x5 0.264 -> 0.225 ms
 attempt) 96 x 56 x 56 0.566 -> 0.427. Without AVX-512 (AVX2, AMD EPYC, 2026-12-06, medians of 100, copies
 of `depthwise` compiled either way: bench/depthwise_direct.py) the direct path is
 the slower one: 240 x 28 x 28 5x5 0.873 -> 0.583 ms on the padded copy, 144 x 56 x 56 3x3 1.189 -> 0.907,
-120 x 28 x 28 5x5 0.303 -> 0.293, 96 x 56 x 56 7x7 1.548 -> 1.360.
+120 x 28 x 28 5x5 0.303 -> 0.293, 96 x 56 x 56 7x7 1.548 -> 1.360. On Intel's AVX-512 too (a Xeon, LLVM's
+"rocketlake", 2026-12-06, the same script), 4-5x slower: 144 x 56 x 56 3x3 1.334 -> 0.248 ms on the padded
+copy, 240 x 28 x 28 5x5 0.763 -> 0.189, 120 x 28 x 28 5x5 0.493 -> 0.095, 96 x 56 x 56 7x7 1.922 -> 0.510
+(its shifts, valignd, and masked loads cost more there): so DIRECT on AMD's Zen ("znver") only.
 
 Measured and not taken (2026-12-02): a channels-blocked path (16 planes transposed into NCHW16c in the workspace,
 a tap one aligned load + FMA for 16 outputs, then transposed back): on 240 x 28 x 28 5x5 its two transposes cost
@@ -35,17 +38,17 @@ from numba import njit
 
 from .conv_lowering import _channel_stride, _pad_copy
 from .epilogue import HARD_SWISH, NONE, epilogue, in_registers, vfinish
-from .simd import (host_has, vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4, vnext5, vnext6,
-                   vsplat, vstore, vstore_n, vzero)
+from .simd import (host_cpu, host_has, vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4,
+                   vnext5, vnext6, vsplat, vstore, vstore_n, vzero)
 from .specialize import by_type
 
 # _direct's tiles hold 8 accumulators, 3 loaded and up to 12 shifted vectors: AVX-512's 32 registers; with
-# AVX2's 16 (two halves a vector) they spill and the padded copy wins (see the module doc)
-DIRECT = host_has("avx512f")
+# AVX2's 16 (two halves a vector) they spill and the padded copy wins; on Intel it loses (see the module doc)
+DIRECT = host_has("avx512f") and host_cpu().startswith("znver")
 # _wide's rows a tile: 4 x 2 vectors of accumulators fill AVX2's registers and spill; 2 rows measured faster there
 # (AVX2, medians of 100, alternating: 144x56x56 3x3 0.693 -> 0.630 ms, 240x28x28 5x5 0.510 -> 0.431, 120x28x28
 # 5x5 0.254 -> 0.212, 96x56x56 7x7 1.275 -> 0.971; a first, noisier run 2-9%; one row a tile: no gain)
-WIDE_ROWS = 4 if DIRECT else 2
+WIDE_ROWS = 4 if host_has("avx512f") else 2
 
 
 @njit(nogil=True, cache=True)

@@ -1,5 +1,5 @@
 """conv_depthwise's direct path (_direct, 3-, 5- and 7-wide rows shifted in registers) gives the padded copy's
-bits and the reference's values, whichever of the two the machine runs by default (DIRECT: AVX-512 only):
+bits and the reference's values, whichever of the two the machine runs by default (DIRECT: AMD's AVX-512 only):
 two copies of `depthwise` are compiled here, one each way."""
 import numpy as np
 import pytest
