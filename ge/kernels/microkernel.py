@@ -50,7 +50,9 @@ def _panel(a, b, brow, ldb, c, m0, mr, m1, j0, bo, nc, k0, kn, sam, sak, ldc, lo
 def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load):
     """C[m0:m1, j:j+w] (+)= A[m0:m1, k0:k0+kn] @ one panel (B's row k at b[brow[k] + o] or b[k*ldb + o])."""
     L = vlanes(c)
-    if w > L:
+    if NARROW and w == 2 * L:
+        _hexes(a, m0 * sam + k0 * sak, 8 * sam, sam, sak, b, brow, ldb, o, c, m0 * ldc + j, ldc, kn, load, mr - m0)
+    elif w > L:
         for m in range(m0, mr, 8):
             if PREFETCH_C and m + 8 < mr:
                 _prefetch_tile(c, (m + 8) * ldc + j, ldc, L)
@@ -80,7 +82,9 @@ def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, sak, ldc, load):
     for j in range(0, nc, P):
         w = min(P, nc - j)
         o, co = j * kn, j0 + j
-        if w > L:
+        if NARROW and w == P:  # the tile's row r at ap[(r // 8) * 8 * kn + r % 8], k by k 8 apart
+            _hexes(ap, 0, 8 * kn, 1, 8, bp, flat, P, o, c, m0 * ldc + co, ldc, kn, load, mr - m0)
+        elif w > L:
             for m in range(m0, mr, 8):
                 if PREFETCH_C and m + 8 < mr:
                     _prefetch_tile(c, (m + 8) * ldc + co, ldc, L)
@@ -245,7 +249,8 @@ def _narrow_body(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n1, n2
     L = vlanes(c)
     if R == 8 and n1 == L and n2 == L:
         for v in range(2):
-            _hex(a, ao, sam, sak, b, brow, ldb, bo + v * L, c, co + v * L, ldc, kn, load)
+            _hex(a, ao, ao + sam, ao + 2 * sam, ao + 3 * sam, ao + 4 * sam, ao + 5 * sam, sak, b, brow, ldb,
+                 bo + v * L, c, co + v * L, ldc, kn, load)
         _duo(a, ao + 6 * sam, sam, sak, b, brow, ldb, bo, c, co + 6 * ldc, ldc, kn, load)
         return
     for h in range(0, R, 4):
@@ -254,11 +259,47 @@ def _narrow_body(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n1, n2
                   n2 if v else n1)
 
 
+@njit(nogil=True, cache=True)
+def _hexes(a, ao, blk, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, rows):
+    """Without AVX-512: C[rows, 2 whole vectors] (+)= A[rows, kn] @ B[kn, 2 vectors], rows a multiple of 8,
+    row r's A at ao + (r // 8) * blk + (r % 8) * sam (A in place: blk = 8 * sam; packed: blk = 8 * kn, sam 1):
+    6-row sub-tiles (_hex, 12 ymm chains) straight across the 8-row tiles, the 2 or 4 rows left as _duo.
+    _narrow's hex + hex + duo per tile ran a quarter of the multiply-adds in _duo's 8 latency-bound chains.
+    Not inlined, as _narrow."""
+    if sak == 1:
+        _hexes_body(a, ao, blk, sam, 1, b, brow, ldb, bo, c, co, ldc, kn, load, rows)
+    else:
+        _hexes_body(a, ao, blk, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, rows)
+
+
 @njit(nogil=True, cache=True, inline="always")
-def _hex(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load):
-    """C[6 rows, 1 vector] (+)= A[6 rows, kn] @ B[kn, 1 vector]."""
+def _hexes_body(a, ao, blk, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, rows):
+    L = vlanes(c)
+    r = 0
+    while r + 6 <= rows:
+        if PREFETCH_C:
+            for i in range(r + 6, min(r + 12, rows)):
+                vprefetch(c, co + i * ldc)
+                vprefetch(c, co + i * ldc + L)
+        q0, q1, q2 = _row_at(ao, blk, sam, r), _row_at(ao, blk, sam, r + 1), _row_at(ao, blk, sam, r + 2)
+        q3, q4, q5 = _row_at(ao, blk, sam, r + 3), _row_at(ao, blk, sam, r + 4), _row_at(ao, blk, sam, r + 5)
+        for v in range(2):
+            _hex(a, q0, q1, q2, q3, q4, q5, sak, b, brow, ldb, bo + v * L, c, co + r * ldc + v * L, ldc, kn, load)
+        r += 6
+    while r < rows:  # rows left: 2 or 4, inside one 8-row tile
+        _duo(a, _row_at(ao, blk, sam, r), sam, sak, b, brow, ldb, bo, c, co + r * ldc, ldc, kn, load)
+        r += 2
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _row_at(ao, blk, sam, r):
+    return ao + (r // 8) * blk + (r % 8) * sam
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _hex(a, q0, q1, q2, q3, q4, q5, sak, b, brow, ldb, bo, c, co, ldc, kn, load):
+    """C[6 rows, 1 vector] (+)= A[6 rows (at q0..q5), kn] @ B[kn, 1 vector]."""
     r0, r1, r2, r3, r4, r5 = co, co + ldc, co + 2 * ldc, co + 3 * ldc, co + 4 * ldc, co + 5 * ldc
-    q0, q1, q2, q3, q4, q5 = ao, ao + sam, ao + 2 * sam, ao + 3 * sam, ao + 4 * sam, ao + 5 * sam
     if load:
         c0, c1, c2, c3, c4, c5 = vload(c, r0), vload(c, r1), vload(c, r2), vload(c, r3), vload(c, r4), vload(c, r5)
     else:
