@@ -27,11 +27,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .simd import (vadd, veven, vlanes, vload, vload_in, vmax, vmul, vnext1, vnext2, vodd, vsplat, vstore,
+from .simd import (host_has, vadd, veven, vlanes, vload, vload_in, vmax, vmul, vnext1, vnext2, vodd, vsplat, vstore,
                    vstore_n)
 from .tiling import block_range
 
 MAXP, AVG = 0, 2  # pool.py's modes
+# Without AVX-512 every window goes through the row buffer: vnext's lane shifts across a pair of 16-lane
+# vectors take several ymm shuffles each, unaligned loads from the buffer one (AMD EPYC, AVX2, one thread,
+# bench/pool_vs_ort.py: AveragePool 3x3/1 on 192 x 28 x 28 0.374 -> 0.220 ms, on 1024 x 7 x 7 0.314 -> 0.239)
+BUFFERED = not host_has("avx512f")
 
 
 def fits(strides, dilations) -> bool:
@@ -86,7 +90,7 @@ def pool2d(x, y, rc, mode, ident, geom, block_idx, block_dim):
     KW SH SW PH PW, then the counted input rows [CLH, CHH) for averages; rc: per output column
     1 / counted kw taps, in x's dtype, a vector longer than OW."""
     KW, SW = geom[6], geom[8]
-    if KW > (3 if SW == 1 else 5):
+    if BUFFERED or KW > (3 if SW == 1 else 5):
         _buffered(x, y, rc, mode, ident, geom, block_idx, block_dim)
         return
     NC, H, W, OH, OW, KH = geom[0], geom[1], geom[2], geom[3], geom[4], geom[5]
@@ -135,7 +139,7 @@ def pool2d(x, y, rc, mode, ident, geom, block_idx, block_dim):
 
 @njit(nogil=True, cache=True)
 def _buffered(x, y, rc, mode, ident, geom, block_idx, block_dim):
-    """pool2d for wider windows: the column results go through a row buffer."""
+    """pool2d for wider windows (every window without AVX-512): the column results go through a row buffer."""
     NC, H, W, OH, OW, KH, KW = geom[0], geom[1], geom[2], geom[3], geom[4], geom[5], geom[6]
     SH, SW, PH, PW, CLH, CHH = geom[7], geom[8], geom[9], geom[10], geom[11], geom[12]
     L = vlanes(y)
@@ -171,4 +175,7 @@ def _buffered(x, y, rc, mode, ident, geom, block_idx, block_dim):
                     acc = _acc(mode, acc, vodd(m0, m1) if kw & 1 else veven(m0, m1))
             if mode == AVG:
                 acc = vmul(acc, vmul(vsplat(y, scale), vload(rc, j)))
-            vstore_n(y, row * OW + j, acc, min(L, OW - j))
+            # a whole vector where its overhang lands in this block's later rows (written after): AVX2's
+            # masked store is slow, and 7- or 14-wide rows end in one every row (1024 x 7 x 7: 0.239 -> 0.174 ms)
+            whole = row * OW + j + L <= r1 * OW
+            vstore_n(y, row * OW + j, acc, L if whole else min(L, OW - j))

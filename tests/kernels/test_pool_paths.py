@@ -1,0 +1,48 @@
+"""pool_plane's two paths give the same bits: the registers' (vnext shifts, AVX-512's default for windows up
+to 3 wide, 5 at stride 2) and the row buffer's (every window without AVX-512: BUFFERED), whichever this
+machine runs by default; two copies of pool2d are compiled here, one each way, and run on 1 and 3 blocks
+(the buffer path's last vector of a block is masked, the others whole)."""
+import numpy as np
+import pytest
+from numba import njit
+
+import ge.kernels.pool_plane as P
+from ge.kernels.registry import KernelContext, TensorSpec, lookup
+
+
+@pytest.fixture(scope="module")
+def copies():
+    saved, fns = P.BUFFERED, {}
+    try:
+        for buffered in (False, True):
+            P.BUFFERED = buffered
+            fns[buffered] = njit(nogil=True)(P.pool2d.py_func)
+            _run(fns[buffered], "MaxPool", 2, 9, 3, 1, 1, 1)   # compiled now, while BUFFERED has this value
+            _run(fns[buffered], "AveragePool", 2, 9, 3, 2, 1, 1)
+    finally:
+        P.BUFFERED = saved
+    return fns
+
+
+def _run(fn, op, C, HW, K, S, pad, block_dim):
+    attrs = {"kernel_shape": [K, K], "strides": [S, S], "pads": [pad] * 4}
+    ctx = KernelContext(op, "p", attrs, [TensorSpec((1, C, HW, HW), np.float32)], [None], 13, cores=1)
+    launch = lookup(op, "", 13).bind(ctx)
+    assert launch.fn is P.pool2d
+    rc, mode, ident, geom = launch.args
+    x = np.random.default_rng(HW).standard_normal(C * HW * HW).astype(np.float32)
+    OH = (HW + 2 * pad - K) // S + 1
+    y = np.full(C * OH * OH, np.nan, np.float32)
+    for b in range(block_dim):
+        fn(x, y, rc, mode, ident, geom, b, block_dim)
+    return y
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("HW,K,S", [(7, 3, 1), (14, 3, 1), (28, 3, 2), (33, 2, 2), (20, 3, 2), (9, 5, 2)])
+@pytest.mark.parametrize("block_dim", [1, 3])
+def test_buffer_path_keeps_the_register_paths_bits(copies, op, HW, K, S, block_dim):
+    registers = _run(copies[False], op, 3, HW, K, S, K // 2, block_dim)
+    buffered = _run(copies[True], op, 3, HW, K, S, K // 2, block_dim)
+    assert not np.isnan(buffered).any()
+    np.testing.assert_array_equal(buffered, registers)
