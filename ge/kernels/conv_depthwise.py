@@ -79,14 +79,17 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
                 _pad_copy(x, xo, ws, 0.0, 1, H, W, ph, pw, sh, sw, A, B, oh0, rows + (KH - 1) // sh, Wq, cs, tail)
             for m in range(Mg):
                 o = yo + m * S + oh0 * OW
+                # rows of one or two vectors are stored in order: a row's last vector may run on, whole,
+                # into the plane's later rows (see _out); wider ones store each row's columns in pieces
+                wend = yo + (m + 1) * S if OW <= 2 * vlanes(y) else 0
                 bias = b[g * Mg + m] if has_b else 0.0
                 if whole:
-                    _direct(x, xo, H, W, ph, pw, oh0, KH, KW, w, (g * Mg + m) * KT, y, o, OW, rows,
+                    _direct(x, xo, H, W, ph, pw, oh0, KH, KW, w, (g * Mg + m) * KT, y, o, OW, rows, wend,
                             bias if fused else 0.0, act if fused else NONE, p0, p1)
                 elif fused:
-                    _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows, bias, act, p0, p1)
+                    _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows, wend, bias, act, p0, p1)
                 else:
-                    _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows, 0.0, NONE, 0.0, 0.0)
+                    _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows, wend, 0.0, NONE, 0.0, 0.0)
                 if not fused:
                     epilogue(y, o, rows * OW, 1.0, bias, z, o, 1.0, has_z, act, p0, p1)
 
@@ -117,7 +120,17 @@ def _pad_rows(x, xo, p, H, W, ph, pw, i0, R, Wq):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
+def _out(y, i, v, n, yend):
+    """y[i:i+n] = v[:n], or a whole vector when it ends by yend (the plane's end, or 0: never): its lanes past
+    n land in rows stored after it. AVX2's masked store is slow (AMD EPYC, one node, one thread, alternating
+    with onnxruntime: 3x3 on 272 x 14 x 14 0.163 -> 0.127 ms, on 544 x 7 x 7 0.141 -> 0.124, 5x5 on 240 x 28
+    x 28 0.429 -> 0.351)."""
+    L = vlanes(y)
+    vstore_n(y, i, v, L if i + L <= yend else n)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, yend, bv, act, c0, c1, lo, hi):
     """Rows r .. r+R of a plane wider than a vector (R = 4, 2 or 1, a constant: 8, 4 or 2 FMA chains), two
     vectors of columns at a time, the second masked at the row's end."""
     L = vlanes(y)
@@ -138,16 +151,16 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
                 a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
                 b3 = vfma(wv, vload(p, s + 3 * Wq + L), b3)
         n0, n1 = min(L, OW - j), max(0, min(L, OW - j - L))
-        vstore_n(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0)
-        vstore_n(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1)
+        _out(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0, yend)
+        _out(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1, yend)
         if R > 1:
-            vstore_n(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1)
+            _out(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0, yend)
+            _out(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1, yend)
         if R > 2:
-            vstore_n(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1)
-            vstore_n(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1)
+            _out(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0, yend)
+            _out(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1, yend)
+            _out(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0, yend)
+            _out(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1, yend)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -173,7 +186,7 @@ def _tap(a0, a1, wv, x, u):
 
 @by_type
 @njit(nogil=True, cache=True)
-def _direct(x, xo, H, W, ph, pw, i0, KH, KW, w, wo, y, yo, OW, rows, bias, act, p0, p1):
+def _direct(x, xo, H, W, ph, pw, i0, KH, KW, w, wo, y, yo, OW, rows, yend, bias, act, p0, p1):
     """_dw_rows at stride 1 with KW 3, 5 or 7 on planes wider than a vector, rows a multiple of 4, straight
     from x (no padded copy): four output rows x two vectors at a time; each input row's columns are loaded
     once for them (three vectors, masked where they leave the image, zeros for rows outside it) and moved
@@ -227,18 +240,18 @@ def _direct(x, xo, H, W, ph, pw, i0, KH, KW, w, wo, y, yo, OW, rows, bias, act, 
                 if 3 <= i:
                     a3, b3 = _row_taps(a3, b3, KW, w, wo + (i - 3) * KW,
                                        v0, x1, x2, x3, x4, x5, x6, v1, u1, u2, u3, u4, u5, u6)
-            vstore_n(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1)
-            vstore_n(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1)
-            vstore_n(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1)
-            vstore_n(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0)
-            vstore_n(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1)
+            _out(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0, yend)
+            _out(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1, yend)
+            _out(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0, yend)
+            _out(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1, yend)
+            _out(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0, yend)
+            _out(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1, yend)
+            _out(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0, yend)
+            _out(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1, yend)
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _narrow(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
+def _narrow(p, Wq, taps, w, wo, y, yo, OW, r, R, yend, bv, act, c0, c1, lo, hi):
     """Rows r .. r+R of a plane at most a vector wide (R = 8, 4, 2 or 1, a literal), one vector a row."""
     po, yr = r * Wq, yo + r * OW
     a0, a1, a2, a3 = vzero(y), vzero(y), vzero(y), vzero(y)
@@ -256,22 +269,22 @@ def _narrow(p, Wq, taps, w, wo, y, yo, OW, r, R, bv, act, c0, c1, lo, hi):
             a5 = vfma(wv, vload(p, s + 5 * Wq), a5)
             a6 = vfma(wv, vload(p, s + 6 * Wq), a6)
             a7 = vfma(wv, vload(p, s + 7 * Wq), a7)
-    vstore_n(y, yr, vfinish(a0, bv, act, c0, c1, lo, hi), OW)
+    _out(y, yr, vfinish(a0, bv, act, c0, c1, lo, hi), OW, yend)
     if R > 1:
-        vstore_n(y, yr + OW, vfinish(a1, bv, act, c0, c1, lo, hi), OW)
+        _out(y, yr + OW, vfinish(a1, bv, act, c0, c1, lo, hi), OW, yend)
     if R > 2:
-        vstore_n(y, yr + 2 * OW, vfinish(a2, bv, act, c0, c1, lo, hi), OW)
-        vstore_n(y, yr + 3 * OW, vfinish(a3, bv, act, c0, c1, lo, hi), OW)
+        _out(y, yr + 2 * OW, vfinish(a2, bv, act, c0, c1, lo, hi), OW, yend)
+        _out(y, yr + 3 * OW, vfinish(a3, bv, act, c0, c1, lo, hi), OW, yend)
     if R > 4:
-        vstore_n(y, yr + 4 * OW, vfinish(a4, bv, act, c0, c1, lo, hi), OW)
-        vstore_n(y, yr + 5 * OW, vfinish(a5, bv, act, c0, c1, lo, hi), OW)
-        vstore_n(y, yr + 6 * OW, vfinish(a6, bv, act, c0, c1, lo, hi), OW)
-        vstore_n(y, yr + 7 * OW, vfinish(a7, bv, act, c0, c1, lo, hi), OW)
+        _out(y, yr + 4 * OW, vfinish(a4, bv, act, c0, c1, lo, hi), OW, yend)
+        _out(y, yr + 5 * OW, vfinish(a5, bv, act, c0, c1, lo, hi), OW, yend)
+        _out(y, yr + 6 * OW, vfinish(a6, bv, act, c0, c1, lo, hi), OW, yend)
+        _out(y, yr + 7 * OW, vfinish(a7, bv, act, c0, c1, lo, hi), OW, yend)
 
 
 @by_type
 @njit(nogil=True, cache=True)
-def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
+def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, yend, bias, act, p0, p1):
     """y[yo + r*OW + j] = act(sum over taps t of w[wo+t] * p[r*Wq + taps[t] + j] + bias), r < rows, j < OW,
     act one of IN_REGISTERS (NONE otherwise). Eight FMA chains at a time: four rows x two vectors (WIDE_ROWS;
     two rows, four chains, without AVX-512), or
@@ -287,20 +300,20 @@ def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, bias, act, p0, p1):
     r = 0
     if OW > L:
         while r + WIDE_ROWS <= rows:
-            _wide(p, Wq, taps, w, wo, y, yo, OW, r, WIDE_ROWS, bv, act, c0, c1, lo, hi)
+            _wide(p, Wq, taps, w, wo, y, yo, OW, r, WIDE_ROWS, yend, bv, act, c0, c1, lo, hi)
             r += WIDE_ROWS
         while r < rows:  # planes this wide rarely leave rows (28, 56, 112 are multiples of 4): one variant less
-            _wide(p, Wq, taps, w, wo, y, yo, OW, r, 1, bv, act, c0, c1, lo, hi)  # to compile (~7 s per dtype)
+            _wide(p, Wq, taps, w, wo, y, yo, OW, r, 1, yend, bv, act, c0, c1, lo, hi)  # to compile (~7 s per dtype)
             r += 1
     else:
         while r + 8 <= rows:
-            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 8, bv, act, c0, c1, lo, hi)
+            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 8, yend, bv, act, c0, c1, lo, hi)
             r += 8
         if r + 4 <= rows:
-            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 4, bv, act, c0, c1, lo, hi)
+            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 4, yend, bv, act, c0, c1, lo, hi)
             r += 4
         if r + 2 <= rows:
-            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 2, bv, act, c0, c1, lo, hi)
+            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 2, yend, bv, act, c0, c1, lo, hi)
             r += 2
         if r < rows:
-            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 1, bv, act, c0, c1, lo, hi)
+            _narrow(p, Wq, taps, w, wo, y, yo, OW, r, 1, yend, bv, act, c0, c1, lo, hi)
