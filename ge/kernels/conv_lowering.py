@@ -9,8 +9,15 @@ import numpy as np
 from numba import njit
 
 from .gemm import gemm_block
-from .simd import veven, vlanes, vload, vload_n, vodd, vstore, vstore_n
+from .simd import host_has, veven, vlanes, vload, vload_n, vodd, vstore, vstore_n
 from .specialize import by_type
+
+# _pad_copy at stride 2 splits a row into its two column phases in vectors (veven / vodd) with AVX-512 only:
+# on AVX2 each is several ymm shuffles and the scalar strided copy is faster (AMD EPYC, the depthwise 3x3/2
+# convs of ShuffleNet, one thread: 272 x 14 x 14 0.265 -> 0.114 ms, 136 x 28 x 28 0.200 -> 0.122, 112 x 56 x 56
+# 0.395 -> 0.278, the same bits)
+PAIR = host_has("avx512f")
+
 
 @njit(nogil=True, cache=True)
 def _valid(start, step, size, count):
@@ -147,7 +154,7 @@ def _pad_copy(x, xo, p, fill, C, H, W, ph, pw, sh, sw, A, B, i0, R, Wq, cs, tail
     for j in range(np.uint64(A * B * C * cs + tail)):
         p[j] = fv
     L = vlanes(p)
-    pair = sw == 2 and B == 2  # both column phases in one loop: an interleave group LLVM vectorizes
+    pair = PAIR and sw == 2 and B == 2  # both column phases in one loop: an interleave group LLVM vectorizes
     lo0, hi0 = _valid(-pw, sw, W, Wq)
     lo1, hi1 = _valid(1 - pw, sw, W, Wq)
     m0, m1 = max(lo0, lo1), max(min(hi0, hi1), max(lo0, lo1))  # columns inside the input in both phases
