@@ -3,7 +3,7 @@ bits and the reference's values, whichever of the two the machine runs by defaul
 two copies of `depthwise` are compiled here, one each way."""
 import numpy as np
 import pytest
-from numba import njit
+from both_ways import compiled_both_ways
 
 import ge.kernels.conv_depthwise as D
 from ge.kernels.registry import KernelContext, TensorSpec, lookup
@@ -11,15 +11,7 @@ from ge.kernels.registry import KernelContext, TensorSpec, lookup
 
 @pytest.fixture(scope="module")
 def copies():
-    saved, fns = D.DIRECT, {}
-    try:
-        for direct in (False, True):
-            D.DIRECT = direct
-            fns[direct] = njit(nogil=True)(D.depthwise.py_func)
-            _run(fns[direct], 2, 20, 24, 3)   # compiled now, while DIRECT has this value
-    finally:
-        D.DIRECT = saved
-    return fns
+    return compiled_both_ways(D, "DIRECT", D.depthwise, lambda fn: _run(fn, 2, 20, 24, 3))
 
 
 def _run(fn, C, H, W, K, seed=0):

@@ -3,22 +3,14 @@ vodd: PAIR, AVX-512's default) or copied element by element (the default without
 compiled here, whichever this machine runs."""
 import numpy as np
 import pytest
-from numba import njit
+from both_ways import compiled_both_ways
 
 import ge.kernels.conv_lowering as CL
 
 
 @pytest.fixture(scope="module")
 def copies():
-    saved, fns = CL.PAIR, {}
-    try:
-        for pair in (False, True):
-            CL.PAIR = pair
-            fns[pair] = njit(nogil=True)(CL._pad_copy.py_func)
-            _run(fns[pair], 1, 6, 9, 0.0)   # compiled now, while PAIR has this value
-    finally:
-        CL.PAIR = saved
-    return fns
+    return compiled_both_ways(CL, "PAIR", CL._pad_copy, lambda fn: _run(fn, 1, 6, 9, 0.0))
 
 
 def _run(fn, C, H, W, fill, K=3, pad=1, i0=0):

@@ -4,7 +4,7 @@ machine runs by default; two copies of pool2d are compiled here, one each way, a
 (the buffer path's last vector of a block is masked, the others whole)."""
 import numpy as np
 import pytest
-from numba import njit
+from both_ways import compiled_both_ways
 
 import ge.kernels.pool_plane as P
 from ge.kernels.registry import KernelContext, TensorSpec, lookup
@@ -12,16 +12,7 @@ from ge.kernels.registry import KernelContext, TensorSpec, lookup
 
 @pytest.fixture(scope="module")
 def copies():
-    saved, fns = P.BUFFERED, {}
-    try:
-        for buffered in (False, True):
-            P.BUFFERED = buffered
-            fns[buffered] = njit(nogil=True)(P.pool2d.py_func)
-            _run(fns[buffered], "MaxPool", 2, 9, 3, 1, 1, 1)   # compiled now, while BUFFERED has this value
-            _run(fns[buffered], "AveragePool", 2, 9, 3, 2, 1, 1)
-    finally:
-        P.BUFFERED = saved
-    return fns
+    return compiled_both_ways(P, "BUFFERED", P.pool2d, lambda fn: _run(fn, "MaxPool", 2, 9, 3, 1, 1, 1))
 
 
 def _run(fn, op, C, HW, K, S, pad, block_dim):
