@@ -39,7 +39,7 @@ from numba import njit
 from .conv_lowering import _channel_stride, _pad_copy
 from .epilogue import HARD_SWISH, NONE, epilogue, in_registers, vfinish
 from .simd import (host_cpu, host_has, vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4,
-                   vnext5, vnext6, vsplat, vstore, vstore_n, vzero)
+                   vnext5, vnext6, vsplat, vstore, vstore_until, vzero)
 from .specialize import by_type
 
 # _direct's tiles hold 8 accumulators, 3 loaded and up to 12 shifted vectors: AVX-512's 32 registers; with
@@ -80,7 +80,7 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
             for m in range(Mg):
                 o = yo + m * S + oh0 * OW
                 # rows of one or two vectors are stored in order: a row's last vector may run on, whole,
-                # into the plane's later rows (see _out); wider ones store each row's columns in pieces
+                # into the plane's later rows (simd.vstore_until); wider ones store each row's columns in pieces
                 wend = yo + (m + 1) * S if OW <= 2 * vlanes(y) else 0
                 bias = b[g * Mg + m] if has_b else 0.0
                 if whole:
@@ -120,16 +120,6 @@ def _pad_rows(x, xo, p, H, W, ph, pw, i0, R, Wq):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _out(y, i, v, n, yend):
-    """y[i:i+n] = v[:n], or a whole vector when it ends by yend (the plane's end, or 0: never): its lanes past
-    n land in rows stored after it. AVX2's masked store is slow (AMD EPYC, one node, one thread, alternating
-    with onnxruntime: 3x3 on 272 x 14 x 14 0.163 -> 0.127 ms, on 544 x 7 x 7 0.141 -> 0.124, 5x5 on 240 x 28
-    x 28 0.429 -> 0.351)."""
-    L = vlanes(y)
-    vstore_n(y, i, v, L if i + L <= yend else n)
-
-
-@njit(nogil=True, cache=True, inline="always")
 def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, yend, bv, act, c0, c1, lo, hi):
     """Rows r .. r+R of a plane wider than a vector (R = 4, 2 or 1, a constant: 8, 4 or 2 FMA chains), two
     vectors of columns at a time, the second masked at the row's end."""
@@ -151,16 +141,16 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, yend, bv, act, c0, c1, lo, hi):
                 a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
                 b3 = vfma(wv, vload(p, s + 3 * Wq + L), b3)
         n0, n1 = min(L, OW - j), max(0, min(L, OW - j - L))
-        _out(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0, yend)
-        _out(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1, yend)
+        vstore_until(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0, yend)
+        vstore_until(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1, yend)
         if R > 1:
-            _out(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0, yend)
-            _out(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1, yend)
+            vstore_until(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0, yend)
+            vstore_until(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1, yend)
         if R > 2:
-            _out(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0, yend)
-            _out(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1, yend)
-            _out(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0, yend)
-            _out(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1, yend)
+            vstore_until(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0, yend)
+            vstore_until(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1, yend)
+            vstore_until(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0, yend)
+            vstore_until(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1, yend)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -240,14 +230,14 @@ def _direct(x, xo, H, W, ph, pw, i0, KH, KW, w, wo, y, yo, OW, rows, yend, bias,
                 if 3 <= i:
                     a3, b3 = _row_taps(a3, b3, KW, w, wo + (i - 3) * KW,
                                        v0, x1, x2, x3, x4, x5, x6, v1, u1, u2, u3, u4, u5, u6)
-            _out(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0, yend)
-            _out(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1, yend)
-            _out(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0, yend)
-            _out(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1, yend)
-            _out(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0, yend)
-            _out(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1, yend)
-            _out(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0, yend)
-            _out(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1, yend)
+            vstore_until(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0, yend)
+            vstore_until(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1, yend)
+            vstore_until(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0, yend)
+            vstore_until(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1, yend)
+            vstore_until(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0, yend)
+            vstore_until(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1, yend)
+            vstore_until(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0, yend)
+            vstore_until(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1, yend)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -269,17 +259,17 @@ def _narrow(p, Wq, taps, w, wo, y, yo, OW, r, R, yend, bv, act, c0, c1, lo, hi):
             a5 = vfma(wv, vload(p, s + 5 * Wq), a5)
             a6 = vfma(wv, vload(p, s + 6 * Wq), a6)
             a7 = vfma(wv, vload(p, s + 7 * Wq), a7)
-    _out(y, yr, vfinish(a0, bv, act, c0, c1, lo, hi), OW, yend)
+    vstore_until(y, yr, vfinish(a0, bv, act, c0, c1, lo, hi), OW, yend)
     if R > 1:
-        _out(y, yr + OW, vfinish(a1, bv, act, c0, c1, lo, hi), OW, yend)
+        vstore_until(y, yr + OW, vfinish(a1, bv, act, c0, c1, lo, hi), OW, yend)
     if R > 2:
-        _out(y, yr + 2 * OW, vfinish(a2, bv, act, c0, c1, lo, hi), OW, yend)
-        _out(y, yr + 3 * OW, vfinish(a3, bv, act, c0, c1, lo, hi), OW, yend)
+        vstore_until(y, yr + 2 * OW, vfinish(a2, bv, act, c0, c1, lo, hi), OW, yend)
+        vstore_until(y, yr + 3 * OW, vfinish(a3, bv, act, c0, c1, lo, hi), OW, yend)
     if R > 4:
-        _out(y, yr + 4 * OW, vfinish(a4, bv, act, c0, c1, lo, hi), OW, yend)
-        _out(y, yr + 5 * OW, vfinish(a5, bv, act, c0, c1, lo, hi), OW, yend)
-        _out(y, yr + 6 * OW, vfinish(a6, bv, act, c0, c1, lo, hi), OW, yend)
-        _out(y, yr + 7 * OW, vfinish(a7, bv, act, c0, c1, lo, hi), OW, yend)
+        vstore_until(y, yr + 4 * OW, vfinish(a4, bv, act, c0, c1, lo, hi), OW, yend)
+        vstore_until(y, yr + 5 * OW, vfinish(a5, bv, act, c0, c1, lo, hi), OW, yend)
+        vstore_until(y, yr + 6 * OW, vfinish(a6, bv, act, c0, c1, lo, hi), OW, yend)
+        vstore_until(y, yr + 7 * OW, vfinish(a7, bv, act, c0, c1, lo, hi), OW, yend)
 
 
 @by_type

@@ -28,13 +28,13 @@ import numpy as np
 from numba import njit
 
 from .simd import (host_has, vadd, veven, vlanes, vload, vload_in, vmax, vmul, vnext1, vnext2, vodd, vsplat, vstore,
-                   vstore_n)
+                   vstore_n, vstore_until)
 from .tiling import block_range
 
 MAXP, AVG = 0, 2  # pool.py's modes
 # Without AVX-512 every window goes through the row buffer: vnext's lane shifts across a pair of 16-lane
 # vectors take several ymm shuffles each, unaligned loads from the buffer one (AMD EPYC, AVX2, one thread,
-# bench/pool_vs_ort.py: AveragePool 3x3/1 on 192 x 28 x 28 0.374 -> 0.220 ms, on 1024 x 7 x 7 0.314 -> 0.239)
+# bench/nodes_vs_ort.py: AveragePool 3x3/1 on 192 x 28 x 28 0.374 -> 0.220 ms, on 1024 x 7 x 7 0.314 -> 0.239)
 BUFFERED = not host_has("avx512f")
 
 
@@ -175,7 +175,6 @@ def _buffered(x, y, rc, mode, ident, geom, block_idx, block_dim):
                     acc = _acc(mode, acc, vodd(m0, m1) if kw & 1 else veven(m0, m1))
             if mode == AVG:
                 acc = vmul(acc, vmul(vsplat(y, scale), vload(rc, j)))
-            # a whole vector where its overhang lands in this block's later rows (written after): AVX2's
-            # masked store is slow, and 7- or 14-wide rows end in one every row (1024 x 7 x 7: 0.239 -> 0.174 ms)
-            whole = row * OW + j + L <= r1 * OW
-            vstore_n(y, row * OW + j, acc, L if whole else min(L, OW - j))
+            # whole where the overhang lands in this block's later rows: 7- or 14-wide rows end in a masked
+            # store every row (1024 x 7 x 7: 0.239 -> 0.174 ms)
+            vstore_until(y, row * OW + j, acc, min(L, OW - j), r1 * OW)

@@ -15,6 +15,8 @@ AVX-512).
                              same way, so i may lie before the array's start)
     vstore(arr, i, v)        arr[i:i+lanes] = v
     vstore_n(arr, i, v, n)   arr[i:i+n] = v[:n]                  (masked; nothing else is written)
+    vstore_until(arr, i, v, n, end)  vstore_n, or the whole vector when it ends by `end`: for rows stored in
+                             order, whose lanes past n land where a later store writes
     vbcast(arr, i)           arr[i] in every lane
     vzero(arr)               zeros
     vsplat(arr, x)           x (a scalar, converted to arr's dtype) in every lane
@@ -33,39 +35,47 @@ AVX-512).
 """
 from __future__ import annotations
 
+import functools
+
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, models, register_model
 
 _I32, _I64 = ir.IntType(32), ir.IntType(64)
 
 
+@functools.lru_cache(maxsize=None)
+def _host() -> tuple[str, str]:
+    """(LLVM's name for this CPU, its feature string), ("", "") when the host cannot be queried; asked once."""
+    import llvmlite.binding as llvm
+    try:
+        llvm.initialize_native_target()
+        return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    except Exception:
+        return "", ""
+
+
 def host_has(feature: str) -> bool:
     """Whether this CPU has an LLVM feature ("avx512f", "avx512vnni", "avx512bf16"): kernels choose their
     register tiles and instructions by it at import (Numba's cache is per CPU, so a cached kernel never
     meets another CPU's choice). False when the host cannot be queried: the portable path."""
-    import llvmlite.binding as llvm
-    try:
-        llvm.initialize_native_target()
-        return f"+{feature}" in llvm.get_host_cpu_features().flatten()
-    except Exception:
-        return False
+    return f"+{feature}" in _host()[1]
+
+
+def host_cpu() -> str:
+    """LLVM's name for this CPU ("znver4", "rocketlake"), "" when the host cannot be queried: for the few
+    choices measured to differ between CPUs with the same features."""
+    return _host()[0]
 
 
 # AVX-512 loads and stores under a mask in one instruction; AVX2's vmaskmovps is slow (see _load_masked)
 NATIVE_MASKS = host_has("avx512f")
 
 
-def host_cpu() -> str:
-    """LLVM's name for this CPU ("znver4", "rocketlake"), "" when the host cannot be queried: for the few
-    choices measured to differ between CPUs with the same features."""
-    import llvmlite.binding as llvm
-    try:
-        llvm.initialize_native_target()
-        return llvm.get_host_cpu_name()
-    except Exception:
-        return ""
+def _i64(builder, v):
+    """An integer value widened to i64."""
+    return builder.sext(v, _I64) if v.type.width < 64 else v
 
 
 class Vec(types.Type):
@@ -90,7 +100,7 @@ def _vec_ptr(context, builder, aryty, ary, idx, vt):
 
 def _mask(builder, lanes, n):
     """<lanes x i1>: lane < n."""
-    n = builder.sext(n, _I64) if n.type.width < 64 else n
+    n = _i64(builder, n)
     zero, full = ir.Constant(_I64, 0), ir.Constant(_I64, lanes)
     n = builder.select(builder.icmp_signed("<", n, zero), zero, n)   # clamped to [0, lanes]: compared in i32,
     n = builder.trunc(builder.select(builder.icmp_signed(">", n, full), full, n), _I32)  # half the work of i64
@@ -117,7 +127,7 @@ def _load_masked(context, builder, aryty, ary, idx, vec, mask, fill, full):
     if NATIVE_MASKS:
         return builder.call(fn, [ptr, ir.Constant(_I32, 4), mask, fill])
     nitems = context.make_array(aryty)(context, builder, ary).nitems
-    i = builder.sext(idx, _I64) if idx.type.width < 64 else idx
+    i = _i64(builder, idx)
     inside = builder.and_(builder.icmp_signed(">=", i, ir.Constant(_I64, 0)),
                           builder.icmp_signed("<=", builder.add(i, ir.Constant(_I64, vec.lanes)), nitems))
     with builder.if_else(builder.or_(full, inside), likely=True) as (plain, part):
@@ -216,7 +226,7 @@ def vstore_n(typingctx, arr, idx, v, n):
         # AVX2's masked store (vmaskmovps) is slow on AMD: a whole vector is a plain store (depthwise 144 x 56
         # x 56 3x3, whose rows end in whole vectors but one: 0.620 -> 0.474 ms); never load-blend-store, which
         # would race with the block writing the next lanes
-        n = builder.sext(args[3], _I64) if args[3].type.width < 64 else args[3]
+        n = _i64(builder, args[3])
         with builder.if_else(builder.icmp_signed(">=", n, ir.Constant(_I64, v.lanes)), likely=True) as (whole, part):
             with whole:
                 builder.store(args[2], ptr, align=4)
@@ -445,3 +455,12 @@ def _prefetch(name: str, write: int, locality: int):
 # reading (data a later loop reads: IMPLICIT's next panel of weights)
 vprefetch = _prefetch("vprefetch", 1, 3)
 vprefetch_l2 = _prefetch("vprefetch_l2", 0, 2)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def vstore_until(arr, i, v, n, end):
+    """arr[i:i+n] = v[:n], or the whole vector when it ends by `end` (its lanes past n land where a later
+    store of the caller writes; end 0: never). AVX2's masked store is slow (AMD EPYC, one node, one thread:
+    depthwise 3x3 on 272 x 14 x 14 0.163 -> 0.127 ms, on 544 x 7 x 7 0.141 -> 0.124, 5x5 on 240 x 28 x 28
+    0.429 -> 0.351: bench/nodes_vs_ort.py's shapes)."""
+    vstore_n(arr, i, v, vlanes(arr) if i + vlanes(arr) <= end else n)
