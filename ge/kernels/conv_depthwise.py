@@ -15,12 +15,14 @@ sums in the same order: the same bits). Against the padded copy and _wide, one c
 alternating (shared machine, medians of 40): 240 x 28 x 28 5x5 0.264 -> 0.225 ms, 144 x 56 x 56 3x3 0.368
 -> 0.293, 32 x 112 x 112 3x3 0.220 -> 0.171, 96 x 20 x 20 3x3 0.042 -> 0.028; 7x7 (issue #17's earlier
 attempt) 96 x 56 x 56 0.566 -> 0.427. Without AVX-512 (AVX2, AMD EPYC, 2026-12-06, medians of 100, copies
-of `depthwise` compiled either way: bench/depthwise_direct.py) the direct path is
+of `depthwise` compiled either way: bench/kernel_paths.py) the direct path is
 the slower one: 240 x 28 x 28 5x5 0.873 -> 0.583 ms on the padded copy, 144 x 56 x 56 3x3 1.189 -> 0.907,
 120 x 28 x 28 5x5 0.303 -> 0.293, 96 x 56 x 56 7x7 1.548 -> 1.360. On Intel's AVX-512 too (a Xeon, LLVM's
 "rocketlake", 2026-12-06, the same script), 4-5x slower: 144 x 56 x 56 3x3 1.334 -> 0.248 ms on the padded
 copy, 240 x 28 x 28 5x5 0.763 -> 0.189, 120 x 28 x 28 5x5 0.493 -> 0.095, 96 x 56 x 56 7x7 1.922 -> 0.510
-(its shifts, valignd, and masked loads cost more there): so DIRECT on AMD's Zen ("znver") only.
+(its shifts, valignd, and masked loads cost more there). On Zen 5 too (AMD EPYC, LLVM's "znver5", 2026-12-06, the
+same script), 3-4x slower: 144 x 56 x 56 3x3 0.733 -> 0.171 ms on the padded copy, 240 x 28 x 28 5x5 0.482 ->
+0.140, 120 x 28 x 28 5x5 0.241 -> 0.076, 96 x 56 x 56 7x7 1.110 -> 0.363. So DIRECT on Zen 4 ("znver4") only.
 
 Measured and not taken (2026-12-02): a channels-blocked path (16 planes transposed into NCHW16c in the workspace,
 a tap one aligned load + FMA for 16 outputs, then transposed back): on 240 x 28 x 28 5x5 its two transposes cost
@@ -43,8 +45,8 @@ from .simd import (host_cpu, host_has, vbcast, vfma, vlanes, vload, vload_in, vn
 from .specialize import by_type
 
 # _direct's tiles hold 8 accumulators, 3 loaded and up to 12 shifted vectors: AVX-512's 32 registers; with
-# AVX2's 16 (two halves a vector) they spill and the padded copy wins; on Intel it loses (see the module doc)
-DIRECT = host_has("avx512f") and host_cpu().startswith("znver")
+# AVX2's 16 (two halves a vector) they spill and the padded copy wins; on Intel and Zen 5 it loses (module doc)
+DIRECT = host_has("avx512f") and host_cpu() == "znver4"
 # _wide's rows a tile: 4 x 2 vectors of accumulators fill AVX2's registers and spill; 2 rows measured faster there
 # (AVX2, medians of 100, alternating: 144x56x56 3x3 0.693 -> 0.630 ms, 240x28x28 5x5 0.510 -> 0.431, 120x28x28
 # 5x5 0.254 -> 0.212, 96x56x56 7x7 1.275 -> 0.971; a first, noisier run 2-9%; one row a tile: no gain)

@@ -3,15 +3,15 @@ bits and the reference's values, whichever of the two the machine runs by defaul
 two copies of `depthwise` are compiled here, one each way."""
 import numpy as np
 import pytest
-from both_ways import compiled_both_ways
 
 import ge.kernels.conv_depthwise as D
 from ge.kernels.registry import KernelContext, TensorSpec, lookup
+from ge.kernels.specialize import both_ways
 
 
 @pytest.fixture(scope="module")
 def copies():
-    return compiled_both_ways(D, "DIRECT", D.depthwise, lambda fn: _run(fn, 2, 20, 24, 3))
+    return both_ways(D, "DIRECT", D.depthwise, lambda fn: _run(fn, 2, 20, 24, 3))
 
 
 def _run(fn, C, H, W, K, seed=0):

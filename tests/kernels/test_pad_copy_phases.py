@@ -3,14 +3,14 @@ vodd: PAIR, AVX-512's default) or copied element by element (the default without
 compiled here, whichever this machine runs."""
 import numpy as np
 import pytest
-from both_ways import compiled_both_ways
 
 import ge.kernels.conv_lowering as CL
+from ge.kernels.specialize import both_ways
 
 
 @pytest.fixture(scope="module")
 def copies():
-    return compiled_both_ways(CL, "PAIR", CL._pad_copy, lambda fn: _run(fn, 1, 6, 9, 0.0))
+    return both_ways(CL, "PAIR", CL._pad_copy, lambda fn: _run(fn, 1, 6, 9, 0.0))
 
 
 def _run(fn, C, H, W, fill, K=3, pad=1, i0=0):

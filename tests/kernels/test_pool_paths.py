@@ -4,15 +4,15 @@ machine runs by default; two copies of pool2d are compiled here, one each way, a
 (the buffer path's last vector of a block is masked, the others whole)."""
 import numpy as np
 import pytest
-from both_ways import compiled_both_ways
 
 import ge.kernels.pool_plane as P
 from ge.kernels.registry import KernelContext, TensorSpec, lookup
+from ge.kernels.specialize import both_ways
 
 
 @pytest.fixture(scope="module")
 def copies():
-    return compiled_both_ways(P, "BUFFERED", P.pool2d, lambda fn: _run(fn, "MaxPool", 2, 9, 3, 1, 1, 1))
+    return both_ways(P, "BUFFERED", P.pool2d, lambda fn: _run(fn, "MaxPool", 2, 9, 3, 1, 1, 1))
 
 
 def _run(fn, op, C, HW, K, S, pad, block_dim):
