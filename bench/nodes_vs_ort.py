@@ -1,8 +1,8 @@
 """Single nodes of the light models and blocks where ge's rows are short, ge vs onnxruntime on one thread:
 pools (Inception v2, ShuffleNet, ResNet-50), depthwise convs (ShuffleNet, MobileNetV2, MBConv) and
-Softmax (ViT-B's attention):
+Softmax and the MatMuls (ViT-B's attention and MLP, weights as initializers):
 
-    python bench/nodes_vs_ort.py [--rounds 200] [--only pools,depthwise,softmax]
+    python bench/nodes_vs_ort.py [--rounds 200] [--only pools,depthwise,softmax,matmul]
 
 Prints, with the date and the machine, the medians of ge (runtime_v1, thread budget 1) and onnxruntime (one
 intra-op thread) alternating round by round in one process, and the ratio ge / onnxruntime.
@@ -31,6 +31,7 @@ POOLS = [("AveragePool", 192, 28, 3, 1, 1), ("AveragePool", 576, 14, 3, 1, 1), (
 DEPTHWISE = [(112, 56, 3, 2), (136, 28, 3, 1), (136, 28, 3, 2), (272, 14, 3, 1), (272, 14, 3, 2), (544, 7, 3, 1),
              (144, 56, 3, 1), (240, 28, 5, 1)]
 SOFTMAX = [(12, 197, 197), (12, 128, 128), (12, 197, 256)]
+MATMUL = [(197, 768, 2304), (197, 768, 768), (197, 768, 3072), (197, 3072, 768)]   # M, K, N
 
 
 def _model(node, x_shape, y_shape, initializers=()):
@@ -61,6 +62,11 @@ def softmax_model(shape):
     return _model(helper.make_node("Softmax", ["x"], ["y"], axis=-1), list(shape), list(shape))
 
 
+def matmul_model(M: int, K: int, N: int):
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((K, N)).astype(np.float32), "w")
+    return _model(helper.make_node("MatMul", ["x", "w"], ["y"]), [M, K], [M, N], (w,))
+
+
 def cases():
     """{section: [(label, model)]}."""
     return {
@@ -69,13 +75,14 @@ def cases():
         "depthwise": [(f"depthwise {K}x{K}/{S} on {C:4d} x {HW:3d} x {HW:3d}", depthwise_model(C, HW, K, S))
                       for C, HW, K, S in DEPTHWISE],
         "softmax": [(f"Softmax over the last axis of {'x'.join(map(str, s))}", softmax_model(s)) for s in SOFTMAX],
+        "matmul": [(f"MatMul {M} x {K} @ {K} x {N}", matmul_model(M, K, N)) for M, K, N in MATMUL],
     }
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=int, default=200)
-    p.add_argument("--only", default="pools,depthwise,softmax", help="comma-separated sections")
+    p.add_argument("--only", default="pools,depthwise,softmax,matmul", help="comma-separated sections")
     args = p.parse_args(argv)
     print(f"single nodes vs onnxruntime, one thread each, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
     every = cases()

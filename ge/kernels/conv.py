@@ -65,7 +65,7 @@ import numpy as np
 from numba import njit
 
 from ..ir.dtypes import HALF
-from .conv_depthwise import depthwise
+from .conv_depthwise import depthwise, flat_plane, flat_workspace
 from .conv_depthwise_half import depthwise16_fits, prepare_depthwise16
 from .conv_half import PANEL, implicit16, prepare16
 from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, implicit, input_layout, padded_channels
@@ -394,7 +394,10 @@ def _plan(mode: int, geom, Cg: int, mb: int, rows: int, itemsize: int):
         return tile, 0 if how == IN_PLACE else lw, 0
     if mode == DEPTHWISE:  # a padded plane, a tile of rows at a time, and two vectors of slack for row tails
         tile = min(OH, max(8, DEPTHWISE_GRID // Wq // 8 * 8))  # whole register tiles of rows (8 or 4)
-        return tile, _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + 32, 0
+        lw = _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + 32
+        if flat_plane(H, W, OH, OW, sh, sw, 64 // itemsize):  # or the planes as flat runs: column masks
+            lw = max(lw, _round16(flat_workspace(H, W, KW)))
+        return tile, lw, 0
     if mode == SHIFTED:  # GEMMs on a shifted padded input
         tile = min(rows, max(-(-GEMM_MIN_COLUMNS // Wq), GRID_ELEMS // ((mb + A * B * Cg) * Wq)))
         cs = int(_channel_stride(tile + (KH - 1) // sh, Wq))

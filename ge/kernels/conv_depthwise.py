@@ -41,7 +41,7 @@ from numba import njit
 from .conv_lowering import _channel_stride, _pad_copy
 from .epilogue import HARD_SWISH, NONE, epilogue, in_registers, vfinish
 from .simd import (host_cpu, host_has, vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4,
-                   vnext5, vnext6, vsplat, vstore, vstore_until, vzero)
+                   vnext5, vnext6, vpick, vsplat, vstore, vstore_until, vzero)
 from .specialize import by_type
 
 # _direct's tiles hold 8 accumulators, 3 loaded and up to 12 shifted vectors: AVX-512's 32 registers; with
@@ -51,6 +51,23 @@ DIRECT = host_has("avx512f") and host_cpu() == "znver4"
 # (AVX2, medians of 100, alternating: 144x56x56 3x3 0.693 -> 0.630 ms, 240x28x28 5x5 0.510 -> 0.431, 120x28x28
 # 5x5 0.254 -> 0.212, 96x56x56 7x7 1.275 -> 0.971; a first, noisier run 2-9%; one row a tile: no gain)
 WIDE_ROWS = 4 if host_has("avx512f") else 2
+# _flat on "same" stride-1 planes at most half a vector wide. Against the row tiles (one core, Zen 5,
+# bench/kernel_paths.py --only FLAT): 7 x 7 planes 3x3 0.42x the time, 5x5 0.68x, 7x7 0.86x; wider it
+# loses (14 x 14 3x3 1.19x, 5x5 1.62x; 28 x 28 1.22x, 1.83x): a tap there is a load, a mask load and a
+# select per vector, and the row tiles' rows fill most of theirs
+FLAT = True
+
+
+@njit(nogil=True, cache=True)
+def flat_plane(H, W, OH, OW, sh, sw, lanes):
+    """Whether depthwise runs the planes as flat runs (_flat, when FLAT); conv._plan sizes the workspace for
+    both forms then."""
+    return sh == 1 and sw == 1 and OH == H and OW == W and H > 1 and 2 * W <= lanes
+
+
+def flat_workspace(H, W, KW) -> int:
+    """_flat's workspace elements: a mask of H*W + 4 vectors per kernel column."""
+    return KW * (H * W + 64)
 
 
 @njit(nogil=True, cache=True)
@@ -59,6 +76,9 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
     """y = act(depthwise(x, w) + b + z) for pairs (image, group) [q0, q1): each input channel and its Mg
     output channels. taps: KH*KW int64 scratch; ws: this block's workspace (conv._plan's DEPTHWISE size)."""
     KT, A, B, S = KH * KW, min(sh, KH), min(sw, KW), OH * OW
+    if FLAT and flat_plane(H, W, OH, OW, sh, sw, vlanes(y)):
+        _flat(x, w, b, z, y, ws, q0, q1, G, Mg, H, W, KH, KW, ph, pw, has_b, has_z, act, p0, p1)
+        return
     fused = in_registers(act, has_z)
     Wq, tail = OW + (KW - 1) // sw, (KW - 1) // sw
     cs = _channel_stride(tile + (KH - 1) // sh, Wq)
@@ -94,6 +114,65 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
                     _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows, wend, 0.0, NONE, 0.0, 0.0)
                 if not fused:
                     epilogue(y, o, rows * OW, 1.0, bias, z, o, 1.0, has_z, act, p0, p1)
+
+
+@njit(nogil=True, cache=True)
+def _flat(x, w, b, z, y, ws, q0, q1, G, Mg, H, W, KH, KW, ph, pw, has_b, has_z, act, p0, p1):
+    """depthwise on stride-1 planes that keep their size, at most half a vector wide: each plane one flat run of H*W, four whole vectors at a time (a 7 x 7 plane is 4 vectors, not 7 rows of 7
+    of 16 lanes), no padded copy. Tap (kh, kw) of flat position f reads x at f + (kh - ph)*W + kw - pw: a
+    row outside the plane is outside the run (a masked load: 0); a column outside its row lands in the next
+    or previous row and is zeroed by that kernel column's mask (made here in ws: 1 where the column is
+    inside). The taps in (kh, kw) order from zero, a zero for every pad: _dw_rows' sums, the same bits."""
+    S, L = H * W, vlanes(y)
+    n = S + 4 * L
+    for kw in range(KW):  # the column masks, and zeros for the last tile's lanes past the plane
+        for r in range(H):
+            for c in range(W):
+                ws[kw * n + r * W + c] = 1.0 if 0 <= c + kw - pw < W else 0.0
+        for f in range(S, n):
+            ws[kw * n + f] = 0.0
+    fused = in_registers(act, has_z)
+    zero, lo, hi = vzero(y), vsplat(y, 0.0), vsplat(y, 1.0)
+    c0, c1 = vsplat(y, p0), vsplat(y, p1)
+    if act == HARD_SWISH:
+        c0, c1 = vsplat(y, 1 / 6), vsplat(y, 0.5)
+    end = q1 * Mg * S
+    for q in range(q0, q1):
+        g, xo = q % G, q * S
+        for m in range(Mg):
+            wo, yo = (g * Mg + m) * KH * KW, (q * Mg + m) * S
+            bias = b[g * Mg + m] if has_b else 0.0
+            bv = vsplat(y, bias if fused else 0.0)
+            for f in range(0, S, 4 * L):  # four FMA chains (a tile past the plane's end is masked)
+                a0, a1, a2, a3 = zero, zero, zero, zero
+                for kh in range(KH):
+                    for kw in range(KW):
+                        wv, s, mo = vbcast(w, wo + kh * KW + kw), f + (kh - ph) * W + kw - pw, kw * n + f
+                        a0 = vfma(wv, _flat_tap(x, xo, s, S, kw != pw, ws, mo, zero), a0)
+                        a1 = vfma(wv, _flat_tap(x, xo, s + L, S, kw != pw, ws, mo + L, zero), a1)
+                        a2 = vfma(wv, _flat_tap(x, xo, s + 2 * L, S, kw != pw, ws, mo + 2 * L, zero), a2)
+                        a3 = vfma(wv, _flat_tap(x, xo, s + 3 * L, S, kw != pw, ws, mo + 3 * L, zero), a3)
+                _flat_store(y, yo + f, S - f, end, fused, a0, bv, act, c0, c1, lo, hi)
+                _flat_store(y, yo + f + L, S - f - L, end, fused, a1, bv, act, c0, c1, lo, hi)
+                _flat_store(y, yo + f + 2 * L, S - f - 2 * L, end, fused, a2, bv, act, c0, c1, lo, hi)
+                _flat_store(y, yo + f + 3 * L, S - f - 3 * L, end, fused, a3, bv, act, c0, c1, lo, hi)
+            if not fused:
+                epilogue(y, yo, S, 1.0, bias, z, yo, 1.0, has_z, act, p0, p1)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _flat_tap(x, xo, s, S, masked, ws, mo, zero):
+    """The plane's flat positions s .. s+L (0 outside the plane), zeroed where ws[mo:] is 0 when masked."""
+    L = vlanes(x)
+    lo, hi = max(0, -s), min(L, S - s)
+    v = vload(x, xo + s) if lo == 0 and hi == L else vload_in(x, xo + s, lo, max(lo, hi), 0.0)
+    return vpick(vload(ws, mo), v, zero) if masked else v
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _flat_store(y, i, left, end, fused, v, bv, act, c0, c1, lo, hi):
+    if left > 0:
+        vstore_until(y, i, vfinish(v, bv, act, c0, c1, lo, hi) if fused else v, min(vlanes(y), left), end)
 
 
 @njit(nogil=True, cache=True, inline="always")

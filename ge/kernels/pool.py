@@ -316,11 +316,15 @@ def _plane_launch(ctx: KernelContext, mode: int, g: list, rows: int, taps: int) 
     x = ctx.inputs[0]
     (IH, IW), (OH, OW), (KH, KW), (SH, SW), _, (PH, PW), (CLH, CLW), (CHH, CHW) = \
         (g[2 + 3 * f:4 + 3 * f] for f in range(8))
-    geom = np.array([g[0], IH, IW, OH, OW, KH, KW, SH, SW, PH, PW, CLH, CHH], np.int64)
-    rc = np.zeros(OW + 64 // x.dtype.itemsize, x.dtype)  # per output column: 1 / counted kw taps (averages)
+    lanes = 64 // x.dtype.itemsize
+    flat = IH > 1 and pool_plane.flat(IH, IW, OH, OW, KW, SH, SW, PW, lanes)
+    geom = np.array([g[0], IH, IW, OH, OW, KH, KW, SH, SW, PH, PW, CLH, CHH, int(flat)], np.int64)
+    rc = np.zeros(OW + lanes, x.dtype)  # per output column: 1 / counted kw taps (averages)
     for ow in range(OW):
         rc[ow] = 1 / max(1, sum(CLW <= ow * SW + kw - PW < CHW for kw in range(KW)))
-    nb = blocks(ctx, rows, OW * taps * _NS_PLANE_TAP)
+    if flat:
+        rc = pool_plane.flat_aux(IH, IW, KH, PH, CLH, CHH, rc, mode, x.dtype, lanes)
+    nb = blocks(ctx, g[0] if flat else rows, OW * taps * _NS_PLANE_TAP * (OH if flat else 1))
     ident = identity(R_MAX if mode == MAXP else R_SUM, x.dtype)
     return tiled(pool_plane.pool2d, (rc, mode, ident, geom), nb, inputs=(0,))
 

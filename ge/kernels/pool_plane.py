@@ -21,14 +21,25 @@ MaxPool 3x3/2 ceil on 64 x 111 x 111 0.171 -> 0.151 ms, 128 x 55 x 55 0.084 -> 0
 -> 0.045; 3x3/1 on 1024 x 7 x 7 0.095 -> 0.086; 3x3/1 on 28 x 28 and 2x2/2 on 14 x 14 level. Before
 that, the rows were reduced once per tap column (0.85 ms for squeezenet's three pools), and before that
 copied into padded stride phases. More figures in pool.py's doc.
+
+Stride-1 windows that keep the plane's size (Inception's 3x3 pad 1 pools) on planes up to FLAT_MAX_VECTORS
+vectors wide run each plane as one flat run instead (_flat): a 7-wide row fills 7 of 16 lanes, a 7 x 7 plane
+4 whole vectors. A window row kh - PH away is a flat offset of that many rows, and a row outside the plane
+lies outside the run (a masked load gives the identity); the left and right columns come from the
+neighbouring vectors' column results, the identity where they would cross a row's edge (masks the host
+prepares, flat_aux). The same operations in the same order: the same bits as the rows. Single nodes,
+ge / onnxruntime on one thread (bench/nodes_vs_ort.py, Zen 5, 2026-12-06), rows -> flat: AveragePool 3x3/1
+on 192 x 28 x 28 2.23 -> 1.39, on 576 x 14 x 14 2.79 -> 1.42, on 1024 x 7 x 7 3.83 -> 1.53, MaxPool on
+1024 x 7 x 7 3.24 -> 1.58 (the rest is mostly ge's per-run overhead: that node's kernel alone 21 us,
+onnxruntime's whole run 22).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from .simd import (host_has, vadd, veven, vlanes, vload, vload_in, vmax, vmul, vnext1, vnext2, vodd, vsplat, vstore,
-                   vstore_n, vstore_until)
+from .simd import (host_has, vadd, veven, vlanes, vload, vload_in, vmax, vmul, vnext1, vnext2, vodd, vpick, vprev1,
+                   vsplat, vstore, vstore_n, vstore_until)
 from .tiling import block_range
 
 MAXP, AVG = 0, 2  # pool.py's modes
@@ -36,11 +47,37 @@ MAXP, AVG = 0, 2  # pool.py's modes
 # vectors take several ymm shuffles each, unaligned loads from the buffer one (AMD EPYC, AVX2, one thread,
 # bench/nodes_vs_ort.py: AveragePool 3x3/1 on 192 x 28 x 28 0.374 -> 0.220 ms, on 1024 x 7 x 7 0.314 -> 0.239)
 BUFFERED = not host_has("avx512f")
+# _flat on planes narrower than this many vectors a row (flat()): it won on every width measured, 7 to 56
+# (bench/kernel_paths.py --only FLAT_POOLS, Zen 5: 0.31x the rows' time on 1024 x 7 x 7, 0.84x on 64 x 56 x 56)
+FLAT_MAX_VECTORS = 4
 
 
 def fits(strides, dilations) -> bool:
     """Whether pool2d serves a window with these strides and dilations."""
     return all(s in (1, 2) for s in strides) and all(d == 1 for d in dilations)
+
+
+def flat(H, W, OH, OW, KW, SH, SW, PW, lanes) -> bool:
+    """Whether _flat serves the window: stride 1, the output the input's size (KW at most 3, the pads
+    "same"), planes narrower than FLAT_MAX_VECTORS vectors a row."""
+    return (SH == SW == 1 and (OH, OW) == (H, W) and KW <= 3 and PW <= 1 and KW - 1 - PW <= 1
+            and W < FLAT_MAX_VECTORS * lanes)
+
+
+def flat_aux(H, W, KH, PH, CLH, CHH, rc, mode, dtype, lanes):
+    """_flat's per-position arrays, each H*W + lanes long, one after another: the average's scale (the
+    counted rows' 1 / count times the column's rc, rounded as pool2d rounds them), then 1 where the column
+    on the left is inside the image, then 1 where the one on the right is."""
+    n = H * W + lanes
+    aux = np.zeros(3 * n, dtype)
+    cols = np.arange(W)
+    for oh in range(H):
+        if mode == AVG:
+            counted = sum(CLH <= oh - PH + kh < CHH for kh in range(KH))
+            aux[oh * W:(oh + 1) * W] = dtype.type(1.0 / max(1, counted)) * rc[:W]
+        aux[n + oh * W:n + (oh + 1) * W] = cols >= 1
+        aux[2 * n + oh * W:2 * n + (oh + 1) * W] = cols <= W - 2
+    return aux
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -90,6 +127,9 @@ def pool2d(x, y, rc, mode, ident, geom, block_idx, block_dim):
     KW SH SW PH PW, then the counted input rows [CLH, CHH) for averages; rc: per output column
     1 / counted kw taps, in x's dtype, a vector longer than OW."""
     KW, SW = geom[6], geom[8]
+    if geom[13]:
+        _flat(x, y, rc, mode, ident, geom, block_idx, block_dim)
+        return
     if BUFFERED or KW > (3 if SW == 1 else 5):
         _buffered(x, y, rc, mode, ident, geom, block_idx, block_dim)
         return
@@ -135,6 +175,53 @@ def pool2d(x, y, rc, mode, ident, geom, block_idx, block_dim):
                     acc = vmul(acc, vmul(vsplat(y, scale), vload(rc, j)))
                 vstore_n(y, row * OW + j, acc, n)
             e, o = ne, no
+
+
+@njit(nogil=True, cache=True)
+def _flat(x, y, rc, mode, ident, geom, block_idx, block_dim):
+    """pool2d for stride-1 windows that keep the plane's size, on narrow planes: each plane as one flat run
+    of H*W elements, whole vectors across its rows (a 7 x 7 plane is 4 vectors, not 7 rows of 7 of 16
+    lanes). Per vector: the window rows' column results, a flat offset of a row each (a row outside the
+    plane is outside the run: the identity by the masked load); then the left and right columns from the
+    neighbouring vectors' results (vprev1 / vnext1), the identity where they would cross a row's edge (flat_aux's
+    masks in rc). The same operations in the same order as pool2d's rows: the same bits. Blocks split
+    the planes."""
+    NC, H, W, KH, KW, PH, PW = geom[0], geom[1], geom[2], geom[5], geom[6], geom[9], geom[10]
+    S, L = H * W, vlanes(y)
+    n = S + L   # flat_aux's arrays: scales, left-column and right-column masks
+    q0, q1 = block_range(NC, 1, block_idx, block_dim)
+    idv = vsplat(y, ident)
+    for q in range(q0, q1):
+        xo = q * S
+        cp, cc = idv, _flat_columns(x, xo, 0, S, W, KH, PH, mode, idv, ident)
+        for f in range(0, S, L):
+            cn = _flat_columns(x, xo, f + L, S, W, KH, PH, mode, idv, ident) if f + L < S else idv
+            acc = idv
+            if PW == 1:
+                acc = _acc(mode, acc, vpick(vload(rc, n + f), vprev1(cp, cc), idv))
+            if KW - PW >= 1:
+                acc = _acc(mode, acc, cc)
+            if KW - PW == 2:
+                acc = _acc(mode, acc, vpick(vload(rc, 2 * n + f), vnext1(cc, cn), idv))
+            if mode == AVG:
+                acc = vmul(acc, vload(rc, f))
+            vstore_until(y, xo + f, acc, min(L, S - f), q1 * S)
+            cp, cc = cc, cn
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _flat_columns(x, xo, f, S, W, KH, PH, mode, idv, ident):
+    """The column results of the plane's flat positions f .. f+L: window rows kh in order, row kh - PH away."""
+    L = vlanes(x)
+    m = idv
+    for kh in range(KH):
+        s = f + (kh - PH) * W
+        lo, hi = max(0, -s), min(L, S - s)
+        if lo == 0 and hi == L:
+            m = _acc(mode, m, vload(x, xo + s))
+        else:
+            m = _acc(mode, m, vload_in(x, xo + s, lo, max(lo, hi), ident))
+    return m
 
 
 @njit(nogil=True, cache=True)

@@ -300,6 +300,18 @@ vmax = _binary("vmax", lambda builder, m, v: builder.select(builder.fcmp_ordered
 vmin = _binary("vmin", lambda builder, m, v: builder.select(builder.fcmp_ordered("<", v, m), v, m))
 
 
+@intrinsic
+def vpick(typingctx, m, a, b):
+    """Lane by lane, a where m > 0, else b (m a vector of 1s and 0s: a mask kept as floats)."""
+    if not (isinstance(m, Vec) and m == a == b):
+        raise TypeError(f"vpick: expected three equal Vec types, got {m}, {a}, {b}")
+
+    def codegen(context, builder, sig, args):
+        zero = ir.Constant(context.get_value_type(m), None)
+        return builder.select(builder.fcmp_ordered(">", args[0], zero), args[1], args[2])
+    return a(m, a, b), codegen
+
+
 def _lanes_of_pair(name: str, first: int):
     def typer(typingctx, a, b):
         if not (isinstance(a, Vec) and a == b):
@@ -323,13 +335,15 @@ def _next_of_pair(name: str, k: int):
             raise TypeError(f"{name}: expected two equal Vec types, got {a}, {b}")
 
         def codegen(context, builder, sig, args):
-            picks = ir.Constant(ir.VectorType(_I32, a.lanes), list(range(k, a.lanes + k)))
+            first = k if k >= 0 else a.lanes + k   # k < 0: a's last -k lanes, then b's first
+            picks = ir.Constant(ir.VectorType(_I32, a.lanes), list(range(first, a.lanes + first)))
             return builder.shuffle_vector(args[0], args[1], picks)
         return a(a, b), codegen
     typer.__name__ = name
     return intrinsic(typer)
 
 
+vprev1 = _next_of_pair("vprev1", -1)  # (a, b) -> a's last lane, then b's lanes but its last: b moved on by -1
 vnext1 = _next_of_pair("vnext1", 1)
 vnext2 = _next_of_pair("vnext2", 2)
 vnext3 = _next_of_pair("vnext3", 3)

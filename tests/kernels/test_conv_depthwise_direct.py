@@ -11,7 +11,11 @@ from ge.kernels.specialize import both_ways
 
 @pytest.fixture(scope="module")
 def copies():
-    return both_ways(D, "DIRECT", D.depthwise, lambda fn: _run(fn, 2, 20, 24, 3))
+    flat, D.FLAT = D.FLAT, False   # the row paths on every plane here (test_conv_depthwise_flat has _flat)
+    try:
+        return both_ways(D, "DIRECT", D.depthwise, lambda fn: _run(fn, 2, 20, 24, 3))
+    finally:
+        D.FLAT = flat
 
 
 def _run(fn, C, H, W, K, seed=0):
@@ -48,10 +52,18 @@ def test_direct_path_keeps_the_padded_copys_bits(copies, K, H, W):
     np.testing.assert_allclose(direct, _reference(x, w, b), rtol=1e-4, atol=1e-4)
 
 
+@pytest.fixture(scope="module")
+def by_rows():
+    """depthwise with _flat off: planes this narrow take the row tiles."""
+    return both_ways(D, "FLAT", D.depthwise, lambda fn: _run(fn, 2, 20, 24, 3))[False]
+
+
+@pytest.mark.parametrize("flat", [False, True])
 @pytest.mark.parametrize("H,W,Mg,tile", [(7, 7, 2, 3), (14, 14, 2, 5), (9, 30, 2, 4), (5, 16, 1, 2), (6, 40, 2, 4)])
-def test_whole_vector_stores_stay_in_their_plane(H, W, Mg, tile):
-    """Rows of one or two vectors end in a whole-vector store running on into the plane's later rows (_out);
-    with a channel multiplier the planes' tiles interleave: every plane must still hold exactly its values."""
+def test_whole_vector_stores_stay_in_their_plane(by_rows, flat, H, W, Mg, tile):
+    """Rows of one or two vectors end in a whole-vector store running on into the plane's later rows (_out),
+    flat planes' last vector into the next plane; with a channel multiplier the planes' tiles interleave:
+    every plane must still hold exactly its values."""
     C, K = 3, 3
     ctx = KernelContext("Conv", "dw", {"group": C, "pads": [1] * 4},
                         [TensorSpec((1, C, H, W), np.float32), TensorSpec((C * Mg, 1, K, K), np.float32),
@@ -61,8 +73,8 @@ def test_whole_vector_stores_stay_in_their_plane(H, W, Mg, tile):
     rng = np.random.default_rng(1)
     x, w, b = (rng.standard_normal(n).astype(np.float32) for n in (C * H * W, C * Mg * K * K, C * Mg))
     y, ws = np.full(C * Mg * H * W, np.nan, np.float32), np.zeros(launch.workspaces[0].shape, np.float32)
-    D.depthwise(x, w, b, x, y, ws, np.empty(K * K, np.int64), 0, C, C, Mg, H, W, H, W, K, K, 1, 1, 1, 1, tile,
-                1, 0, act, p0, p1)
+    (D.depthwise if flat else by_rows)(x, w, b, x, y, ws, np.empty(K * K, np.int64), 0, C, C, Mg, H, W, H, W, K,
+                                       K, 1, 1, 1, 1, tile, 1, 0, act, p0, p1)
     xs, ws_ = x.reshape(C, H, W), w.reshape(C, Mg, K, K)
     for m in range(Mg):
         want = _reference(xs, ws_[:, m], b.reshape(C, Mg)[:, m])
