@@ -1,8 +1,10 @@
 """The kernel paths chosen by the CPU at import, timed both ways on this machine, one core:
 
-    python bench/kernel_paths.py [--only DIRECT,BUFFERED,PAIR,FLAT,FLAT_POOLS] [--rounds 100]
+    python bench/kernel_paths.py [--only DIRECT,REUSE,BUFFERED,PAIR,FLAT,FLAT_POOLS] [--rounds 100]
 
   DIRECT    conv_depthwise: stride-1 rows shifted in registers, or read from the padded copy
+  REUSE     conv_depthwise: stride-1 tiles of four rows loading each input vector once for all the rows it
+            serves (_reused, kernels 5 or more wide), or once per tap (_wide)
   BUFFERED  pool_plane: every window through the row buffer, or windows up to 3 wide (5 at stride 2) in
             registers (vnext shifts)
   PAIR      conv_lowering._pad_copy: stride-2 column phases split in vectors (veven / vodd), or copied
@@ -96,6 +98,11 @@ def _cases(flag: str):
     if flag == "FLAT_POOLS":
         return [(f"{op} {C} x {HW} x {HW} {K}x{K}/{S}", {v: _pool_call(P.pool2d, op, C, HW, K, S, 1 << 20 if v else 0)
                                                           for v in (False, True)}) for op, C, HW, K, S in SAME_POOLS]
+    if flag == "REUSE":
+        copies = both_ways(D, "REUSE", D.depthwise, lambda fn: _depthwise_call(fn, 2, 20, 3, 1)[0]())
+        return [(f"depthwise {C} x {HW} x {HW} {K}x{K}/{S}", {v: _depthwise_call(fn, C, HW, K, S)
+                                                               for v, fn in copies.items()})
+                for C, HW, K, S in DW1 + [(136, 28, 3, 1)]]
     if flag == "BUFFERED":
         copies = both_ways(P, "BUFFERED", P.pool2d, lambda fn: _pool_call(fn, "MaxPool", 2, 9, 3, 1)[0]())
         return [(f"{op} {C} x {HW} x {HW} {K}x{K}/{S}", {v: _pool_call(fn, op, C, HW, K, S)
@@ -121,11 +128,11 @@ def _cases(flag: str):
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="DIRECT,BUFFERED,PAIR,FLAT,FLAT_POOLS")
+    ap.add_argument("--only", default="DIRECT,REUSE,BUFFERED,PAIR,FLAT,FLAT_POOLS")
     ap.add_argument("--rounds", type=int, default=100)
     args = ap.parse_args(argv)
     print(f"kernel paths, one core, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}, LLVM CPU "
-          f"{host_cpu()!r}; defaults here: DIRECT {D.DIRECT}, BUFFERED {P.BUFFERED}, PAIR {CL.PAIR}, FLAT {D.FLAT} (planes "
+          f"{host_cpu()!r}; defaults here: DIRECT {D.DIRECT}, REUSE {D.REUSE}, BUFFERED {P.BUFFERED}, PAIR {CL.PAIR}, FLAT {D.FLAT} (planes "
           f"half a vector wide), FLAT_POOLS below {P.FLAT_MAX_VECTORS} vectors", flush=True)
     for flag in args.only.split(","):
         for label, ways in _cases(flag):

@@ -51,6 +51,13 @@ DIRECT = host_has("avx512f") and host_cpu() == "znver4"
 # (AVX2, medians of 100, alternating: 144x56x56 3x3 0.693 -> 0.630 ms, 240x28x28 5x5 0.510 -> 0.431, 120x28x28
 # 5x5 0.254 -> 0.212, 96x56x56 7x7 1.275 -> 0.971; a first, noisier run 2-9%; one row a tile: no gain)
 WIDE_ROWS = 4 if host_has("avx512f") else 2
+# At stride 1 with AVX-512, kernels 5 or more wide take tiles of four rows that load each input vector once
+# for every output row it serves (_reused: ~0.9 loads a multiply-add against _wide's 1.1; the tap loop is
+# load-bound). One core, Zen 5, bench/kernel_paths.py --only REUSE, _wide -> _reused: 240 x 28 x 28 5x5
+# 0.154 -> 0.140 ms, 120 x 28 x 28 5x5 0.078 -> 0.069, 96 x 56 x 56 7x7 0.375 -> 0.283; 3x3 lost (144 x 56 x
+# 56 0.179 -> 0.197, 136 x 28 x 28 0.050 -> 0.057). Its 8 accumulators and 2 loaded vectors would spill
+# AVX2's 16 registers (two each).
+REUSE = host_has("avx512f")
 # _flat on "same" stride-1 planes at most half a vector wide. Against the row tiles (one core, Zen 5,
 # bench/kernel_paths.py --only FLAT): 7 x 7 planes 3x3 0.42x the time, 5x5 0.68x, 7x7 0.86x; wider it
 # loses (14 x 14 3x3 1.19x, 5x5 1.62x; 28 x 28 1.22x, 1.83x): a tap there is a load, a mask load and a
@@ -87,6 +94,7 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
             taps[kh * KW + kw] = ((kh % sh) * B + kw % sw) * cs + (kh // sh) * Wq + kw // sw
     # stride 1, KW 3, 5 or 7, planes wider than a vector, whole tiles of four rows: straight from x (_direct)
     direct = DIRECT and sh == 1 and sw == 1 and (KW == 3 or KW == 5 or KW == 7) and OW > vlanes(y)
+    unit = KH if REUSE and sh == 1 and sw == 1 and KW >= 5 else 0  # _dw_rows' tiles by _reused (stride 1)
     for q in range(q0, q1):
         g = q % G
         xo, yo = q * H * W, q * Mg * S
@@ -109,9 +117,9 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
                     _direct(x, xo, H, W, ph, pw, oh0, KH, KW, w, (g * Mg + m) * KT, y, o, OW, rows, wend,
                             bias if fused else 0.0, act if fused else NONE, p0, p1)
                 elif fused:
-                    _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows, wend, bias, act, p0, p1)
+                    _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows, wend, bias, act, p0, p1, unit)
                 else:
-                    _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows, wend, 0.0, NONE, 0.0, 0.0)
+                    _dw_rows(ws, Wq, taps, w, (g * Mg + m) * KT, y, o, OW, rows, wend, 0.0, NONE, 0.0, 0.0, unit)
                 if not fused:
                     epilogue(y, o, rows * OW, 1.0, bias, z, o, 1.0, has_z, act, p0, p1)
 
@@ -221,17 +229,59 @@ def _wide(p, Wq, taps, w, wo, y, yo, OW, r, R, yend, bv, act, c0, c1, lo, hi):
                 b2 = vfma(wv, vload(p, s + 2 * Wq + L), b2)
                 a3 = vfma(wv, vload(p, s + 3 * Wq), a3)
                 b3 = vfma(wv, vload(p, s + 3 * Wq + L), b3)
+        if R > 2:
+            _store4(y, yr, OW, j, yend, bv, act, c0, c1, lo, hi, a0, a1, a2, a3, b0, b1, b2, b3)
+            continue
         n0, n1 = min(L, OW - j), max(0, min(L, OW - j - L))
         vstore_until(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0, yend)
         vstore_until(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1, yend)
         if R > 1:
             vstore_until(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0, yend)
             vstore_until(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1, yend)
-        if R > 2:
-            vstore_until(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0, yend)
-            vstore_until(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1, yend)
-            vstore_until(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0, yend)
-            vstore_until(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1, yend)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _reused(p, Wq, KH, KW, w, wo, y, yo, OW, r, yend, bv, act, c0, c1, lo, hi):
+    """_wide's four rows at stride 1, each input vector loaded once for the output rows it serves: input
+    row i of the tile at column kw feeds output row i - kh with weight (kh, kw). An accumulator still takes
+    its taps in (kh, kw) order (i ascending, then kw): _wide's bits."""
+    L = vlanes(y)
+    yr = yo + r * OW
+    for j in range(0, OW, 2 * L):
+        a0, a1, a2, a3 = vzero(y), vzero(y), vzero(y), vzero(y)
+        b0, b1, b2, b3 = vzero(y), vzero(y), vzero(y), vzero(y)
+        for i in range(4 + KH - 1):
+            o = (r + i) * Wq + j
+            for kw in range(KW):
+                d0, d1 = vload(p, o + kw), vload(p, o + kw + L)
+                if i < KH:
+                    wv = vbcast(w, wo + i * KW + kw)
+                    a0, b0 = vfma(wv, d0, a0), vfma(wv, d1, b0)
+                if 1 <= i < KH + 1:
+                    wv = vbcast(w, wo + (i - 1) * KW + kw)
+                    a1, b1 = vfma(wv, d0, a1), vfma(wv, d1, b1)
+                if 2 <= i < KH + 2:
+                    wv = vbcast(w, wo + (i - 2) * KW + kw)
+                    a2, b2 = vfma(wv, d0, a2), vfma(wv, d1, b2)
+                if 3 <= i:
+                    wv = vbcast(w, wo + (i - 3) * KW + kw)
+                    a3, b3 = vfma(wv, d0, a3), vfma(wv, d1, b3)
+        _store4(y, yr, OW, j, yend, bv, act, c0, c1, lo, hi, a0, a1, a2, a3, b0, b1, b2, b3)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _store4(y, yr, OW, j, yend, bv, act, c0, c1, lo, hi, a0, a1, a2, a3, b0, b1, b2, b3):
+    """Four rows x two vectors of accumulators from column j on: bias and activation, then stored."""
+    L = vlanes(y)
+    n0, n1 = min(L, OW - j), max(0, min(L, OW - j - L))
+    vstore_until(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0, yend)
+    vstore_until(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1, yend)
+    vstore_until(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0, yend)
+    vstore_until(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1, yend)
+    vstore_until(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0, yend)
+    vstore_until(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1, yend)
+    vstore_until(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0, yend)
+    vstore_until(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1, yend)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -311,14 +361,7 @@ def _direct(x, xo, H, W, ph, pw, i0, KH, KW, w, wo, y, yo, OW, rows, yend, bias,
                 if 3 <= i:
                     a3, b3 = _row_taps(a3, b3, KW, w, wo + (i - 3) * KW,
                                        v0, x1, x2, x3, x4, x5, x6, v1, u1, u2, u3, u4, u5, u6)
-            vstore_until(y, yr + j, vfinish(a0, bv, act, c0, c1, lo, hi), n0, yend)
-            vstore_until(y, yr + j + L, vfinish(b0, bv, act, c0, c1, lo, hi), n1, yend)
-            vstore_until(y, yr + OW + j, vfinish(a1, bv, act, c0, c1, lo, hi), n0, yend)
-            vstore_until(y, yr + OW + j + L, vfinish(b1, bv, act, c0, c1, lo, hi), n1, yend)
-            vstore_until(y, yr + 2 * OW + j, vfinish(a2, bv, act, c0, c1, lo, hi), n0, yend)
-            vstore_until(y, yr + 2 * OW + j + L, vfinish(b2, bv, act, c0, c1, lo, hi), n1, yend)
-            vstore_until(y, yr + 3 * OW + j, vfinish(a3, bv, act, c0, c1, lo, hi), n0, yend)
-            vstore_until(y, yr + 3 * OW + j + L, vfinish(b3, bv, act, c0, c1, lo, hi), n1, yend)
+            _store4(y, yr, OW, j, yend, bv, act, c0, c1, lo, hi, a0, a1, a2, a3, b0, b1, b2, b3)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -355,7 +398,7 @@ def _narrow(p, Wq, taps, w, wo, y, yo, OW, r, R, yend, bv, act, c0, c1, lo, hi):
 
 @by_type
 @njit(nogil=True, cache=True)
-def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, yend, bias, act, p0, p1):
+def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, yend, bias, act, p0, p1, unit):
     """y[yo + r*OW + j] = act(sum over taps t of w[wo+t] * p[r*Wq + taps[t] + j] + bias), r < rows, j < OW,
     act one of IN_REGISTERS (NONE otherwise). Eight FMA chains at a time: four rows x two vectors (WIDE_ROWS;
     two rows, four chains, without AVX-512), or
@@ -370,6 +413,9 @@ def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, yend, bias, act, p0, p1):
         c0, c1 = vsplat(y, 1 / 6), vsplat(y, 0.5)
     r = 0
     if OW > L:
+        while unit and r + 4 <= rows:
+            _reused(p, Wq, unit, taps.size // unit, w, wo, y, yo, OW, r, yend, bv, act, c0, c1, lo, hi)
+            r += 4
         while r + WIDE_ROWS <= rows:
             _wide(p, Wq, taps, w, wo, y, yo, OW, r, WIDE_ROWS, yend, bv, act, c0, c1, lo, hi)
             r += WIDE_ROWS

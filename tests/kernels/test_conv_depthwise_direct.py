@@ -79,3 +79,23 @@ def test_whole_vector_stores_stay_in_their_plane(by_rows, flat, H, W, Mg, tile):
     for m in range(Mg):
         want = _reference(xs, ws_[:, m], b.reshape(C, Mg)[:, m])
         np.testing.assert_allclose(y.reshape(C, Mg, H, W)[:, m], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def reuse_copies():
+    """depthwise with _reused's tiles of four rows and without (_wide), the direct and flat paths off."""
+    saved = D.DIRECT, D.FLAT
+    D.DIRECT, D.FLAT = False, False
+    try:
+        return both_ways(D, "REUSE", D.depthwise, lambda fn: _run(fn, 2, 20, 24, 3))
+    finally:
+        D.DIRECT, D.FLAT = saved
+
+
+@pytest.mark.parametrize("K", [1, 3, 5, 7])
+@pytest.mark.parametrize("H,W", [(8, 20), (13, 56), (6, 33), (7, 7)])
+def test_reused_rows_keep_the_wide_tiles_bits(reuse_copies, K, H, W):
+    wide, x, w, b = _run(reuse_copies[False], 3, H, W, K, seed=K)
+    reused, *_ = _run(reuse_copies[True], 3, H, W, K, seed=K)
+    np.testing.assert_array_equal(reused, wide)
+    np.testing.assert_allclose(reused, _reference(x, w, b), rtol=1e-4, atol=1e-4)
