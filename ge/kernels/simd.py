@@ -381,6 +381,28 @@ def vsum(typingctx, v):
     return v.dtype(v), codegen
 
 
+def _lanes_reduced(name: str, op: str, fastmath: tuple):
+    def typer(typingctx, v):
+        if not isinstance(v, Vec):
+            raise TypeError(f"{name}: expected a Vec, got {v}")
+
+        def codegen(context, builder, sig, args):
+            vt = context.get_value_type(v)
+            et = vt.element
+            start = [ir.Constant(et, -0.0)] if op == "fadd" else []
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(et, [et] * len(start) + [vt]),
+                                                f"llvm.vector.reduce.{op}.v{v.lanes}f{v.dtype.bitwidth}")
+            return builder.call(fn, start + [args[0]], fastmath=fastmath)
+        return v.dtype(v), codegen
+    typer.__name__ = name
+    return intrinsic(typer)
+
+
+# A vector's lanes reduced as a tree of shuffles (log2(lanes) steps, not vsum's lanes-in-order chain): the
+# order is fixed by the lanes, not by the rows or blocks around it. The max ignores NaN lanes (maxnum).
+vsum_tree = _lanes_reduced("vsum_tree", "fadd", ("reassoc",))
+vmax_tree = _lanes_reduced("vmax_tree", "fmax", ())
+
 vlo = _halves_of_pair("vlo", False)
 vhi = _halves_of_pair("vhi", True)
 

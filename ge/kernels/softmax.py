@@ -13,7 +13,10 @@ indices stops LLVM vectorizing. Softmax over the last axis of 12x128x128: 1.47 m
 (onnxruntime, 1 thread: 0.045 ms); over the channels of 1x21x128x128: 0.16 ms (onnxruntime 2.4 ms).
 Rows (AVX2, AMD EPYC, 2026-12-06, one node, one thread, alternating with onnxruntime): the max and the sum in
 explicit vectors, exp in whole chunks of 16: ViT-B's 12x197x197 0.981 -> 0.811 ms (onnxruntime 0.295),
-12x197x256 1.126 -> 0.746 (0.317).
+12x197x256 1.126 -> 0.746 (0.317). Then (Zen 5, the kernel alone, one thread) the row's max and sum across
+the lanes as shuffle trees, not chains of 16, and the scale in the row's dtype (a float64 1/sum made the
+scaling loop convert every element): 12x197x197 0.266 -> 0.226 ms (bench/nodes_vs_ort.py, the node: ge /
+onnxruntime 2.65 -> 1.98).
 
 Blocks (AI cores): a row is one reduction, so blocks never cut one. inner == 1: blocks take whole rows.
 inner > 1: the columns are independent, so blocks take flat ranges of the (outer, inner) columns
@@ -27,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from .fastmath import exp as fast_exp
-from .simd import vadd, vlanes, vload, vload_in, vmax, vsplat, vstore, vsum, vzero
+from .simd import vadd, vlanes, vload, vload_in, vmax, vmax_tree, vsplat, vstore, vsum_tree, vzero
 from .blocks import G, blocks, own, per_block, row_range, tiled
 from .reduce import U
 from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register, same_as_input
@@ -46,12 +49,13 @@ def _fold(a, v, is_max):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _row_fold(x, b, n, is_max, lanes):
-    """max (is_max, a literal) or sum of x[b:b + n] in two vectors of lanes; lanes: scratch of one vector.
-    The max: a NaN never replaces a value (as reduce.extreme_run), the tail filled with the first value.
-    The sum: the two vectors' lanes then added in order (simd.vsum). Before, the max kept extreme_run's 16
-    lanes in memory and the sum was a float64 scalar loop LLVM left unvectorized (alone: 0.228 -> 0.047 ms
-    over 12 x 197 x 197); with both here the softmax of those rows took 0.86 -> 0.73 ms."""
+def _row_fold(x, b, n, is_max):
+    """max (is_max, a literal) or sum of x[b:b + n] in two vectors of lanes, then across the lanes as a tree
+    (simd.vmax_tree, vsum_tree). The max: a NaN never replaces a value (as reduce.extreme_run), the tail
+    filled with the first value. Before, the max kept extreme_run's 16 lanes in memory and the sum was a
+    float64 scalar loop LLVM left unvectorized (alone: 0.228 -> 0.047 ms over 12 x 197 x 197); with both
+    here the softmax of those rows took 0.86 -> 0.73 ms; the lanes then went in order, a chain of 16 adds
+    (or compares) a row (the module doc has the trees' gain)."""
     b, n = np.int64(b), np.int64(n)
     L = vlanes(x)
     a0 = a1 = vsplat(x, x[b]) if is_max else vzero(x)
@@ -64,23 +68,16 @@ def _row_fold(x, b, n, is_max, lanes):
         k += L
     if k < n:
         a1 = _fold(a1, vload_in(x, b + k, 0, n - k, x[b] if is_max else 0.0), is_max)
-    if not is_max:
-        return vsum(vadd(a0, a1))
-    vstore(lanes, 0, vmax(a0, a1))
-    m = lanes[0]
-    for i in range(1, L):
-        m = lanes[i] if lanes[i] > m else m
-    return m
+    return vmax_tree(vmax(a0, a1)) if is_max else vsum_tree(vadd(a0, a1))
 
 
 @njit(nogil=True, cache=True)
 def _rows(x, y, r0, r1, n, mode):
     """inner == 1: each row of n values is contiguous; rows r0 .. r1 - 1."""
-    lanes = np.empty(vlanes(x), x.dtype)
     un = U(n)
     for o in range(r0, r1):
         b = U(o * n)
-        m = _row_fold(x, b, un, True, lanes)
+        m = _row_fold(x, b, un, True)
         if mode == HARDMAX:
             first = 0
             while x[b + U(first)] != m and first < n - 1:  # the first maximum (NaN rows: index 0)
@@ -97,9 +94,9 @@ def _rows(x, y, r0, r1, n, mode):
                 y[b + j + k] = fast_exp(x[b + j + k] - m)
         for k in range(U(whole), un):
             y[b + k] = fast_exp(x[b + k] - m)
-        s = _row_fold(y, b, un, False, lanes)
+        s = _row_fold(y, b, un, False)
         if mode == SOFTMAX:
-            r = 1.0 / s
+            r = y.dtype.type(1.0) / s  # in y's dtype: a float64 r made the scaling loop convert every element
             for k in range(un):
                 y[b + k] *= r
         else:
