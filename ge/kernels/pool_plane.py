@@ -124,8 +124,9 @@ def _taps(mode, acc, KW, SW, e, o, ne, no):
 @njit(nogil=True, cache=True)
 def pool2d(x, y, rc, mode, ident, geom, block_idx, block_dim):
     """Pool x (NC, H, W) into y (NC, OH, OW); blocks split the NC*OH output rows. geom: NC H W OH OW KH
-    KW SH SW PH PW, then the counted input rows [CLH, CHH) for averages; rc: per output column
-    1 / counted kw taps, in x's dtype, a vector longer than OW."""
+    KW SH SW PH PW, the counted input rows [CLH, CHH) for averages, then 1 for _flat (its blocks split the
+    planes); rc: per output column 1 / counted kw taps, in x's dtype, a vector longer than OW (_flat:
+    flat_aux's arrays)."""
     KW, SW = geom[6], geom[8]
     if geom[13]:
         _flat(x, y, rc, mode, ident, geom, block_idx, block_dim)

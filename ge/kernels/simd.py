@@ -367,20 +367,6 @@ def _halves_of_pair(name: str, high: bool):
     return intrinsic(typer)
 
 
-@intrinsic
-def vsum(typingctx, v):
-    if not isinstance(v, Vec):
-        raise TypeError(f"vsum: expected a Vec, got {v}")
-
-    def codegen(context, builder, sig, args):
-        vt = context.get_value_type(v)
-        et = vt.element
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(et, [et, vt]),
-                                            f"llvm.vector.reduce.fadd.v{v.lanes}f{v.dtype.bitwidth}")
-        return builder.call(fn, [ir.Constant(et, -0.0), args[0]])
-    return v.dtype(v), codegen
-
-
 def _lanes_reduced(name: str, op: str, fastmath: tuple):
     def typer(typingctx, v):
         if not isinstance(v, Vec):
@@ -398,8 +384,10 @@ def _lanes_reduced(name: str, op: str, fastmath: tuple):
     return intrinsic(typer)
 
 
-# A vector's lanes reduced as a tree of shuffles (log2(lanes) steps, not vsum's lanes-in-order chain): the
-# order is fixed by the lanes, not by the rows or blocks around it. The max ignores NaN lanes (maxnum).
+# A vector's lanes summed in lane order (vsum: a chain, the GEMM's order), or reduced as a tree of shuffles
+# (log2(lanes) steps; the order is fixed by the lanes, not by the rows or blocks around them). The max
+# ignores NaN lanes (maxnum).
+vsum = _lanes_reduced("vsum", "fadd", ())
 vsum_tree = _lanes_reduced("vsum_tree", "fadd", ("reassoc",))
 vmax_tree = _lanes_reduced("vmax_tree", "fmax", ())
 
