@@ -6,7 +6,12 @@ padding in masked-off lanes; else _pad_copy's stride phases), so each tap of an 
 run; then the output rows in register tiles (_dw_rows: four rows x two vectors, every tap accumulated in
 registers, y written once), then the bias, residual and activation on the rows just written, while they are
 in L1. The earlier form (a zeroed grid, one axpy pass per tap, a copy out) loaded and stored the
-grid once per tap.
+grid once per tap. Three variations, each with its flag and measured effect where it is defined:
+- REUSE: at stride 1 with kernels 5 or 7 wide, tiles of four rows load each input vector once for all
+  the output rows it serves (_reused) instead of once per tap (_wide).
+- FLAT: "same" stride-1 planes at most half a vector wide (7 x 7) run as one flat run per plane, no
+  padded copy, row edges masked (_flat).
+- DIRECT (Zen 4 only): the rows shifted in registers straight from x (below).
 
 At stride 1 with 3-, 5- or 7-wide kernels on planes wider than a vector (MobileNetV2's 3x3 on 56 and 112,
 MBConv's 5x5 on 28, ConvNeXt's 7x7 on 56), whole tiles of four rows skip the padded copy on AMD's AVX-512
