@@ -44,9 +44,9 @@ from __future__ import annotations
 from numba import njit
 
 from .conv_lowering import _channel_stride, _pad_copy
-from .epilogue import HARD_SWISH, NONE, epilogue, in_registers, vfinish
+from .epilogue import NONE, epilogue, in_registers, vfinish, vfinish_consts
 from .simd import (host_cpu, host_has, vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4,
-                   vnext5, vnext6, vpick, vsplat, vstore, vstore_until, vzero)
+                   vnext5, vnext6, vpick, vsplat, vstore, vstore_until, vload_span, vzero)
 from .specialize import by_type
 
 # _direct's tiles hold 8 accumulators, 3 loaded and up to 12 shifted vectors: AVX-512's 32 registers; with
@@ -131,8 +131,9 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
 
 @njit(nogil=True, cache=True)
 def _flat(x, w, b, z, y, ws, q0, q1, G, Mg, H, W, KH, KW, ph, pw, has_b, has_z, act, p0, p1):
-    """depthwise on stride-1 planes that keep their size, at most half a vector wide: each plane one flat run of H*W, four whole vectors at a time (a 7 x 7 plane is 4 vectors, not 7 rows of 7
-    of 16 lanes), no padded copy. Tap (kh, kw) of flat position f reads x at f + (kh - ph)*W + kw - pw: a
+    """depthwise on stride-1 planes that keep their size, at most half a vector wide: each plane one flat
+    run of H*W, four whole vectors at a time (a 7 x 7 plane is 4 vectors, not 7 rows of 7 of 16 lanes), no
+    padded copy. Tap (kh, kw) of flat position f reads x at f + (kh - ph)*W + kw - pw: a
     row outside the plane is outside the run (a masked load: 0); a column outside its row lands in the next
     or previous row and is zeroed by that kernel column's mask (made here in ws: 1 where the column is
     inside). The taps in (kh, kw) order from zero, a zero for every pad: _dw_rows' sums, the same bits."""
@@ -145,10 +146,8 @@ def _flat(x, w, b, z, y, ws, q0, q1, G, Mg, H, W, KH, KW, ph, pw, has_b, has_z, 
         for f in range(S, n):
             ws[kw * n + f] = 0.0
     fused = in_registers(act, has_z)
-    zero, lo, hi = vzero(y), vsplat(y, 0.0), vsplat(y, 1.0)
-    c0, c1 = vsplat(y, p0), vsplat(y, p1)
-    if act == HARD_SWISH:
-        c0, c1 = vsplat(y, 1 / 6), vsplat(y, 0.5)
+    zero = vzero(y)
+    c0, c1, lo, hi = vfinish_consts(y, act, p0, p1)
     end = q1 * Mg * S
     for q in range(q0, q1):
         g, xo = q % G, q * S
@@ -176,9 +175,7 @@ def _flat(x, w, b, z, y, ws, q0, q1, G, Mg, H, W, KH, KW, ph, pw, has_b, has_z, 
 @njit(nogil=True, cache=True, inline="always")
 def _flat_tap(x, xo, s, S, masked, ws, mo, zero):
     """The plane's flat positions s .. s+L (0 outside the plane), zeroed where ws[mo:] is 0 when masked."""
-    L = vlanes(x)
-    lo, hi = max(0, -s), min(L, S - s)
-    v = vload(x, xo + s) if lo == 0 and hi == L else vload_in(x, xo + s, lo, max(lo, hi), 0.0)
+    v = vload_span(x, xo, s, S, 0.0)
     return vpick(vload(ws, mo), v, zero) if masked else v
 
 
@@ -321,16 +318,14 @@ def _direct(x, xo, H, W, ph, pw, i0, KH, KW, w, wo, y, yo, OW, rows, yend, bias,
     multiply-add, most across two cache lines). The sums run in the same order (kh, then kw, from zero,
     the padding's zeros included), so the bits are _dw_rows'."""
     L = vlanes(y)
-    bv, lo, hi = vsplat(y, bias), vsplat(y, 0.0), vsplat(y, 1.0)
-    c0, c1 = vsplat(y, p0), vsplat(y, p1)
-    if act == HARD_SWISH:
-        c0, c1 = vsplat(y, 1 / 6), vsplat(y, 0.5)
+    bv = vsplat(y, bias)
+    c0, c1, lo, hi = vfinish_consts(y, act, p0, p1)
     for r in range(0, rows, 4):
         yr = yo + r * OW
         for j in range(0, OW, 2 * L):
             a0, a1, a2, a3 = vzero(y), vzero(y), vzero(y), vzero(y)
             b0, b1, b2, b3 = vzero(y), vzero(y), vzero(y), vzero(y)
-            n0, n1 = min(L, OW - j), max(0, min(L, OW - j - L))
+            n1 = max(0, min(L, OW - j - L))
             parts = 3 if j + 2 * L < OW or n1 + KW - 1 > L else 2  # the second vector's windows end in a third
             for i in range(4 + KH - 1):  # the input rows of output rows r .. r+3
                 ih = i0 + r + i - ph
@@ -412,10 +407,8 @@ def _dw_rows(p, Wq, taps, w, wo, y, yo, OW, rows, yend, bias, act, p0, p1, unit)
     0.205 ms, one core). A row's last loads may run up to two vectors past it (into the workspace's slack: read, never
     stored)."""
     L = vlanes(y)
-    bv, lo, hi = vsplat(y, bias), vsplat(y, 0.0), vsplat(y, 1.0)
-    c0, c1 = vsplat(y, p0), vsplat(y, p1)
-    if act == HARD_SWISH:
-        c0, c1 = vsplat(y, 1 / 6), vsplat(y, 0.5)
+    bv = vsplat(y, bias)
+    c0, c1, lo, hi = vfinish_consts(y, act, p0, p1)
     r = 0
     if OW > L:
         while unit and r + 4 <= rows:

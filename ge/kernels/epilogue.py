@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .fastmath import erfc, exp, expm1
-from .simd import vadd, vmax, vmin, vmul
+from .simd import vadd, vmax, vmin, vmul, vsplat
 from .registry import KernelContext
 from .specialize import by_type
 
@@ -104,6 +104,15 @@ def _gelu(v, a, b, lo, hi):
 def in_registers(act, has_v):
     """Whether vfinish serves act (and no residual): the activations without exp or erf."""
     return not has_v and (act == NONE or act == RELU or act == CLIP or act == HARD_SIGMOID or act == HARD_SWISH)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def vfinish_consts(y, act, p0, p1):
+    """(c0, c1, lo, hi) for vfinish on vectors of y's dtype: the activation's splat parameters (HardSwish's
+    1/6 and 0.5 in place of p0, p1), 0 and 1."""
+    if act == HARD_SWISH:
+        return vsplat(y, 1 / 6), vsplat(y, 0.5), vsplat(y, 0.0), vsplat(y, 1.0)
+    return vsplat(y, p0), vsplat(y, p1), vsplat(y, 0.0), vsplat(y, 1.0)
 
 
 @njit(nogil=True, cache=True, inline="always")

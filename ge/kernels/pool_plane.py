@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from .simd import (host_has, vadd, veven, vlanes, vload, vload_in, vmax, vmul, vnext1, vnext2, vodd, vpick, vprev1,
-                   vsplat, vstore, vstore_n, vstore_until)
+                   vsplat, vstore, vstore_n, vstore_until, vload_span)
 from .tiling import block_range
 
 MAXP, AVG = 0, 2  # pool.py's modes
@@ -213,15 +213,9 @@ def _flat(x, y, rc, mode, ident, geom, block_idx, block_dim):
 @njit(nogil=True, cache=True, inline="always")
 def _flat_columns(x, xo, f, S, W, KH, PH, mode, idv, ident):
     """The column results of the plane's flat positions f .. f+L: window rows kh in order, row kh - PH away."""
-    L = vlanes(x)
     m = idv
     for kh in range(KH):
-        s = f + (kh - PH) * W
-        lo, hi = max(0, -s), min(L, S - s)
-        if lo == 0 and hi == L:
-            m = _acc(mode, m, vload(x, xo + s))
-        else:
-            m = _acc(mode, m, vload_in(x, xo + s, lo, max(lo, hi), ident))
+        m = _acc(mode, m, vload_span(x, xo, f + (kh - PH) * W, S, ident))
     return m
 
 

@@ -17,6 +17,7 @@ AVX-512).
     vstore_n(arr, i, v, n)   arr[i:i+n] = v[:n]                  (masked; nothing else is written)
     vstore_until(arr, i, v, n, end)  vstore_n, or the whole vector when it ends by `end`: for rows stored in
                              order, whose lanes past n land where a later store writes
+    vload_span(arr, o, s, size, fill)  arr[o+s : o+s+lanes] within the run arr[o : o+size], fill outside
     vbcast(arr, i)           arr[i] in every lane
     vzero(arr)               zeros
     vsplat(arr, x)           x (a scalar, converted to arr's dtype) in every lane
@@ -488,3 +489,14 @@ def vstore_until(arr, i, v, n, end):
     depthwise 3x3 on 272 x 14 x 14 0.163 -> 0.127 ms, on 544 x 7 x 7 0.141 -> 0.124, 5x5 on 240 x 28 x 28
     0.429 -> 0.351: bench/nodes_vs_ort.py's shapes)."""
     vstore_n(arr, i, v, vlanes(arr) if i + vlanes(arr) <= end else n)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def vload_span(arr, o, s, size, fill):
+    """Lanes i of arr[o + s + i] where 0 <= s + i < size, `fill` in the others (a run of `size` elements
+    at o, e.g. a plane read flat): a plain load when the vector lies inside it."""
+    L = vlanes(arr)
+    lo, hi = max(0, -s), min(L, size - s)
+    if lo == 0 and hi == L:
+        return vload(arr, o + s)
+    return vload_in(arr, o + s, lo, max(lo, hi), fill)

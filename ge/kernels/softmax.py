@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from .fastmath import exp as fast_exp
-from .simd import vadd, vlanes, vload, vload_in, vmax, vmax_tree, vsplat, vstore, vsum_tree, vzero
+from .simd import vadd, vlanes, vload, vload_in, vmax, vmax_tree, vsplat, vsum_tree, vzero
 from .blocks import G, blocks, own, per_block, row_range, tiled
 from .reduce import U
 from .registry import KernelContext, Launch, TensorSpec, normalize_axis, register, same_as_input
