@@ -20,13 +20,13 @@ from .blocks import flat_launch
 from .broadcast import map1 as _map
 from .broadcast import part as _part
 from .elementwise import float_infer
-from .fastmath import erfc, exp, expm1, log1p
+from .fastmath import erfc, exp, exp_bounded, expm1, log1p
 from .registry import register
 
 
 @njit
 def _sigmoid(v, p, q):
-    e = exp(-abs(v))  # never overflows; the negative side is e / (1 + e)
+    e = exp_bounded(-abs(v))  # never overflows; the negative side is e / (1 + e)
     r = type(v)(1) / (type(v)(1) + e)
     return r if v >= 0 else e * r
 

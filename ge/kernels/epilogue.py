@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .fastmath import erfc, exp, expm1
+from .fastmath import erfc, exp_bounded, expm1
 from .simd import vadd, vmax, vmin, vmul, vsplat
 from .registry import KernelContext
 from .specialize import by_type
@@ -69,7 +69,7 @@ def _clip(v, a, b, lo, hi):
 
 @njit(nogil=True, cache=True, error_model="numpy")  # no ZeroDivisionError branch: it blocks SIMD
 def _sigmoid(v, a, b, lo, hi):
-    return hi / (hi + exp(-v))
+    return hi / (hi + exp_bounded(-v))   # v < -86: 2e-39 or less, for 0
 
 
 @njit(nogil=True, cache=True)
@@ -90,7 +90,7 @@ def _hard_swish(v, a, b, lo, hi):
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _silu(v, a, b, lo, hi):
-    return v / (hi + exp(-v))   # exp(-v) = inf far below 0: v / inf = -0, as v * sigmoid(v)
+    return v / (hi + exp_bounded(-v))   # v < -88: v / 2e38, for v * sigmoid(v)
 
 
 @njit(nogil=True, cache=True, inline="always")   # erfc is too big for LLVM to inline: a call per element

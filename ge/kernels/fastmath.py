@@ -11,7 +11,12 @@ are built on them. float64 keeps libm. For float32:
   erf:  |x| <= 1: x * P(x^2);  |x| > 1: erfc|x| = exp(-x^2) * Q(1/|x|), erf = 1 - erfc.
         P (degree 6) and Q (degree 9) are weighted least-squares fits of erf(x)/x and erfc(x) exp(x^2)
         (relative error) on Chebyshev points of [0, 1] and 1/x in [0.1, 1], made for this file.
-Measured against float64: exp at most 1.2 ulp on [-86, 88.7]; log 2.7 ulp; log1p 3.7 ulp; erf 2.4 ulp;
+  exp_bounded: exp of x clamped to [-86.6, 88.3], for denominators 1 + exp(-v) (Sigmoid, SiLU), which do
+        not change past there: no selects for the ends, 2^n * (1 + r p(r)) by one fma. A SiLU epilogue on
+        188k float32 (one core, Zen 5, medians of 400): 0.259 -> 0.149 ns an element (0.179 with exp32's
+        ending, (1 + expm1 r) 2^(n-1) 2, kept for exp's whole range).
+Measured against float64: exp at most 1.2 ulp on [-86, 88.7], exp_bounded 0.91 on [-86, 88.3]; log 2.7 ulp;
+log1p 3.7 ulp; erf 2.4 ulp;
 erfc 9e-7 relative up to x = 3 (then growing as x^2 * 6e-8 from rounding x^2, where erfc < 2e-5).
 Outside the float32 range results saturate (inf, 0, -1; exp below 2^-125 flushes to 0); NaN passes through.
 
@@ -80,6 +85,23 @@ def exp32(x):
     y = y if x < _HI else np.float32(np.inf)
     y = y if x > _LO else np.float32(0)
     return y if x == x else x
+
+
+_HI_BOUNDED = np.float32(88.3)  # under 127.5 ln2: n <= 127, so 2^n itself is a normal float32
+
+
+@njit(inline="always")
+def exp_bounded32(x):
+    """exp of x clamped to [_LO, _HI_BOUNDED] (two instructions; exp32's compares and selects for its ends
+    are a third of its work), as 2^n * (1 + r p(r)) by one fma. NaN stays NaN (min and max keep it)."""
+    xc = min(max(x, _LO), _HI_BOUNDED)
+    t = fma(xc, _LOG2E, _ROUND)
+    n = t - _ROUND
+    r = fma(n, -_LN2_LO, fma(n, -_LN2_HI, xc))
+    p = fma(r, fma(r, fma(r, fma(r, fma(r, fma(r, _C7, _C6), _C5), _C4), _C3), _C2), _ONE)
+    k = np.float32(t).view(np.int32) - np.int32(0x4B400000)
+    s = np.int32((k + 127) << 23).view(np.float32)
+    return fma(r * s, p, s)
 
 
 @njit(inline="always")
@@ -159,6 +181,11 @@ def log1p32(x):
 @njit(inline="always")
 def exp(x):
     return exp32(x) if isinstance(x, np.float32) else math.exp(x)
+
+
+@njit(inline="always")
+def exp_bounded(x):
+    return exp_bounded32(x) if isinstance(x, np.float32) else math.exp(x)
 
 
 @njit(inline="always")

@@ -203,6 +203,28 @@ def test_fastmath_ulp():
     np.testing.assert_allclose(_run("Tanh", [small], {}), np.tanh(small.astype(np.float64)), rtol=3e-7)
 
 
+def test_sigmoid_and_silu_on_exp_bounded():
+    """Sigmoid (and the SiLU and Sigmoid epilogues) take fastmath's exp_bounded: within 2 ulp of float64 on
+    the range where it is exp, saturated past it (sigmoid -> 0 and 1, SiLU -> v and -0), NaN kept."""
+    from numba import njit
+
+    from ge.kernels.epilogue import _silu
+    from ge.kernels.fastmath import exp_bounded
+
+    x = np.linspace(-86, 88.3, 200001, dtype=np.float32)
+    got = njit(lambda a: np.array([exp_bounded(v) for v in a]))(x)
+    assert _max_ulp(got, np.exp(x.astype(np.float64))) <= 1
+    ends = np.array([-1e4, -200, -90, 90, 200, 1e4, np.inf, -np.inf, np.nan], np.float32)
+    assert np.isnan(njit(lambda a: np.array([exp_bounded(v) for v in a]))(ends)[-1])
+    sig = _run("Sigmoid", [ends], {})
+    np.testing.assert_allclose(sig[:-1], 1 / (1 + np.exp(-ends[:-1].astype(np.float64))), rtol=0, atol=1e-37)
+    assert np.isnan(sig[-1])
+    one, zero = np.float32(1), np.float32(0)
+    silu = np.array([_silu(v, zero, zero, zero, one) for v in ends[:6]])
+    np.testing.assert_allclose(silu, [0, 0, 0, 90, 200, 1e4], rtol=1e-7, atol=1e-34)   # v / 2e38 far below 0
+    assert np.isnan(_silu(np.float32(np.nan), zero, zero, zero, one))
+
+
 def test_isnan_isinf():
     x = np.array([1, np.nan, np.inf, -np.inf, 0, -2], np.float32)
     check_op("IsNaN", [x])
