@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from .conv_depthwise_blocked import CB, blocked_fits, depthwise_blocked
 from .conv_lowering import _channel_stride, _pad_copy
 from .epilogue import NONE, epilogue, in_registers, vfinish, vfinish_consts
 from .simd import (host_cpu, host_has, vbcast, vfma, vlanes, vload, vload_in, vnext1, vnext2, vnext3, vnext4,
@@ -88,6 +89,11 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
     """y = act(depthwise(x, w) + b + z) for pairs (image, group) [q0, q1): each input channel and its Mg
     output channels. taps: KH*KW int64 scratch; ws: this block's workspace (conv._plan's DEPTHWISE size)."""
     KT, A, B, S = KH * KW, min(sh, KH), min(sw, KW), OH * OW
+    if blocked_fits(sh, sw, Mg, KW, vlanes(y)):  # whole blocks of 16 channels on the lanes; the rest below
+        qe = q0 + (q1 - q0) // CB * CB
+        if qe > q0:
+            depthwise_blocked(x, w, b, z, y, ws, q0, qe, G, H, W, OH, OW, KH, KW, ph, pw, has_b, has_z, act, p0, p1)
+        q0 = qe
     if FLAT and flat_plane(H, W, OH, OW, sh, sw, vlanes(y)):
         _flat(x, w, b, z, y, ws, q0, q1, G, Mg, H, W, KH, KW, ph, pw, has_b, has_z, act, p0, p1)
         return
