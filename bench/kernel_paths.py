@@ -1,7 +1,9 @@
 """The kernel paths chosen by the CPU at import, timed both ways on this machine, one core:
 
-    python bench/kernel_paths.py [--only DIRECT,REUSE,BUFFERED,PAIR,FLAT,FLAT_POOLS] [--rounds 100]
+    python bench/kernel_paths.py [--only BLOCKED,DIRECT,REUSE,BUFFERED,PAIR,FLAT,FLAT_POOLS] [--rounds 100]
 
+  BLOCKED   conv_depthwise: whole blocks of 16 channels on the lanes (conv_depthwise_blocked), or all as
+            rows (the other depthwise flags are timed without it)
   DIRECT    conv_depthwise: stride-1 rows shifted in registers, or read from the padded copy
   REUSE     conv_depthwise: stride-1 tiles of four rows loading each input vector once for all the rows it
             serves (_reused, kernels 5 or more wide), or once per tap (_wide)
@@ -86,7 +88,21 @@ def _pool_call(fn, op, C, HW, K, S, flat_max=None):
 
 
 def _cases(flag: str):
-    """[(label, {value: (call, output)})] for one flag."""
+    """[(label, {value: (call, output)})] for one flag; the depthwise rows' flags without BLOCKED (which would
+    take every whole block of 16 channels)."""
+    saved, D.BLOCKED = D.BLOCKED, flag == "BLOCKED"
+    try:
+        return _flag_cases(flag)
+    finally:
+        D.BLOCKED = saved
+
+
+def _flag_cases(flag: str):
+    if flag == "BLOCKED":
+        copies = both_ways(D, "BLOCKED", D.depthwise, lambda fn: _depthwise_call(fn, 16, 9, 3, 1)[0]())
+        return [(f"depthwise {C} x {HW} x {HW} {K}x{K}/{S}", {v: _depthwise_call(fn, C, HW, K, S)
+                                                               for v, fn in copies.items()})
+                for C, HW, K, S in DW1 + DW2 + DW_SMALL]
     if flag == "DIRECT":
         copies = both_ways(D, "DIRECT", D.depthwise, lambda fn: _depthwise_call(fn, 2, 20, 3, 1)[0]())
         return [(f"depthwise {C} x {HW} x {HW} {K}x{K}/{S}", {v: _depthwise_call(fn, C, HW, K, S)
@@ -128,11 +144,12 @@ def _cases(flag: str):
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="DIRECT,REUSE,BUFFERED,PAIR,FLAT,FLAT_POOLS")
+    ap.add_argument("--only", default="BLOCKED,DIRECT,REUSE,BUFFERED,PAIR,FLAT,FLAT_POOLS")
     ap.add_argument("--rounds", type=int, default=100)
     args = ap.parse_args(argv)
     print(f"kernel paths, one core, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}, LLVM CPU "
-          f"{host_cpu()!r}; defaults here: DIRECT {D.DIRECT}, REUSE {D.REUSE}, BUFFERED {P.BUFFERED}, PAIR {CL.PAIR}, FLAT {D.FLAT} (planes "
+          f"{host_cpu()!r}; defaults here: BLOCKED {D.BLOCKED}, DIRECT {D.DIRECT}, REUSE {D.REUSE}, "
+          f"BUFFERED {P.BUFFERED}, PAIR {CL.PAIR}, FLAT {D.FLAT} (planes "
           f"half a vector wide), FLAT_POOLS below {P.FLAT_MAX_VECTORS} vectors", flush=True)
     for flag in args.only.split(","):
         for label, ways in _cases(flag):

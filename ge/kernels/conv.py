@@ -65,7 +65,7 @@ import numpy as np
 from numba import njit
 
 from ..ir.dtypes import HALF
-from .conv_depthwise import depthwise, flat_plane, flat_workspace
+from .conv_depthwise import BLOCKED, depthwise, flat_plane, flat_workspace
 from .conv_depthwise_blocked import blocked_fits, blocked_workspace
 from .conv_depthwise_half import depthwise16_fits, prepare_depthwise16
 from .conv_half import PANEL, implicit16, prepare16
@@ -398,8 +398,8 @@ def _plan(mode: int, geom, Cg: int, mb: int, rows: int, itemsize: int):
         lw = _round16(A * B * int(_channel_stride(tile + (KH - 1) // sh, Wq)) + (KW - 1) // sw) + 32
         if flat_plane(H, W, OH, OW, sh, sw, 64 // itemsize):  # or the planes as flat runs: column masks
             lw = max(lw, _round16(flat_workspace(H, W, KW)))
-        if blocked_fits(sh, sw, mb, KW, 64 // itemsize):  # or blocks of 16 channels: weights, ring, a row
-            lw = max(lw, _round16(blocked_workspace(W, OW, KH, KW, int(geom[17]))))
+        if BLOCKED and blocked_fits(sh, sw, mb, KW, 64 // itemsize):  # blocks of 16 channels: weights, ring, a row
+            lw = max(lw, _round16(blocked_workspace(W, OW, KH, KW, int(geom[17]), sh)))
         return tile, lw, 0
     if mode == SHIFTED:  # GEMMs on a shifted padded input
         tile = min(rows, max(-(-GEMM_MIN_COLUMNS // Wq), GRID_ELEMS // ((mb + A * B * Cg) * Wq)))

@@ -64,6 +64,14 @@ WIDE_ROWS = 4 if host_has("avx512f") else 2
 # 56 0.179 -> 0.197, 136 x 28 x 28 0.050 -> 0.057). Its 8 accumulators and 2 loaded vectors would spill
 # AVX2's 16 registers (two each).
 REUSE = host_has("avx512f")
+# Whole blocks of 16 channels on the lanes with AVX-512 (conv_depthwise_blocked), the rest as rows. Against
+# the rows (one core, Zen 5, bench/kernel_paths.py --only BLOCKED): 240 x 28 x 28 5x5 0.128 -> 0.089 ms,
+# 672 x 14 x 14 5x5 0.148 -> 0.080, 144 x 56 x 56 3x3 0.162 -> 0.130, 96 x 56 x 56 7x7 0.261 -> 0.186, 1152 x 7 x 7
+# 5x5 0.105 -> 0.066 and 768 x 7 x 7 7x7 0.140 -> 0.063 (flat planes there), 544 x 7 x 7 3x3 0.022 -> 0.020;
+# stride 2: 272 x 14 x 14 3x3 0.039 -> 0.014, 112 x 56 x 56 0.077 -> 0.058. A tile loading each position once
+# for every output it serves (12 loads for 40 FMAs at 5x5, not 9 for 8) ran 1.9x slower: its position-by-tap
+# branches stayed in the loop.
+BLOCKED = host_has("avx512f")
 # _flat on "same" stride-1 planes at most half a vector wide. Against the row tiles (one core, Zen 5,
 # bench/kernel_paths.py --only FLAT): 7 x 7 planes 3x3 0.42x the time, 5x5 0.68x, 7x7 0.86x; wider it
 # loses (14 x 14 3x3 1.19x, 5x5 1.62x; 28 x 28 1.22x, 1.83x): a tap there is a load, a mask load and a
@@ -89,10 +97,11 @@ def depthwise(x, w, b, z, y, ws, taps, q0, q1, G, Mg, H, W, OH, OW, KH, KW, sh, 
     """y = act(depthwise(x, w) + b + z) for pairs (image, group) [q0, q1): each input channel and its Mg
     output channels. taps: KH*KW int64 scratch; ws: this block's workspace (conv._plan's DEPTHWISE size)."""
     KT, A, B, S = KH * KW, min(sh, KH), min(sw, KW), OH * OW
-    if blocked_fits(sh, sw, Mg, KW, vlanes(y)):  # whole blocks of 16 channels on the lanes; the rest below
+    if BLOCKED and blocked_fits(sh, sw, Mg, KW, vlanes(y)):  # whole blocks of 16 channels; the rest below
         qe = q0 + (q1 - q0) // CB * CB
         if qe > q0:
-            depthwise_blocked(x, w, b, z, y, ws, q0, qe, G, H, W, OH, OW, KH, KW, ph, pw, has_b, has_z, act, p0, p1)
+            depthwise_blocked(x, w, b, z, y, ws, q0, qe, G, H, W, OH, OW, KH, KW, sh, ph, pw, has_b, has_z, act,
+                              p0, p1)
         q0 = qe
     if FLAT and flat_plane(H, W, OH, OW, sh, sw, vlanes(y)):
         _flat(x, w, b, z, y, ws, q0, q1, G, Mg, H, W, KH, KW, ph, pw, has_b, has_z, act, p0, p1)
