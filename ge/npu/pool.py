@@ -8,7 +8,6 @@ idle instances; busy ones are disposed of when they come back.
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 from typing import Callable, Generic, TypeVar
 
 from ..errors import GEError
@@ -27,13 +26,9 @@ class InstancePool(Generic[T]):
         self.cond = threading.Condition()
         self.closed = False
 
-    @contextmanager
-    def lease(self):
-        inst = self.checkout()
-        try:
-            yield inst
-        finally:
-            self.checkin(inst)
+    def lease(self) -> "_Lease":
+        """`with pool.lease() as inst:` an instance checked out for the block, checked in after it."""
+        return _Lease(self)
 
     def checkout(self) -> T:
         with self.cond:
@@ -89,3 +84,20 @@ class InstancePool(Generic[T]):
         if self.closed and not self.all and not self._creating and self._on_empty is not None:
             on_empty, self._on_empty = self._on_empty, None
             on_empty()
+
+
+class _Lease:
+    """Pool.lease's context manager: a class, not @contextmanager, whose generator frame cost ~1 us of a
+    run's ~9 (a one-node model, runtime_v1)."""
+    __slots__ = ("pool", "inst")
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def __enter__(self):
+        self.inst = self.pool.checkout()
+        return self.inst
+
+    def __exit__(self, *exc):
+        self.pool.checkin(self.inst)
+        return False
