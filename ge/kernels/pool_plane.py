@@ -22,6 +22,12 @@ MaxPool 3x3/2 ceil on 64 x 111 x 111 0.171 -> 0.151 ms, 128 x 55 x 55 0.084 -> 0
 that, the rows were reduced once per tap column (0.85 ms for squeezenet's three pools), and before that
 copied into padded stride phases. More figures in pool.py's doc.
 
+MaxPool 3x3 at stride 2, the most common pool, has these steps written out for its window (_max3s2): plain
+loads wherever the window rows are whole, masks only at the plane's edges. One core, Zen 5, the same
+arguments (session scratch timing, 2026-12-06): 64 x 111 x 111 0.099 -> 0.063 ms, 128 x 55 x 55 0.052 ->
+0.036, 256 x 27 x 27 0.033 -> 0.024, 64 x 112 x 112 pad 1 0.102 -> 0.072; same bits (tests/kernels/
+test_pool_max3s2.py against _buffered).
+
 Stride-1 windows that keep the plane's size (Inception's 3x3 pad 1 pools) on planes up to FLAT_MAX_VECTORS
 vectors wide run each plane as one flat run instead (_flat): a 7-wide row fills 7 of 16 lanes, a 7 x 7 plane
 4 whole vectors. A window row kh - PH away is a flat offset of that many rows, and a row outside the plane
