@@ -75,7 +75,12 @@ def zero_copy_aligned(a: np.ndarray) -> bool:
     address is IO_ALIGN (32) byte aligned (seed 000, 2. 零拷贝内存优化: "零拷贝内存使用32字节对齐"; GE's
     options doc memory_management.md asks user I/O buffers for 32-byte alignment). Both runtimes copy a
     buffer that fails it (the counters in their stats() say how often)."""
-    return a.__array_interface__["data"][0] % IO_ALIGN == 0
+    return io_aligned(a.__array_interface__["data"][0])
+
+
+def io_aligned(address: int) -> bool:
+    """zero_copy_aligned's rule on an address already read (a run reads each input's once)."""
+    return address % IO_ALIGN == 0
 
 
 def fixed_address_steps(plan) -> frozenset:

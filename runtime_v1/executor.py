@@ -26,9 +26,9 @@ from ge.errors import GEError, InputError
 from ge.kernels.registry import serial_blocks
 from ge.npu.aicore import team
 from ge.npu.device import memory_of
-from ge.npu.memory import IO_ALIGN, align_up
+from ge.npu.memory import align_up
 from ge.npu.pool import InstancePool
-from ge.plan import Plan, copy_only_io, zero_copy_aligned
+from ge.plan import Plan, copy_only_io, io_aligned, zero_copy_aligned
 
 from .model import FEATURE_MAP, IO0, NATIVE, Model, copy_weights
 from .sink import interpret
@@ -257,10 +257,10 @@ class Executor:
             if a is None:
                 raise InputError(f"missing input '{spec.name}'")
             fits = a.dtype == spec.dtype and a.nbytes == spec.nbytes and a.flags.c_contiguous
-            addr = _addr(a)   # (zero_copy_aligned's test on it: one __array_interface__, a dict, a run)
+            addr = _addr(a)   # read once: __array_interface__ makes a dict
             if slot in self._copy_only:
                 c["copy_only_inputs"] += 1
-            elif fits and addr % IO_ALIGN == 0:
+            elif fits and io_aligned(addr):
                 bases[slot] = addr
                 keep[slot] = a
                 c["zero_copy_inputs"] += 1
