@@ -266,7 +266,7 @@ def _sweep(a, bp, flat, c, ldc, sam, sak, m0, m1, mc, j0, nc, k0, kn, ap, load):
             _pack_a(a, sam, sak, i0, min(i1, mr), k0, kn, ap)
             _panel_a(ap, a, bp, c, i0, min(i1, mr), i1, j0, nc, k0, kn, sam, sak, ldc, load)
         else:
-            _panel(a, bp, flat, P, c, i0, min(i1, mr), i1, j0, 0, nc, k0, kn, sam, sak, ldc, load)
+            _panel(a, bp, flat, P, c, i0, min(i1, mr), i1, j0, 0, nc, k0, kn, sam, sak, ldc, load, True)
 
 
 @by_type
@@ -304,10 +304,10 @@ def _streamed(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, 
                 w = min(P, n1 - j)
                 if packed:  # the panel B[k0:k0+kn, j:j+P] copied contiguous (zero-padded) first
                     _pack_block(b, brow, ldb, k0, kn, j, w, ws)
-                    _panel(a, ws, flat, P, c, i0, min(i1, mr), i1, j, 0, w, k0, kn, sam, sak, ldc, load)
+                    _panel(a, ws, flat, P, c, i0, min(i1, mr), i1, j, 0, w, k0, kn, sam, sak, ldc, load, True)
                 else:
                     _panel(a, b, rows, ldb, c, i0, min(i1, mr), i1, j, j + k0 * ldb, w, k0, kn, sam, sak, ldc,
-                           load)
+                           load, False)
 
 
 @njit(nogil=True, cache=True)

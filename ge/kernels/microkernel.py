@@ -14,6 +14,12 @@ the rows left over from the tiles of 8 run as a tile of 4 (8 FMA chains, full sp
 
 - With A's k stride a literal 1 (`_panel` picks it), LLVM addresses the tile's 8 rows off one index; with
   a run-time stride it chained the 8 row addresses through one register, one add after another, every k.
+- FULL_PANELS: a packed panel's second vector of B is a plain load, not a masked one with every lane on
+  (the panel is zero-padded; the lanes past N are never stored): on the Zen 5 EPYC (2026-12-07, one core,
+  B packed once, streamed from memory, 64-byte aligned as device memory puts it) the masked load cost
+  6-10%: ViT-B's 197x3072x768 210-219 -> 234-235 GF/s, 197x768x3072 219-228 -> 241-243 (onnxruntime's
+  MLAS: 226-235), 1024^3 216-231 -> 227-252. With B 16 bytes off a cache line the masked load ran at the
+  plain one's speed; prefetching the next panel into L2 on top cost 3-8%.
 - PREFETCH_C: while a tile runs, the next tile's 8 rows of C are prefetched (they are far apart: an L2 or
   TLB miss each would stall the tile's start): +8% on the conv-shaped GEMM 256x3136x576, neutral elsewhere.
 Every C element is one FMA chain over k in increasing order whatever tile, row or mask it falls in
@@ -33,23 +39,24 @@ NARROW = not host_has("avx512f")
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _panel(a, b, brow, ldb, c, m0, mr, m1, j0, bo, nc, k0, kn, sam, sak, ldc, load):
+def _panel(a, b, brow, ldb, c, m0, mr, m1, j0, bo, nc, k0, kn, sam, sak, ldc, load, padded):
     """C[m0:m1, j0:j0+nc] (+)= A[m0:m1, k0:k0+kn] @ B, panel by panel (2 vectors of columns), each swept
     by the row tiles: panel p's row k at b[brow[k] + bo + p*P] (brow non-empty: B in place) or at
-    b[bo + p*P*kn + k*ldb] (a packed block: ldb = P; or one panel in place: nc <= P)."""
+    b[bo + p*P*kn + k*ldb] (a packed block: ldb = P; or one panel in place: nc <= P). padded (a literal):
+    b's panels are zero-padded to P columns (packed), so their second vector loads unmasked (FULL_PANELS)."""
     L = vlanes(c)
     P = 2 * L
     for j in range(0, nc, P):
         w = min(P, nc - j)
         o = bo + (j if brow.size else j * kn)
         if sak == 1:  # a literal 1: LLVM then addresses A's 8 rows off one index, not by a chain of adds
-            _tiles(a, b, brow, ldb, c, m0, mr, m1, j0 + j, o, w, k0, kn, sam, 1, ldc, load)
+            _tiles(a, b, brow, ldb, c, m0, mr, m1, j0 + j, o, w, k0, kn, sam, 1, ldc, load, padded)
         else:
-            _tiles(a, b, brow, ldb, c, m0, mr, m1, j0 + j, o, w, k0, kn, sam, sak, ldc, load)
+            _tiles(a, b, brow, ldb, c, m0, mr, m1, j0 + j, o, w, k0, kn, sam, sak, ldc, load, padded)
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load):
+def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load, padded):
     """C[m0:m1, j:j+w] (+)= A[m0:m1, k0:k0+kn] @ one panel (B's row k at b[brow[k] + o] or b[k*ldb + o])."""
     L = vlanes(c)
     if NARROW and w == 2 * L:
@@ -58,7 +65,8 @@ def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load)
         for m in range(m0, mr, 8):
             if PREFETCH_C and m + 8 < mr:
                 _prefetch_tile(c, (m + 8) * ldc + j, ldc, L)
-            _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 8)
+            _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 8,
+                   padded)
     else:
         for m in range(m0, mr, 8):
             if PREFETCH_C and m + 8 < mr:
@@ -66,7 +74,7 @@ def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load)
             _tile2_n(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w)
     m = mr
     if m1 - m >= 4 and w > L:
-        _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 4)
+        _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 4, padded)
         m += 4
     for m in range(m, m1):
         ao, co = m * sam + k0 * sak, m * ldc + j
@@ -90,7 +98,7 @@ def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, sak, ldc, load):
             for m in range(m0, mr, 8):
                 if PREFETCH_C and m + 8 < mr:
                     _prefetch_tile(c, (m + 8) * ldc + co, ldc, L)
-                _tile2(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 8)
+                _tile2(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 8, True)
         else:
             for m in range(m0, mr, 8):
                 if PREFETCH_C and m + 8 < mr:
@@ -98,7 +106,7 @@ def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, sak, ldc, load):
                 _tile2_n(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w)
         m = mr
         if m1 - m >= 4 and w > L:  # A's leftover rows in place
-            _tile2(a, m * sam + k0 * sak, sam, sak, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 4)
+            _tile2(a, m * sam + k0 * sak, sam, sak, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 4, True)
             m += 4
         for m in range(m, m1):
             ao = m * sam + k0 * sak
@@ -118,10 +126,11 @@ def _prefetch_tile(c, co, ldc, second):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R):
+def _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R, padded):
     """C[R rows, 2 vectors] at c[co:] (+)= A[R rows, kn] at a[ao:] @ B[kn, 2 vectors] at b[bo:], with n2 <= L
-    columns in the second vector (masked): the C vectors stay in registers over the kn steps. R is a literal,
-    8 or 4 (the rows left over from the tiles of 8: 8 FMA chains still hide the FMA latency)."""
+    columns in the second vector (masked; B's unmasked when `padded`): the C vectors stay in registers over
+    the kn steps. R is a literal, 8 or 4 (the rows left over from the tiles of 8: 8 FMA chains still hide the
+    FMA latency)."""
     L = vlanes(c)
     r0, r1, r2, r3 = co, co + ldc, co + 2 * ldc, co + 3 * ldc
     r4, r5, r6, r7 = co + 4 * ldc, co + 5 * ldc, co + 6 * ldc, co + 7 * ldc
@@ -142,7 +151,7 @@ def _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R):
             c70, c71 = vload(c, r7), vload_n(c, r7 + L, n2)
     for k in range(kn):
         p, t = (brow[k] if brow.size else k * ldb) + bo, k * sak
-        b0, b1 = vload(b, p), vload_n(b, p + L, n2)
+        b0, b1 = vload(b, p), (vload(b, p + L) if padded else vload_n(b, p + L, n2))
         x = vbcast(a, q0 + t)
         c00, c01 = vfma(x, b0, c00), vfma(x, b1, c01)
         x = vbcast(a, q1 + t)
@@ -215,12 +224,12 @@ def _tile_n(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _tile2(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R):
+def _tile2(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R, padded):
     """_tile, or without AVX-512 `_narrow`'s sub-tiles."""
     if NARROW:
         _narrow(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, vlanes(c), n2, R)
     else:
-        _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R)
+        _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R, padded)
 
 
 @njit(nogil=True, cache=True, inline="always")

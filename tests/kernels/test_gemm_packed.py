@@ -31,6 +31,25 @@ def test_packed_gemm_is_bitwise_the_gemm(M, N, K, dtype):
             assert np.array_equal(got, want), (axis, bd)
 
 
+@pytest.mark.parametrize("N", [52, 61, 64])
+def test_padded_lanes_of_a_packed_panel_never_reach_c(N):
+    """A packed panel's second vector is loaded whole (microkernel FULL_PANELS): its lanes past N are the
+    zero padding times A, NaN where A is inf, and must never be stored. C with a row stride past N keeps
+    what lies beyond N; the columns up to N still match the unpacked GEMM, NaN and inf included."""
+    M, K, ldc = 21, 40, N + 24
+    a = rng.standard_normal(M * K).astype(np.float32)
+    a[5 * K + 3], a[17 * K + 9] = np.inf, np.nan
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    want = np.zeros(M * N, np.float32)
+    gemm_nn_ld(a, b.reshape(-1), want, M, N, K, K, 1, N, N, False)
+    got = np.full(M * ldc, 7.0, np.float32)
+    gemm_packed_block(a, pack_b(b), N, got, ldc, K, K, 1, 0, M, 0, N, np.empty(packed_workspace(M, K, np.float32),
+                                                                                np.float32))
+    got = got.reshape(M, ldc)
+    assert (got[:, N:] == 7.0).all()
+    np.testing.assert_array_equal(got[:, :N], want.reshape(M, N))
+
+
 @pytest.mark.parametrize("sa,act", [((2, 7, 24), None), ((200, 64), "Relu"), ((1, 197, 96), "Relu"), ((24,), None)])
 def test_matmul_on_packed_weights(sa, act):
     K, N = sa[-1], 80
