@@ -5,12 +5,12 @@ row or column, so channels with equal weights give bitwise-equal results (the ON
 weights with one constant, and SqueezeNet's reference output is uniform only under that property; the
 OpenBLAS kernel this machine runs breaks it by ~1 ulp per layer, which its logits of ~1e10 amplify);
 (2) the kernels run as blocks on AI cores (a tiled launch, tiling.py), not on BLAS threads.
-Measured by bench/gemm_one_core.py (2026-12-06 07:50, one core of this AMD EPYC, whose VM exposes AVX2 but no
-AVX-512: the register tiles then run as microkernel.py's NARROW sub-tiles), float32, gemm_nn_ld against numpy's
-OpenBLAS on one thread, alternating: 1024^3 75 vs 84 GF/s (0.89x); the conv shape 256x3136x576 72-74 vs 82-83;
-ViT-B's MatMuls 71-72 vs 79-80: OpenBLAS stays ~10% ahead.
-(With AVX-512 exposed, an earlier bench/gemm_cores.py --quick reported 1024^3 100.8 vs 99.4 GF/s, the conv
-shape 93.9 vs 98.1.)
+Measured by bench/gemm_one_core.py --rounds 9 (2026-12-07 01:39, one core of an AMD EPYC Zen 5 with AVX-512),
+float32, gemm_nn_ld against numpy's OpenBLAS on one thread, alternating: 1024^3 217.7 vs 125.0 GF/s (1.74x); the
+conv shape 256x3136x576 223.1 vs 120.9; ViT-B's MatMuls 206.5-227.4 vs 117.4-117.6 (onnxruntime's MLAS, the
+stronger reference here, is level with it on those: bench/nodes_vs_ort.py --only matmul, 1.00-1.04x).
+On the same VMs with only AVX2 exposed (2026-12-06 07:50; the register tiles then run as microkernel.py's NARROW
+sub-tiles): 1024^3 75 vs 84 GF/s (0.89x), the conv shape 72-74 vs 82-83, ViT-B's MatMuls 71-72 vs 79-80.
 
 A is read through strides (element (m, k) at a[m*sam + k*sak]), so a transposed A costs nothing; C has a
 row stride, and B a row stride or any row offsets (`brow`: a conv reads its shifted, zero-padded input as

@@ -2,9 +2,9 @@
 
 A tile is 8 rows x 2 vectors of C (16 zmm registers, simd.py's explicit vectors) kept in registers over a
 k block: per k, 2 vector loads of B, 8 broadcasts of A and 16 FMAs. Float32 on one core with everything in
-L1/L2: 86-95 GF/s on the AMD EPYC with AVX-512 (Zen 4: one 512-bit FMA per cycle; the FMA loop alone 99 GF/s),
-~130 on the Xeon this was first tuned on (FMA loop ~170), level with OpenBLAS's AVX-512 kernel on the same
-shapes. Without AVX-512 (the EPYC's VM since 2026-12-06: AVX2, 16 ymm registers) a tile runs as `_narrow`'s
+L1/L2: 86-95 GF/s on the AMD EPYC Zen 4 (one 512-bit FMA per cycle; the FMA loop alone 99 GF/s), ~130 on the
+Xeon this was first tuned on (FMA loop ~170), 230-260 on the Zen 5 EPYC (two 512-bit FMAs per cycle; gemm.py's
+doc has the whole GEMMs). Without AVX-512 (the EPYC's VM since 2026-12-06: AVX2, 16 ymm registers) a tile runs as `_narrow`'s
 sub-tiles (NARROW): ViT-B's block 80.1 -> 43.4 ms on one core (its MatMuls ~36 -> 65-70 GF/s); and a panel's
 whole tiles as 6-row sub-tiles straight across them (`_hexes`): 1024^3 79 -> 86 GF/s, OpenBLAS 92
 (bench/gemm_one_core.py: 0.87 -> 0.93x; ResNet's 256x3136x576 0.86 -> 0.94, ViT's 0.85-0.88 -> 0.93-0.96).
