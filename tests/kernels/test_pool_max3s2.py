@@ -1,6 +1,7 @@
-"""pool_plane._max3s2 (MaxPool 3x3 at stride 2, written out) gives the buffered path's bits: floor and ceil
-modes, pads 0 and 1, planes narrower than a vector to several vectors wide (plain loads past a row's end
-only where no window reads there), 1 and 3 blocks, NaN and infinities at row and plane edges."""
+"""pool_plane._max3s2 and _max2s2 (MaxPool 3x3 and 2x2 at stride 2, written out) give the buffered path's
+bits: floor and ceil modes, pads 0 and 1, planes narrower than a vector to several vectors wide (plain loads
+past a row's end only where no window reads there), 1 and 3 blocks, NaN and infinities at row and plane
+edges."""
 import numpy as np
 import pytest
 
@@ -11,9 +12,10 @@ from ge.kernels.registry import KernelContext, TensorSpec, lookup
 @pytest.mark.parametrize("H,W", [(111, 111), (27, 27), (56, 56), (9, 9), (4, 4), (13, 40), (33, 33), (3, 65)])
 @pytest.mark.parametrize("pad,ceil", [(0, 0), (0, 1), (1, 0), (1, 1)])
 @pytest.mark.parametrize("block_dim", [1, 3])
-def test_max3s2_keeps_the_buffered_paths_bits(H, W, pad, ceil, block_dim):
+@pytest.mark.parametrize("k", [3, 2])
+def test_max_s2_keeps_the_buffered_paths_bits(H, W, pad, ceil, block_dim, k):
     C = 3
-    attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [pad] * 4, "ceil_mode": ceil}
+    attrs = {"kernel_shape": [k, k], "strides": [2, 2], "pads": [pad] * 4, "ceil_mode": ceil}
     ctx = KernelContext("MaxPool", "p", attrs, [TensorSpec((1, C, H, W), np.float32)], [None], 13, cores=1)
     launch = lookup("MaxPool", "", 13).bind(ctx)
     assert launch.fn is P.pool2d
