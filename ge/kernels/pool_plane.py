@@ -193,6 +193,19 @@ def pool2d(x, y, rc, mode, ident, geom, block_idx, block_dim):
 
 
 @njit(nogil=True, cache=True, inline="always")
+def _next_row(q, oh, OH, H, W, PH, K):
+    """A stride-2 window of K rows on the next output row (oh in plane q, oh == OH wrapping to the next plane:
+    no division per row): (q, oh, its window rows inside the image [kh0, kh1), whether that is all K, the
+    offset of its first input row)."""
+    oh += 1
+    if oh == OH:
+        q, oh = q + 1, 0
+    top = 2 * oh - PH
+    kh0, kh1 = max(0, -top), min(K, H - top)
+    return q, oh, kh0, kh1, kh0 == 0 and kh1 == K, q * H * W + top * W
+
+
+@njit(nogil=True, cache=True, inline="always")
 def _max3(idv, a, b, c):
     return vmax(vmax(vmax(idv, a), b), c)
 
@@ -211,13 +224,7 @@ def _max3s2(x, y, ident, r0, r1, H, W, OH, OW, PH, PW):
     q, oh = r0 // OH, r0 % OH - 1
     inside = 2 * OW - PW <= W - 1  # no window reads past a row's end
     for row in range(r0, r1):
-        oh += 1
-        if oh == OH:
-            q, oh = q + 1, 0
-        top = 2 * oh - PH
-        kh0, kh1 = max(0, -top), min(3, H - top)
-        full = kh0 == 0 and kh1 == 3
-        xo = q * H * W + top * W
+        q, oh, kh0, kh1, full, xo = _next_row(q, oh, OH, H, W, PH, 3)
         e, o = idv, idv
         for j in range(-L, OW, L):
             n = min(L, OW - j)
@@ -259,13 +266,7 @@ def _max2s2(x, y, ident, r0, r1, H, W, OH, OW, PH, PW):
     q, oh = r0 // OH, r0 % OH - 1
     inside = 2 * OW - PW <= W  # no window reads past a row's end
     for row in range(r0, r1):
-        oh += 1
-        if oh == OH:
-            q, oh = q + 1, 0
-        top = 2 * oh - PH
-        kh0, kh1 = max(0, -top), min(2, H - top)
-        full = kh0 == 0 and kh1 == 2
-        xo = q * H * W + top * W
+        q, oh, kh0, kh1, full, xo = _next_row(q, oh, OH, H, W, PH, 2)
         for j in range(0, OW, L):
             cb = 2 * j - PW
             if full and cb >= 0 and (cb + 2 * L <= W or inside and xo + W + cb + 2 * L <= x.size):
