@@ -206,6 +206,13 @@ def _next_row(q, oh, OH, H, W, PH, K):
 
 
 @njit(nogil=True, cache=True, inline="always")
+def _lanes_in(cb, W, L):
+    """The lanes of the two vectors from column cb that lie inside a row of W columns: lo0, lo1, hi0, hi1."""
+    lo0, lo1 = max(0, -cb), max(0, -cb - L)
+    return lo0, lo1, max(lo0, min(L, W - cb)), max(lo1, min(L, W - cb - L))
+
+
+@njit(nogil=True, cache=True, inline="always")
 def _max3(idv, a, b, c):
     return vmax(vmax(vmax(idv, a), b), c)
 
@@ -236,8 +243,7 @@ def _max3s2(x, y, ident, r0, r1, H, W, OH, OW, PH, PW):
                     m1 = _max3(idv, vload(x, xo + cb + L), vload(x, xo + W + cb + L),
                                vload(x, xo + 2 * W + cb + L))
                 else:
-                    lo0, lo1 = max(0, -cb), max(0, -cb - L)
-                    hi0, hi1 = max(lo0, min(L, W - cb)), max(lo1, min(L, W - cb - L))
+                    lo0, lo1, hi0, hi1 = _lanes_in(cb, W, L)
                     if full:
                         m0 = _max3(idv, vload_in(x, xo + cb, lo0, hi0, ident),
                                    vload_in(x, xo + W + cb, lo0, hi0, ident),
@@ -273,8 +279,7 @@ def _max2s2(x, y, ident, r0, r1, H, W, OH, OW, PH, PW):
                 m0 = vmax(vmax(idv, vload(x, xo + cb)), vload(x, xo + W + cb))
                 m1 = vmax(vmax(idv, vload(x, xo + cb + L)), vload(x, xo + W + cb + L))
             else:
-                lo0, lo1 = max(0, -cb), max(0, -cb - L)
-                hi0, hi1 = max(lo0, min(L, W - cb)), max(lo1, min(L, W - cb - L))
+                lo0, lo1, hi0, hi1 = _lanes_in(cb, W, L)
                 m0, m1 = idv, idv
                 for kh in range(kh0, kh1):
                     m0 = vmax(m0, vload_in(x, xo + kh * W + cb, lo0, hi0, ident))
