@@ -8,11 +8,11 @@ Prints, with the date and the machine, contenders alternating round by round in 
   speedup   ge (runtime_v1) at thread budget 1 vs 2 per light model and a BERT-like encoder (seq 128), with
             onnxruntime 1 vs 2 intra-op threads beside it;
   ort       ge at its defaults vs onnxruntime at its defaults (the whole machine), geomean;
-  streams   Inception v1/v2: cores alone (one stream), streams alone (aicore_num 1), both (a thread per stream,
-            every kernel tiled, core tokens bounding the threads that compute), and the defaults (the
-            streams share budget // aicore_num threads: ge.npu.programs.stream_threads);
-  headroom  Inception v1/v2 on one stream, every kernel tiled: a traced run's busy and idle time per core,
-            and the wall time were no core ever idle (what another stream could fill at most);
+  streams   Inception v1/v2: cores alone (one stream), streams alone (aicore_num 1), and both: a thread per
+            stream, every kernel tiled, core tokens bounding the threads that compute ("threads"), and the
+            defaults, the streams pulled by the cores (runtime_v1/dispatch.py, "pulled");
+  headroom  Inception v1/v2, every kernel tiled, on one stream and pulled: a traced run's busy and idle time
+            of the cores, and the wall time were no core ever idle (what streams could fill at most);
   dispatch  a 1,000-node chain with every tiled task forced to block_dim = cores vs 1: the cost per task;
   project   the modelled Ascend-910-like NPU (ge.npu.sim, 32 AI cores): ResNet-50, Inception v1/v2 and the
             BERT-like encoder tiled for 1 core and for 32, on one stream and on the plan's streams.
@@ -148,14 +148,18 @@ def versus_ort(rounds: int) -> None:
 
 
 def streams(rounds: int) -> None:
-    print("\n== Inception: cores alone, streams alone, both, defaults (runtime_v1, the CPUs of this process), ms")
+    print("\n== Inception: cores alone, streams alone, both (runtime_v1, the CPUs of this process), ms")
     for name in ("inception_v1", "inception_v2"):
         model = with_random_weights(name)
         kinds = {"cores": ge.Options(max_streams=1),                     # one stream, kernels tiled
                  "streams": ge.Options(aicore_num=1),                    # a thread per stream, kernels untiled
-                 "both": ge.Options(thread_budget=CPUS * CPUS),           # a thread per stream, kernels tiled
-                 "defaults": ge.Options()}                                # the streams on budget // cores threads
-        sess = {k: ge.Session(model, options=o) for k, o in kinds.items()}
+                 "threads": ge.Options(thread_budget=CPUS * 8),          # a thread per stream, kernels tiled
+                 "pulled": ge.Options()}                                  # the defaults: the cores pull the streams
+        sess = {}
+        for k, o in kinds.items():
+            os.environ["GE_V1_DISPATCH"] = "0" if k == "threads" else "1"
+            sess[k] = ge.Session(model, options=o)
+        del os.environ["GE_V1_DISPATCH"]
         feeds = feeds_for(sess["cores"])
         want = sess["cores"].run(None, feeds)[0]
         for s in sess.values():
@@ -164,31 +168,33 @@ def streams(rounds: int) -> None:
         m = {k: med(v) for k, v in t.items()}
         threads = {k: s.stream_threads for k, s in sess.items()}
         print(f"{name:14s} " + "  ".join(f"{k} {m[k]:7.2f} ({threads[k]}t)" for k in kinds)
-              + f"   best of cores, streams / both {min(m['cores'], m['streams']) / m['both']:.3f}", flush=True)
+              + f"   best of cores, streams / pulled {min(m['cores'], m['streams']) / m['pulled']:.3f}", flush=True)
 
 
 def headroom(rounds: int) -> None:
-    """How much a second stream could add to tiled kernels at most: the cores' idle time on one stream."""
+    """How much streams could add to tiled kernels at most: the cores' idle time on one stream, and with the
+    streams pulled by the cores."""
     from ge.npu import Tracer
-    print(f"\n== one stream, kernels tiled over {CPUS} cores: traced busy time per core (best of {rounds} runs), ms")
+    print(f"\n== kernels tiled over {CPUS} cores: traced busy time of the cores (best of {rounds} runs), ms")
     for name in ("inception_v1", "inception_v2"):
-        s = ge.Session(with_random_weights(name), options=ge.Options(max_streams=1))
-        feeds = feeds_for(s)
-        best = None
-        for _ in range(rounds):
-            tr = Tracer()
-            s.run_traced(feeds, tr)
-            kern = [x for x in tr.slices if x.kind == "kernel"]
-            wall = max(x.end for x in kern) - min(x.start for x in kern)
-            if best is None or wall < best[0]:
-                best = (wall, kern, [x for x in tr.slices if x.kind == "block"])
-        wall, kern, blocks = best
-        tiled = {b.name.rsplit("[", 1)[0] for b in blocks}
-        untiled = sum(k.end - k.start for k in kern if k.name not in tiled)
-        busy = untiled + sum(b.end - b.start for b in blocks)   # every core's compute
-        print(f"{name:14s} wall {wall * 1e3:6.2f}  compute {busy * 1e3:6.2f} over {CPUS} cores "
-              f"({busy / (CPUS * wall):.1%} busy; untiled tasks {untiled * 1e3:.2f})  no idle core: "
-              f"{busy / CPUS * 1e3:6.2f}, at most {wall * CPUS / busy:.3f}x faster", flush=True)
+        for kind, opts in (("one stream", ge.Options(max_streams=1)), ("pulled", ge.Options())):
+            s = ge.Session(with_random_weights(name), options=opts)
+            feeds = feeds_for(s)
+            best = None
+            for _ in range(rounds):
+                tr = Tracer()
+                s.run_traced(feeds, tr)
+                kern = [x for x in tr.slices if x.kind == "kernel"]
+                wall = max(x.end for x in kern) - min(x.start for x in kern)
+                if best is None or wall < best[0]:
+                    best = (wall, kern, [x for x in tr.slices if x.kind == "block"])
+            wall, kern, blocks = best
+            tiled = {b.name.rsplit("[", 1)[0] for b in blocks}
+            untiled = sum(k.end - k.start for k in kern if k.name not in tiled)
+            busy = untiled + sum(b.end - b.start for b in blocks)   # every core's compute
+            print(f"{name:14s} {kind:10s} wall {wall * 1e3:6.2f}  compute {busy * 1e3:6.2f} over {CPUS} cores "
+                  f"({busy / (CPUS * wall):.1%} busy)  no idle core: {busy / CPUS * 1e3:6.2f}, at most "
+                  f"{wall * CPUS / busy:.3f}x faster", flush=True)
 
 
 def dispatch(rounds: int) -> None:

@@ -13,7 +13,8 @@ becomes its slot (zero copy), otherwise it is copied into the arena's slot; an o
 into the caller's bound array when that passes the same rule (zero copy), else into a fresh array — then
 run each stream's program and copy out only outputs that alias an input or a
 constant. Counters: `stats()`. A single-stream plan runs on the calling thread; a multi-stream plan runs
-through the instance's `Streams` (a persistent worker per extra stream thread, native event flags).
+through the instance's `Dispatcher` (dispatch.py: the AI cores pull its streams, when kernels are tiled) or
+its `Streams` (a persistent worker per extra stream thread, native event flags).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from ge.npu.memory import align_up
 from ge.npu.pool import InstancePool
 from ge.plan import Plan, copy_only_io, io_aligned, zero_copy_aligned
 
+from .dispatch import Dispatcher
 from .model import FEATURE_MAP, IO0, NATIVE, Model, copy_weights
 from .sink import interpret
 from .streams import Streams, _call, _raise
@@ -96,7 +98,8 @@ class Instance:
         self.slots = (self.cores.acquire_slots(len(model.streams)) if self.cores is not None
                       else np.full(len(model.streams), -1, np.int64))
         self.team = self.cores.ctrl if self.cores is not None else _NO_TEAM
-        self.streams = Streams(self) if len(model.streams) > 1 else None
+        self.streams = (Dispatcher(self, model.dispatch_cores) if model.dispatch_cores else
+                        Streams(self) if len(model.streams) > 1 else None)
         self.fallback = [self._bind_fallback(st) for st in model.streams]
         # misaligned_*: buffers that failed only GE's 32-byte zero-copy rule (also counted as copied/fresh)
         # copy_only_inputs: read by a task that keeps its load-time addresses (Options.fixed_address_ops)
@@ -232,14 +235,16 @@ class Executor:
 
     def run_traced(self, feeds: dict, tracer) -> list[np.ndarray]:
         """One run recording every task and event op as a slice on `tracer` (ge.npu.Tracer), one track per
-        stream, rows stepped one at a time (slower; for profiles and overlap evidence)."""
+        stream, rows stepped one at a time (slower; for profiles and overlap evidence); the blocks of tiled
+        tasks on a track per AI core. Streams the cores pull run natively: every task a block slice on its
+        core's track and a kernel slice on its stream's (no event ops)."""
         with self._instances.lease() as inst:
             if inst.cores is None:
                 return self._run(inst, feeds, {}, tracer)
             m = self.model
             names = {int(m.itab.ctypes.data + 8 * st.ioffs[t]): (st.tracks[t], task.node.name)
                      for st in m.streams for t, task in enumerate(st.native) if task is not None}
-            with inst.cores.tracing(tracer, names):   # the blocks, per AI core
+            with inst.cores.tracing(tracer, names, tasks=isinstance(inst.streams, Dispatcher)):
                 return self._run(inst, feeds, {}, tracer)
 
     def _run(self, inst: Instance, feeds: dict, bound_out: dict, tracer=None) -> list[np.ndarray]:
@@ -296,11 +301,18 @@ class Executor:
             inst.seg[slot][start:stop] = 0
         for slot in m.atomic_io:
             (keep[slot].reshape(-1).view(np.uint8) if slot in keep else inst.seg[slot])[:] = 0
-        if inst.streams is not None or tracer is not None:
-            inst.rows[1:] = bases
-            (inst.streams or Streams(inst)).run(keep, tracer)
-        else:  # one stream: on the calling thread, no events
+        runner = inst.streams
+        if tracer is not None and (runner is None or (inst.cores is None and isinstance(runner, Dispatcher))):
+            runner = Streams(inst)   # rows stepped from Python, a slice each (cores record their tasks themselves)
+        if runner is None:  # one stream: on the calling thread, no events
             self._stream(self.model.streams[0], inst.fallback[0], inst, keep)
+        else:
+            inst.rows[1:] = bases
+            try:
+                runner.run(keep, tracer)
+            finally:
+                if runner is not inst.streams:
+                    runner.close()
         for k, o in enumerate(self._outputs):
             if o[0] == COPY:
                 _, slot, off, spec = o
@@ -365,7 +377,8 @@ class Executor:
 
     @property
     def stream_threads(self) -> int:
-        return len(self.model.streams)
+        """Threads that run the streams: the cores that pull them (dispatch.py), else one per table."""
+        return self.model.dispatch_cores or len(self.model.streams)
 
 
 def _fits(buf, r) -> bool:

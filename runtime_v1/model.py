@@ -18,8 +18,10 @@
      load (a tiled one runs its blocks one after the other).
   4. Tables per stream: thunk address, int-row offset, float-row offset and block_dim per native task; one
      int table and one float table for all; a program per stream alternates native runs [start, stop) and
-     fallback calls. Multi-stream: one table per stream thread (ge.npu.programs: the thread budget, at most
-     one per stream; stream s on thread s mod threads). A thread's rows are its program's steps: per node
+     fallback calls. Multi-stream with kernels tiled over 2+ cores: one table per plan stream, pulled by the
+     AI cores (dispatch.py; only tasks and RECORD / WAIT rows: else stream threads). Otherwise one table per
+     stream thread (ge.npu.programs: the thread budget, at most one per stream; stream s on thread s mod
+     threads). A thread's rows are its program's steps: per node
      its waits, its task, its records, the plan's events between threads becoming RECORD / WAIT rows
      (sink.py). A node without a task (an alias) keeps its events in that sequence, so a record lands
      after the last task at or before it, a wait before the first task at or after it, and a record never
@@ -30,6 +32,7 @@
      activated adds a table per further stream (activation.py), and counted lines after the event lines.
   5. Weights are copied once, into the first instance's arena (executor.py: weights | feature_map | io).
 Switches: GE_V1_FALLBACK=all (or a comma list of op types) puts those tasks on the fallback, for bisecting;
+GE_V1_DISPATCH=0 runs a multi-stream plan on stream threads even when its kernels are tiled (for comparing);
 GE_V1_STREAMS=0 builds one list in plan order (no events, no threads) for a multi-stream plan, as do hosts
 without a way to wait natively (native.AVAILABLE). One stream builds exactly one table and no event rows.
 Tiled tasks (block_dim > 1) need launch slots on the AI cores (one per stream thread): `uses_cores`.
@@ -50,11 +53,12 @@ from ge.kernels.tensor import fill
 from ge.npu import native, progress, thunks
 from ge.npu.memory import align_up
 from ge.npu.native import STATUS
-from ge.npu.programs import cross_thread_events, stream_threads, thread_budget, thread_programs
+from ge.npu.programs import cross_thread_events, dispatch_cores, stream_threads, thread_budget, thread_programs
 from ge.npu.thunks import TaskArgs, ThunkError
 from ge.plan import Plan, PlanNode, event_uses, static_control_reason
 
 from . import labels, rows as marks
+from .dispatch import MAX_CORES
 from .sink import AWAIT, GOTO, RECORD, SIGNAL, SWITCH, WAIT
 
 WEIGHTS, FEATURE_MAP, ARGS = 0, 1, 2
@@ -297,10 +301,23 @@ class Model:
         return addr
 
     def _tables(self, addr: dict) -> tuple[StreamTables, ...]:
-        """Step 4: per thread, the rows of its program: per step its waits, its task, its records."""
+        """Step 4: the tables: one per plan stream when the AI cores pull the streams (dispatch.py), else one per
+        stream thread; in each, per step its waits, its task, its records."""
+        cores = dispatch_cores(self.plan) if self._threads_allowed() and not (self.control or self.activated) \
+            and os.environ.get("GE_V1_DISPATCH") != "0" else 0
+        self.dispatch_cores = 0
+        if 2 <= cores <= MAX_CORES:
+            tables = self._build(addr, len({n.stream for n in self.plan.nodes}))
+            if all(not st.fallback and set(st.addrs[st.addrs < 0].tolist()) <= {RECORD, WAIT} for st in tables):
+                self.dispatch_cores = cores
+                return tables
+            # else stream threads: a task run from Python cannot be called from the cores' native loop
         threads = stream_threads(self.plan)
         if threads < 2 or not self._threads_allowed():
             threads = 1  # one stream (or the switch): every task in plan order, no events
+        return self._build(addr, threads)
+
+    def _build(self, addr: dict, threads: int) -> tuple[StreamTables, ...]:
         self.events = cross_thread_events(self.plan, threads)
         # flags are indexed by event id; a multiplexed id's k-th use in run r is the value r * stride + k;
         # the counted lines of activated streams (sink.SIGNAL / AWAIT) follow

@@ -242,10 +242,12 @@ class AICores:
             self._workers.append(t)
 
     @contextmanager
-    def tracing(self, tracer, names: dict, capacity: int = 1 << 16):
+    def tracing(self, tracer, names: dict, capacity: int = 1 << 16, tasks: bool = False):
         """Record every block run meanwhile; at the end, a slice per block on `tracer`: on track "AI core k"
         for worker k, on the launching stream's track (`names`[(ip)] = (track, node name)) for its own
-        blocks. `names` maps a task's int-row address to (stream track, node name)."""
+        blocks. `names` maps a task's int-row address to (stream track, node name). `tasks`: also a kernel
+        slice per task on its stream's track, from its first block's start to its last block's end (when
+        cores pull the streams, runtime_v1/dispatch.py, no thread stands for a stream)."""
         buf = np.zeros((capacity, RECORD_WORDS), np.int64)
         with self._lock:
             if self.ctrl[TRACE]:
@@ -260,7 +262,10 @@ class AICores:
             c1, t1 = _now()
             n = min(int(self.ctrl[TRACE_N]), capacity)
             rate = (t1 - t0) / max(c1 - c0, 1)
+            spans: dict = {}
             for ip, b, core, s, e in buf[:n].tolist():
+                lo, hi = spans.get(ip, (s, e))
+                spans[ip] = min(lo, s), max(hi, e)
                 track, name = names.get(ip, (None, f"task@{ip:x}"))
                 if core >= 0:
                     track, label = CORE_TRACK0 + core, f"AI core {core}"
@@ -268,6 +273,10 @@ class AICores:
                     label = f"stream {track}" if track is not None else "launcher"
                 tracer.add_slice(track if track is not None else CORE_TRACK0 - 1, label, "block", f"{name}[{b}]",
                                  t0 - tracer.t0 + (s - c0) * rate, t0 - tracer.t0 + (e - c0) * rate)
+            for ip, (s, e) in spans.items() if tasks else ():
+                track, name = names.get(ip, (CORE_TRACK0 - 1, f"task@{ip:x}"))
+                tracer.add_slice(track, f"stream {track}", "kernel", name, t0 - tracer.t0 + (s - c0) * rate,
+                                 t0 - tracer.t0 + (e - c0) * rate)
 
     def close(self) -> None:
         """Stop the workers (no launch may be running)."""

@@ -6,7 +6,7 @@ the old GEMM, and after an edit of aicore.py, runtime_v1's cached interpreter wo
 the old layout (seen while building the AI cores: blocks silently missing from traces). So the modules of a
 *group* share one stamp, a hash of all their sources: an edit anywhere in the group recompiles the group.
 Groups: the kernel library (every module of ge/kernels) and the native floor (ge/npu/native.py, aicore.py,
-and runtime_v1/sink.py and runtime_v2/queues.py, whose loops inline them). The cache files stay where Numba puts them.
+runtime_v1/sink.py and dispatch.py, and runtime_v2/queues.py, whose loops inline them). The cache files stay where Numba puts them.
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ _ROOT = Path(__file__).resolve().parents[2]
 GROUPS = {
     "kernels": lambda: sorted((_ROOT / "ge" / "kernels").glob("*.py")),
     "native": lambda: [_ROOT / "ge" / "npu" / "native.py", _ROOT / "ge" / "npu" / "aicore.py",
-                       _ROOT / "runtime_v1" / "sink.py", _ROOT / "runtime_v2" / "queues.py"],
+                       _ROOT / "runtime_v1" / "sink.py", _ROOT / "runtime_v1" / "dispatch.py",
+                       _ROOT / "runtime_v2" / "queues.py"],
 }
 
 

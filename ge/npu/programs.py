@@ -4,7 +4,9 @@ Both runtimes run a multi-stream plan the same way, from these two functions:
   1. `stream_threads(plan)`: the plan's streams share `Options.thread_budget` (0 = the CPUs this process
      may use) with the AI cores every kernel is tiled over (aicore.py): budget // aicore_num threads, at
      least one, at most one per stream; stream s runs on thread s mod that number (streams densely
-     renumbered in order).
+     renumbered in order). `dispatch_cores(plan)` instead: a static plan with several streams and tiled
+     kernels runs each stream as a queue the AI cores pull from (runtime_v1/dispatch.py), on aicore_num
+     threads: no stream owns a thread, so streams fill the idle tails of one another's tiled tasks.
   2. `thread_programs(plan, threads)`: per thread, its steps in plan order, each as (step, waits, records):
      the ids of the plan's events it waits for before the step and records after it. Only events between
      different threads are kept: one thread keeps its own order. Plan order is topological and every
@@ -38,6 +40,21 @@ def stream_threads(plan) -> int:
     if not any(n.is_dynamic for n in plan.nodes):
         budget //= max(1, plan.options.aicore_num or 1)
     return max(1, min(streams, budget))
+
+
+def dispatch_cores(plan) -> int:
+    """Cores that pull a static plan's streams as queues (runtime_v1/dispatch.py), 0 when its streams run on
+    stream threads instead: one stream, dynamic steps (their host work is what stream threads overlap), or
+    kernels not tiled (aicore_num 1: streams are the only parallelism).
+
+    Measured on 2 cores (bench/aicores_report.py streams part, 2026-12-07): Inception v1 and v2 keep the cores
+    busy 94-96% of a run on one stream and 96-98% with their streams pulled by both cores; one thread per
+    stream (each launching its own tiled tasks) was 0.83-0.88x of one stream."""
+    streams = len({n.stream for n in plan.nodes})
+    cores = min(plan.options.aicore_num or 1, thread_budget(plan.options))
+    if streams < 2 or cores < 2 or any(n.is_dynamic for n in plan.nodes):
+        return 0
+    return cores
 
 
 def thread_of(plan, threads: int) -> list[int]:

@@ -1,0 +1,262 @@
+"""The stream scheduler: a static plan's streams as queues that the AI cores pull from, as on the NPU.
+
+On Ascend, a stream is a queue of tasks, not a thread: the hardware scheduler hands the blocks of the task
+at a stream's head to whichever AI cores are free, and a free core takes the next stream whose head may go
+(its event waits satisfied). `Dispatcher` models that for a plan with several streams and tiled kernels:
+`aicore_num` native threads (the caller and cores - 1 workers, parked between runs) run one loop,
+`dispatch`, over every stream's table (model.py: a table per plan stream, RECORD / WAIT rows between them):
+  1. blocks first: a core claims an unstarted block of any launched task (a CAS setting the block's bit in
+     the stream's NEXT word, generation-tagged as in ge.npu.aicore; core c tries block c mod block_dim
+     first, the part it computed of the last launch), and the core that finishes a task's last block owns
+     its stream and drives it on (`_drive`), so the stream's next task starts with no hand-over;
+  2. else a stream: of the streams no core owns, the one whose head has the earliest plan step (plan order
+     is topological: the critical path of one stream first); `_drive` runs its event ops and untiled tasks
+     until a tiled task (launched: its blocks go to step 1), an unmet WAIT (the stream is free again) or
+     the end;
+  3. else wait for SEQ, a counter every launch, record and finished stream bumps (spin, yield, futex).
+A core is idle only when no stream can move and no launched block is left: streams fill the tails of one
+another's tasks, which one stream with a barrier per task cannot (measured in bench/aicores_report.py).
+Each core holds one of the device's core tokens for the run (no oversubscription with other sessions).
+A kernel that raised sets its stream's STATUS; the first failure is kept in FAILED (row + 1) and ABORT
+stops every core at its next step; the executor re-runs that task from Python for the message.
+
+Per-stream line (one 64-byte line each, after the event lines): STATE (FREE, OWNED, LAUNCHED, ENDED), PC
+(the head row), NEXT (generation << MASK_BITS | a bit per claimed block), DONE (blocks finished), BDIM, GEN.
+Workers never touch Python between runs (`core_loop`): a run does not wait for one to take the GIL (a
+Python loop per worker made SqueezeNet and the BERT-like encoder 4-6% slower than one stream; native, par).
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+from numba import njit
+
+from ge.npu import native
+from ge.npu.aicore import _record, hold, unhold
+from ge.npu.native import (ABORT, LINE, STATUS, bump, call_thunk, cas, cycles, fetch_add, load_acquire, store_seqcst,
+                           wait_change)
+
+from .sink import EV0, RECORD
+
+STATE, PC, NEXT, DONE, BDIM, GEN = 0, 1, 2, 3, 4, 5
+FREE, OWNED, LAUNCHED, ENDED = 0, 1, 2, 3
+SEQ, FIN, FAILED = 0, 2, 3   # words of the line after the streams' (SEQ's futex waiter count at 1)
+MAX_CORES = MASK_BITS = 40   # block_dim <= cores (tiling.block_dim_for): a bit per block in the claim word
+
+
+@njit(nogil=True, cache=True)
+def _fail(ctrl, lay, t):
+    """Keep the first failing row, stop every core."""
+    base = ctrl.ctypes.data
+    cas(base + 8 * (lay[1] + FAILED), 0, t + 1)
+    store_seqcst(base + 8 * ABORT, 1)
+    bump(ctrl, lay[1] + SEQ)
+
+
+@njit(nogil=True, cache=True)
+def _drive(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
+    """Run stream k (owned by this core) from its head: True when it moved or launched, False when its head
+    is a WAIT not yet met (the stream is free again)."""
+    base = ctrl.ctypes.data
+    addrs, ioffs, foffs, blocks = tab[0], tab[1], tab[2], tab[3]
+    s = lay[0] + LINE * k
+    ip, fp = itab.ctypes.data, ftab.ctypes.data
+    bp = rows.ctypes.data + 8 * rows.shape[1] * k
+    t, stop = ctrl[s + PC], stops[k]
+    moved = False
+    while t < stop:
+        if load_acquire(base + 8 * ABORT) != 0:
+            return True
+        a = addrs[t]
+        if a > 0 and blocks[t] == 1:
+            t0 = cycles()
+            call_thunk(a, ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, 0, 1)
+            if team.size > 1:
+                _record(team.ctypes.data, ip + 8 * ioffs[t], 0, core, t0)
+            if load_acquire(bp + 8 * STATUS) != 0:
+                _fail(ctrl, lay, t)
+                return True
+        elif a > 0:   # a tiled task: launched, its blocks taken by any core (this one first)
+            g = ctrl[s + GEN] + 1
+            ctrl[s + GEN], ctrl[s + PC], ctrl[s + BDIM] = g, t, blocks[t]
+            store_seqcst(base + 8 * (s + DONE), 0)
+            store_seqcst(base + 8 * (s + NEXT), g << MASK_BITS)
+            store_seqcst(base + 8 * (s + STATE), LAUNCHED)
+            bump(ctrl, lay[1] + SEQ)
+            return True
+        elif a == RECORD:
+            store_seqcst(base + 8 * (EV0 + LINE * ioffs[t]), gen + foffs[t])
+            bump(ctrl, lay[1] + SEQ)
+        elif load_acquire(base + 8 * (EV0 + LINE * ioffs[t])) != gen + foffs[t]:   # a WAIT not met yet
+            ctrl[s + PC] = t
+            store_seqcst(base + 8 * (s + STATE), FREE)
+            return moved
+        t += 1
+        moved = True
+    ctrl[s + PC] = stop
+    store_seqcst(base + 8 * (s + STATE), ENDED)
+    fetch_add(base + 8 * (lay[1] + FIN), 1)
+    bump(ctrl, lay[1] + SEQ)
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _claim(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
+    """Run one block of stream k's launched task, if one is left (True); the last block's core drives on."""
+    base = ctrl.ctypes.data
+    s = lay[0] + LINE * k
+    while True:
+        if load_acquire(base + 8 * (s + STATE)) != LAUNCHED:
+            return False
+        v = load_acquire(base + 8 * (s + NEXT))
+        t, bd = ctrl[s + PC], ctrl[s + BDIM]   # stored before NEXT: this launch's, or NEXT moved on (CAS fails)
+        claimed = v & ((1 << MASK_BITS) - 1)
+        b = core % bd
+        for _ in range(bd):   # this core's own block first (the part it computed of the last launch)
+            if claimed & (1 << b) == 0:
+                break
+            b = b + 1 if b + 1 < bd else 0
+        if claimed & (1 << b) != 0:
+            return False
+        if cas(base + 8 * (s + NEXT), v, v | (1 << b)) != v:
+            continue
+        bp = rows.ctypes.data + 8 * rows.shape[1] * k
+        if load_acquire(bp + 8 * STATUS) == 0:   # a block failed: the rest are skipped, counted done
+            t0 = cycles()
+            call_thunk(tab[0][t], itab.ctypes.data + 8 * tab[1][t], ftab.ctypes.data + 8 * tab[2][t], bp, b, bd)
+            if team.size > 1:
+                _record(team.ctypes.data, itab.ctypes.data + 8 * tab[1][t], b, core, t0)
+        if fetch_add(base + 8 * (s + DONE), 1) + 1 == bd:
+            if load_acquire(bp + 8 * STATUS) != 0:
+                _fail(ctrl, lay, t)
+                return True
+            ctrl[s + PC] = t + 1
+            store_seqcst(base + 8 * (s + STATE), OWNED)
+            _drive(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen)
+        return True
+
+
+@njit(nogil=True, cache=True)
+def dispatch(core, tab, prio, stops, itab, ftab, rows, ctrl, lay, gen, team):
+    """One core's loop for a run (module doc); returns when every stream ended or a task failed."""
+    base = ctrl.ctypes.data
+    n = stops.size
+    tried = np.zeros(n, np.bool_)
+    if team.size > 1:
+        hold(team)
+    while load_acquire(base + 8 * (lay[1] + FIN)) < n and load_acquire(base + 8 * ABORT) == 0:
+        seen = load_acquire(base + 8 * (lay[1] + SEQ))
+        ran = False
+        for k in range(n):   # 1. blocks of launched tasks
+            if _claim(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
+                ran = True
+                break
+        tried[:] = False
+        while not ran:   # 2. the free stream with the earliest head that can move
+            best, first = -1, 1 << 62
+            for k in range(n):
+                s = lay[0] + LINE * k
+                if not tried[k] and load_acquire(base + 8 * (s + STATE)) == FREE and prio[ctrl[s + PC]] < first:
+                    best, first = k, prio[ctrl[s + PC]]
+            if best < 0:
+                break
+            tried[best] = True
+            if cas(base + 8 * (lay[0] + LINE * best + STATE), FREE, OWNED) == FREE:
+                ran = _drive(best, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen)
+        if not ran:   # 3. nothing to do until a launch, a record or a stream's end
+            wait_change(ctrl, lay[1] + SEQ, seen, ABORT, True)
+    if team.size > 1:
+        unhold(team)
+
+
+@njit(nogil=True, cache=True)
+def core_loop(core, tab, prio, stops, itab, ftab, rows, ctrl, lay, stride, team):
+    """Worker core `core`: each run (a GO bump) `dispatch`, then arrive; returns at STOP. All native: a run
+    never waits for this thread to take the GIL."""
+    generation = 0
+    while True:
+        generation += 1
+        if not native.park(ctrl, generation) or ctrl[native.STOP] != 0:
+            return
+        dispatch(core, tab, prio, stops, itab, ftab, rows, ctrl, lay, generation * stride, team)
+        native.arrive(ctrl)
+
+
+class Dispatcher:
+    """The cores that run one instance's stream tables (module doc); `run(keep)` as Streams.run."""
+
+    def __init__(self, inst, cores: int):
+        m = self.model = inst.model
+        self.inst, self.cores = inst, cores
+        sizes = [len(st.addrs) for st in m.streams]
+        self.stops = np.cumsum(sizes).astype(np.int64)
+        self.tab = np.stack([np.concatenate([getattr(st, f) for st in m.streams]).astype(np.int64)
+                             for f in ("addrs", "ioffs", "foffs", "blocks")])
+        self.prio = np.array(_priorities(m.streams) + [1 << 40], np.int64)   # PC may sit at a table's end
+        self.ctrl = native.new_ctrl(m.n_events + len(sizes) + 1)
+        self.lay = np.array([EV0 + LINE * m.n_events, EV0 + LINE * (m.n_events + len(sizes))], np.int64)
+        self.generation = 0
+        self.workers: list[threading.Thread] = []
+        self.pid = None
+        self._start()
+
+    def _start(self) -> None:
+        if self.pid == os.getpid():
+            return
+        if self.pid is not None:   # a forked child: fresh flags, no workers of its own yet
+            self.ctrl[native.GO] = self.ctrl[native.DONE] = self.ctrl[native.STOP] = 0
+            self.generation = 0
+        self.pid, self.workers = os.getpid(), []
+        fixed = self._args()
+        for c in range(1, self.cores):
+            t = threading.Thread(target=core_loop, args=(c, *fixed[:-2], self.model.event_stride, fixed[-1]),
+                                 daemon=True, name=f"ge-v1-core{c}")
+            t.start()
+            self.workers.append(t)
+
+    def _args(self) -> tuple:
+        inst = self.inst
+        return (self.tab, self.prio, self.stops, self.model.itab, self.model.ftab, inst.rows, self.ctrl, self.lay,
+                self.generation * self.model.event_stride, inst.team)
+
+    def run(self, keep: dict, tracer=None) -> None:   # noqa: ARG002 - traced by the cores' records
+        """One run of every stream; the failing task's ExecutionError (re-run from Python), if any."""
+        from .streams import _call, _raise
+        self._start()
+        c, (s0, g) = self.ctrl, self.lay
+        self.generation += 1
+        c[ABORT] = c[g + FIN] = c[g + FAILED] = 0
+        c[s0 + STATE:g:LINE] = FREE
+        c[s0 + PC:g:LINE] = self.stops - [len(st.addrs) for st in self.model.streams]
+        native.release(c)
+        try:
+            dispatch(0, *self._args())
+        finally:
+            native.join(c, self.generation * (self.cores - 1))
+        failed = int(c[g + FAILED]) - 1
+        if failed >= 0:
+            k = int(np.searchsorted(self.stops, failed, side="right"))
+            task = self.model.streams[k].native[failed - (self.stops[k - 1] if k else 0)]
+            _call(self.inst.bind_call(task), self.inst, keep, task.node)
+            _raise(task.node, "the kernel raised (native task; it did not raise when re-run)")
+
+    def close(self) -> None:
+        native.stop(self.ctrl)
+        for t in self.workers:
+            t.join(timeout=10)
+        self.workers, self.pid = [], None
+
+
+def _priorities(tables) -> list[int]:
+    """Per row of every table: the plan step of the next task at or after it (event rows: their task's)."""
+    out = []
+    for st in tables:
+        nxt, mine = 1 << 40, []
+        for task in reversed(st.native):
+            if task is not None:
+                nxt = task.node.step
+            mine.append(nxt)
+        out += mine[::-1]
+    return out

@@ -1,0 +1,134 @@
+"""runtime_v1's stream scheduler (dispatch.py): a static plan's streams pulled by the AI cores, at the defaults
+whenever kernels are tiled. Same bits as one stream and as a thread per stream, failures abort every core and
+the next run is exact, concurrent runs and a forked child stay correct, close leaves no thread, and a trace
+shows every task on an AI core's track and on its stream's."""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import ge
+import runtime_v1
+from ge.errors import ExecutionError
+from ge.npu import Tracer
+from ge.npu.aicore import CORE_TRACK0, CPUS
+from ge.npu.programs import dispatch_cores
+from ge.zoo import reference_feeds, with_random_weights
+from runtime_v1.dispatch import Dispatcher
+from hammer import hammer
+from stream_options import PER_STREAM
+from test_v1_streams import TIMEOUT, _guarded, two_branches
+
+pytestmark = pytest.mark.skipif(CPUS < 2, reason="the cores pull streams only when kernels are tiled over 2+")
+CORES = {"aicore_num": 2}
+
+
+def _x(n=256):
+    return np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+
+
+def test_policy_static_plans_with_tiled_kernels_and_several_streams():
+    multi = ge.compile(two_branches(), CORES)
+    assert multi.num_streams == 2 and dispatch_cores(multi) == 2
+    assert dispatch_cores(ge.compile(two_branches(), PER_STREAM)) == 0            # untiled: stream threads
+    assert dispatch_cores(ge.compile(two_branches(), {"max_streams": 1, **CORES})) == 0   # one stream
+    assert dispatch_cores(ge.compile(two_branches(), {"thread_budget": 1, **CORES})) == 0  # one thread may run
+
+
+def test_the_cores_pull_the_streams_and_give_the_bits_of_one_stream_and_of_stream_threads(monkeypatch):
+    model = two_branches()
+    sess = ge.Session(model, runtime="v1", options=CORES)
+    inst = sess._executor._instances.all[0]
+    assert isinstance(inst.streams, Dispatcher) and sess.stream_threads == 2
+    assert len(sess._executor.model.streams) == sess.plan.num_streams == 2   # a table per stream
+    one = ge.Session(model, runtime="v1", options={"max_streams": 1, **CORES})
+    monkeypatch.setenv("GE_V1_DISPATCH", "0")
+    threads = ge.Session(model, runtime="v1", options={"thread_budget": 4, **CORES})
+    assert not isinstance(threads._executor._instances.all[0].streams, Dispatcher)
+    x = _x()
+    want = one.run(None, {"x": x})[0]
+    for _ in range(5):   # event flags are generations: replays need no reset
+        np.testing.assert_array_equal(_guarded(lambda: sess.run(None, {"x": x})[0]), want)
+        np.testing.assert_array_equal(threads.run(None, {"x": x})[0], want)
+
+
+@pytest.mark.parametrize("name", ["inception_v1", "squeezenet"])
+def test_light_models_pulled_by_the_cores_equal_one_stream_bitwise(name):
+    model = with_random_weights(name)
+    sess = ge.Session(model, runtime="v1", options=CORES)
+    one = ge.Session(model, runtime="v1", options={"max_streams": 1, **CORES})
+    assert sess.plan.num_streams > 1 and isinstance(sess._executor._instances.all[0].streams, Dispatcher)
+    feeds = reference_feeds(one)
+    for _ in range(3):
+        for a, b in zip(_guarded(lambda: sess.run(None, feeds)), one.run(None, feeds)):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("branch", ["a", "b"])
+def test_a_failing_block_aborts_every_core_and_the_next_run_is_exact(branch):
+    sess = ge.Session(two_branches(gather_on=branch), runtime="v1", options=CORES)
+    assert isinstance(sess._executor._instances.all[0].streams, Dispatcher)
+    x, good = _x(), np.arange(256, dtype=np.int64)[::-1].copy()
+    want = sess.run(None, {"x": x, "i": good})[0]
+    bad = good.copy()
+    bad[7] = 1000
+    for _ in range(2):
+        with pytest.raises(ExecutionError, match="Gather node 'pick'.*IndexError"):
+            _guarded(lambda: sess.run(None, {"x": x, "i": bad}))
+        np.testing.assert_array_equal(_guarded(lambda: sess.run(None, {"x": x, "i": good})[0]), want)
+
+
+def test_concurrent_runs_on_two_instances():
+    sess = ge.Session(two_branches(), runtime="v1", options={"executor_instances": 2, **CORES})
+    rng = np.random.default_rng(1)
+    feeds = [rng.standard_normal((256, 256)).astype(np.float32) for _ in range(4)]
+    expected = [sess.run(None, {"x": x})[0] for x in feeds]
+    errors = hammer(lambda x: sess.run(None, {"x": x})[0], feeds, expected, 6, TIMEOUT, rotate=True)
+    assert not errors, errors[:5]
+
+
+def test_close_stops_the_core_threads():
+    sess = ge.Session(two_branches(), runtime="v1", options=CORES)
+    sess.run(None, {"x": _x()})
+    workers = [t for inst in sess._executor._instances.all for t in inst.streams.workers]
+    assert len(workers) == 1 and all(t.is_alive() for t in workers)
+    sess.close()
+    assert not any(t.is_alive() for t in workers)
+    assert not [t for t in threading.enumerate() if t in workers]
+
+
+def test_a_trace_shows_each_task_on_a_core_and_on_its_stream():
+    sess = ge.Session(two_branches(n=512, depth=6), runtime="v1", options=CORES)
+    x = _x(512)
+    want = sess.run(None, {"x": x})[0]
+    tracer = Tracer("pulled")
+    np.testing.assert_array_equal(sess._executor.run_traced({sess.plan.inputs[0]: x}, tracer)[0], want)
+    tasks = [n for n in sess.plan.nodes if n.launch is not None and not n.no_task]
+    kernels = [s for s in tracer.slices if s.kind == "kernel"]
+    assert sorted(k.name for k in kernels) == sorted(n.name for n in tasks)
+    stream = {n.name: n.stream for n in tasks}
+    assert all(k.track == stream[k.name] for k in kernels)
+    blocks = [s for s in tracer.slices if s.kind == "block"]
+    assert {b.track for b in blocks} <= {CORE_TRACK0, CORE_TRACK0 + 1}
+    assert {b.name.rsplit("[", 1)[0] for b in blocks} == {n.name for n in tasks}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_its_own_cores():
+    sess = ge.Session(two_branches(), runtime="v1", options=CORES)
+    x = _x()
+    want = sess.run(None, {"x": x})[0]
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code
+        ok = all(np.array_equal(sess.run(None, {"x": x})[0], want) for _ in range(2))
+        os._exit(0 if ok else 3)
+    status = _guarded(lambda: os.waitpid(pid, 0)[1])
+    assert os.waitstatus_to_exitcode(status) == 0
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
+
+
+def test_the_stream_switch_keeps_one_table(monkeypatch):
+    monkeypatch.setenv("GE_V1_STREAMS", "0")
+    ex = runtime_v1.Executor(ge.compile(two_branches(), CORES))
+    assert ex.model.dispatch_cores == 0 and len(ex.model.streams) == 1
