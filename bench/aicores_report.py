@@ -11,6 +11,8 @@ Prints, with the date and the machine, contenders alternating round by round in 
   streams   Inception v1/v2: cores alone (one stream), streams alone (aicore_num 1), and both: a thread per
             stream, every kernel tiled, core tokens bounding the threads that compute ("threads"), and the
             defaults, the streams pulled by the cores (runtime_v1/dispatch.py, "pulled");
+  pulled    every multi-stream model: streams pulled by the cores (the defaults) vs merged on one stream
+            thread (GE_V1_DISPATCH=0) vs one stream;
   headroom  Inception v1/v2, every kernel tiled, on one stream and pulled: a traced run's busy and idle time
             of the cores, and the wall time were no core ever idle (what streams could fill at most);
   dispatch  a 1,000-node chain with every tiled task forced to block_dim = cores vs 1: the cost per task;
@@ -171,27 +173,69 @@ def streams(rounds: int) -> None:
               + f"   best of cores, streams / pulled {min(m['cores'], m['streams']) / m['pulled']:.3f}", flush=True)
 
 
+def pulled(rounds: int) -> None:
+    """Every multi-stream model: its streams pulled by the cores (the defaults) vs on one stream thread (the
+    stream-thread policy, GE_V1_DISPATCH=0: streams merged in plan order) vs one stream."""
+    print("\n== multi-stream models: streams pulled by the cores vs one stream thread vs one stream (runtime_v1), ms")
+    for name, model in models().items():
+        sess = {"pulled": ge.Session(model)}
+        if sess["pulled"].plan.num_streams < 2:
+            continue
+        os.environ["GE_V1_DISPATCH"] = "0"
+        sess["one thread"] = ge.Session(model)
+        del os.environ["GE_V1_DISPATCH"]
+        sess["one stream"] = ge.Session(model, options=ge.Options(max_streams=1))
+        feeds = feeds_for(sess["one stream"])
+        want = sess["one stream"].run(None, feeds)
+        for s in sess.values():
+            for a, b in zip(s.run(None, feeds), want):
+                np.testing.assert_array_equal(a, b)
+        t = alternate({k: (lambda s=s: s.run(None, feeds)) for k, s in sess.items()}, rounds=rounds)
+        m = {k: med(v) for k, v in t.items()}
+        print(f"{name:34s} {sess['pulled'].plan.num_streams} streams  " + "  ".join(f"{k} {v:7.2f}" for k, v in m.items())
+              + f"   one thread / pulled {m['one thread'] / m['pulled']:.3f}, one stream / pulled "
+              f"{m['one stream'] / m['pulled']:.3f}", flush=True)
+
+
+def _busy(slices) -> tuple[float, float]:
+    """(wall, compute) of a traced run: from the first block's start to the last one's end, and the sum of
+    the blocks' times."""
+    return max(x.end for x in slices) - min(x.start for x in slices), sum(x.end - x.start for x in slices)
+
+
 def headroom(rounds: int) -> None:
     """How much streams could add to tiled kernels at most: the cores' idle time on one stream, and with the
-    streams pulled by the cores."""
+    streams pulled by the cores. Both runs native: the pulled streams' cores record every task; one stream's
+    loop records the blocks of its tiled tasks, and its untiled tasks' times (one core computing, the other
+    idle) come from a run stepped from Python (`run_traced`), whose gaps are not the native loop's."""
     from ge.npu import Tracer
     print(f"\n== kernels tiled over {CPUS} cores: traced busy time of the cores (best of {rounds} runs), ms")
     for name in ("inception_v1", "inception_v2"):
-        for kind, opts in (("one stream", ge.Options(max_streams=1)), ("pulled", ge.Options())):
-            s = ge.Session(with_random_weights(name), options=opts)
-            feeds = feeds_for(s)
-            best = None
-            for _ in range(rounds):
-                tr = Tracer()
-                s.run_traced(feeds, tr)
-                kern = [x for x in tr.slices if x.kind == "kernel"]
-                wall = max(x.end for x in kern) - min(x.start for x in kern)
-                if best is None or wall < best[0]:
-                    best = (wall, kern, [x for x in tr.slices if x.kind == "block"])
-            wall, kern, blocks = best
-            tiled = {b.name.rsplit("[", 1)[0] for b in blocks}
-            untiled = sum(k.end - k.start for k in kern if k.name not in tiled)
-            busy = untiled + sum(b.end - b.start for b in blocks)   # every core's compute
+        model = with_random_weights(name)
+        one, pull = ge.Session(model, options=ge.Options(max_streams=1)), ge.Session(model)
+        feeds = feeds_for(one)
+        tr = Tracer()
+        one.run_traced(feeds, tr)
+        tiled = {b.name.rsplit("[", 1)[0] for b in tr.slices if b.kind == "block"}
+        untiled = sum(k.end - k.start for k in tr.slices if k.kind == "kernel" and k.name not in tiled)
+        ex = one._executor
+        inst = ex._instances.all[0]
+        names = {int(ex.model.itab.ctypes.data + 8 * st.ioffs[t]): (0, task.node.name)
+                 for st in ex.model.streams for t, task in enumerate(st.native) if task is not None}
+        best = {}
+        for _ in range(rounds):
+            tr = Tracer()
+            with inst.cores.tracing(tr, names):
+                one.run(None, feeds)
+            wall, busy = _busy(tr.slices)
+            if "one stream" not in best or wall < best["one stream"][0]:
+                best["one stream"] = (wall, busy + untiled)
+            tr = Tracer()
+            pull.run_traced(feeds, tr)
+            wall, busy = _busy([x for x in tr.slices if x.kind == "block"])
+            if "pulled" not in best or wall < best["pulled"][0]:
+                best["pulled"] = (wall, busy)
+        for kind, (wall, busy) in best.items():
             print(f"{name:14s} {kind:10s} wall {wall * 1e3:6.2f}  compute {busy * 1e3:6.2f} over {CPUS} cores "
                   f"({busy / (CPUS * wall):.1%} busy)  no idle core: {busy / CPUS * 1e3:6.2f}, at most "
                   f"{wall * CPUS / busy:.3f}x faster", flush=True)
@@ -247,7 +291,8 @@ def spin(rounds: int) -> None:
           f"non-spinning one {med(b['ge']):.1f} (onnxruntime {med(b['ort']):.1f}); ge alone {med(alone['ge']):.1f}")
 
 
-PARTS = {"ceiling": ceiling, "spin": spin, "speedup": speedup, "ort": versus_ort, "streams": streams, "headroom": headroom,
+PARTS = {"ceiling": ceiling, "spin": spin, "speedup": speedup, "ort": versus_ort, "streams": streams, "pulled": pulled,
+         "headroom": headroom,
          "dispatch": dispatch, "project": project}
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from ge.npu import native
-from ge.npu.aicore import _record, hold, unhold
+from ge.npu.aicore import hold, trace_block, unhold
 from ge.npu.native import (ABORT, LINE, STATUS, bump, call_thunk, cas, cycles, fetch_add, load_acquire, store_seqcst,
                            wait_change)
 
@@ -56,6 +56,19 @@ def _fail(ctrl, lay, t):
 
 
 @njit(nogil=True, cache=True)
+def _blocks_left(ctrl, lay, n):
+    """Some launched task has a block no core claimed yet."""
+    base = ctrl.ctypes.data
+    for k in range(n):
+        s = lay[0] + LINE * k
+        if load_acquire(base + 8 * (s + STATE)) == LAUNCHED:
+            full = (1 << ctrl[s + BDIM]) - 1
+            if load_acquire(base + 8 * (s + NEXT)) & full != full:
+                return True
+    return False
+
+
+@njit(nogil=True, cache=True)
 def _drive(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
     """Run stream k (owned by this core) from its head: True when it moved or launched, False when its head
     is a WAIT not yet met (the stream is free again)."""
@@ -70,11 +83,16 @@ def _drive(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
         if load_acquire(base + 8 * ABORT) != 0:
             return True
         a = addrs[t]
+        if a > 0 and moved and _blocks_left(ctrl, lay, stops.size):   # blocks first: free the stream for later
+            ctrl[s + PC] = t
+            store_seqcst(base + 8 * (s + STATE), FREE)
+            bump(ctrl, lay[1] + SEQ)
+            return True
         if a > 0 and blocks[t] == 1:
             t0 = cycles()
             call_thunk(a, ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, 0, 1)
             if team.size > 1:
-                _record(team.ctypes.data, ip + 8 * ioffs[t], 0, core, t0)
+                trace_block(team.ctypes.data, ip + 8 * ioffs[t], 0, core, t0)
             if load_acquire(bp + 8 * STATUS) != 0:
                 _fail(ctrl, lay, t)
                 return True
@@ -127,7 +145,7 @@ def _claim(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
             t0 = cycles()
             call_thunk(tab[0][t], itab.ctypes.data + 8 * tab[1][t], ftab.ctypes.data + 8 * tab[2][t], bp, b, bd)
             if team.size > 1:
-                _record(team.ctypes.data, itab.ctypes.data + 8 * tab[1][t], b, core, t0)
+                trace_block(team.ctypes.data, itab.ctypes.data + 8 * tab[1][t], b, core, t0)
         if fetch_add(base + 8 * (s + DONE), 1) + 1 == bd:
             if load_acquire(bp + 8 * STATUS) != 0:
                 _fail(ctrl, lay, t)
@@ -185,18 +203,21 @@ def core_loop(core, tab, prio, stops, itab, ftab, rows, ctrl, lay, stride, team)
 
 
 class Dispatcher:
-    """The cores that run one instance's stream tables (module doc); `run(keep)` as Streams.run."""
+    """The cores that run one instance's stream tables (module doc)."""
 
     def __init__(self, inst, cores: int):
         m = self.model = inst.model
-        self.inst, self.cores = inst, cores
+        self.cores = cores
         sizes = [len(st.addrs) for st in m.streams]
-        self.stops = np.cumsum(sizes).astype(np.int64)
-        self.tab = np.stack([np.concatenate([getattr(st, f) for st in m.streams]).astype(np.int64)
-                             for f in ("addrs", "ioffs", "foffs", "blocks")])
-        self.prio = np.array(_priorities(m.streams) + [1 << 40], np.int64)   # PC may sit at a table's end
+        stops = np.cumsum(sizes).astype(np.int64)
+        self.starts = stops - sizes
+        tab = np.stack([np.concatenate([getattr(st, f) for st in m.streams]).astype(np.int64)
+                        for f in ("addrs", "ioffs", "foffs", "blocks")])
+        prio = np.array(_priorities(m.streams) + [1 << 40], np.int64)   # PC may sit at a table's end
         self.ctrl = native.new_ctrl(m.n_events + len(sizes) + 1)
         self.lay = np.array([EV0 + LINE * m.n_events, EV0 + LINE * (m.n_events + len(sizes))], np.int64)
+        self.tables = (tab, prio, stops, m.itab, m.ftab, inst.rows, self.ctrl, self.lay)
+        self.team = inst.team
         self.generation = 0
         self.workers: list[threading.Thread] = []
         self.pid = None
@@ -209,38 +230,32 @@ class Dispatcher:
             self.ctrl[native.GO] = self.ctrl[native.DONE] = self.ctrl[native.STOP] = 0
             self.generation = 0
         self.pid, self.workers = os.getpid(), []
-        fixed = self._args()
         for c in range(1, self.cores):
-            t = threading.Thread(target=core_loop, args=(c, *fixed[:-2], self.model.event_stride, fixed[-1]),
+            t = threading.Thread(target=core_loop, args=(c, *self.tables, self.model.event_stride, self.team),
                                  daemon=True, name=f"ge-v1-core{c}")
             t.start()
             self.workers.append(t)
 
-    def _args(self) -> tuple:
-        inst = self.inst
-        return (self.tab, self.prio, self.stops, self.model.itab, self.model.ftab, inst.rows, self.ctrl, self.lay,
-                self.generation * self.model.event_stride, inst.team)
-
-    def run(self, keep: dict, tracer=None) -> None:   # noqa: ARG002 - traced by the cores' records
-        """One run of every stream; the failing task's ExecutionError (re-run from Python), if any."""
-        from .streams import _call, _raise
+    def run(self, keep: dict, tracer=None):
+        """One run of every stream (traced by the cores' own records: `tracer` unused); the task whose kernel
+        raised first, if any (the executor re-runs it from Python for its message)."""
         self._start()
         c, (s0, g) = self.ctrl, self.lay
+        # the last run's workers have left its loop (joined here, not at its end: every stream had ended by
+        # then, and waking a parked worker only to hear it arrive cost small models 1-3%)
+        native.join(c, self.generation * (self.cores - 1))
         self.generation += 1
         c[ABORT] = c[g + FIN] = c[g + FAILED] = 0
         c[s0 + STATE:g:LINE] = FREE
-        c[s0 + PC:g:LINE] = self.stops - [len(st.addrs) for st in self.model.streams]
+        c[s0 + PC:g:LINE] = self.starts
         native.release(c)
-        try:
-            dispatch(0, *self._args())
-        finally:
-            native.join(c, self.generation * (self.cores - 1))
+        dispatch(0, *self.tables, self.generation * self.model.event_stride, self.team)
         failed = int(c[g + FAILED]) - 1
-        if failed >= 0:
-            k = int(np.searchsorted(self.stops, failed, side="right"))
-            task = self.model.streams[k].native[failed - (self.stops[k - 1] if k else 0)]
-            _call(self.inst.bind_call(task), self.inst, keep, task.node)
-            _raise(task.node, "the kernel raised (native task; it did not raise when re-run)")
+        if failed < 0:
+            return None
+        native.join(c, self.generation * (self.cores - 1))   # no core runs a block while the task re-runs
+        k = int(np.searchsorted(self.starts, failed, side="right")) - 1
+        return self.model.streams[k].native[failed - self.starts[k]]
 
     def close(self) -> None:
         native.stop(self.ctrl)

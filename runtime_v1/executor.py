@@ -309,10 +309,13 @@ class Executor:
         else:
             inst.rows[1:] = bases
             try:
-                runner.run(keep, tracer)
+                failed = runner.run(keep, tracer)   # Streams raise; the cores (dispatch.py) name the task
             finally:
                 if runner is not inst.streams:
                     runner.close()
+            if failed is not None:   # re-run it from Python: the kernel's own exception and message
+                _call(inst.bind_call(failed), inst, keep, failed.node)
+                _raise(failed.node, "the kernel raised (native task; it did not raise when re-run)")
         for k, o in enumerate(self._outputs):
             if o[0] == COPY:
                 _, slot, off, spec = o

@@ -55,7 +55,7 @@ CORE_TRACK0 = 1000      # trace track of worker core k: CORE_TRACK0 + k
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _record(base, ip, b, core, t0):
+def trace_block(base, ip, b, core, t0):
     """A block's trace record, when tracing is on (TRACE holds a buffer address)."""
     buf = load_acquire(base + 8 * TRACE)
     if buf != 0:
@@ -85,7 +85,7 @@ def _blocks(team, s, gen, addr, ip, fp, bp, block_dim, core):
         if load_acquire(bp + 8 * STATUS) == 0:   # a block failed: skip the rest, count them done
             t0 = cycles()
             call_thunk(addr, ip, fp, bp, b, block_dim)
-            _record(base, ip, b, core, t0)
+            trace_block(base, ip, b, core, t0)
         ran += 1
         if fetch_add(base + 8 * (s + DONE), 1) + 1 == block_dim:
             wake(team, base + 8 * (s + DONE))

@@ -1,12 +1,13 @@
 """Host threads for a plan's streams: how many (the thread budget) and what each runs (its program).
 
-Both runtimes run a multi-stream plan the same way, from these two functions:
+Both runtimes run a multi-stream plan on stream threads from these two functions, except where the AI cores
+pull the streams (runtime_v1, kernels tiled: `dispatch_cores`):
   1. `stream_threads(plan)`: the plan's streams share `Options.thread_budget` (0 = the CPUs this process
      may use) with the AI cores every kernel is tiled over (aicore.py): budget // aicore_num threads, at
      least one, at most one per stream; stream s runs on thread s mod that number (streams densely
-     renumbered in order). `dispatch_cores(plan)` instead: a static plan with several streams and tiled
-     kernels runs each stream as a queue the AI cores pull from (runtime_v1/dispatch.py), on aicore_num
-     threads: no stream owns a thread, so streams fill the idle tails of one another's tiled tasks.
+     renumbered in order). `dispatch_cores(plan)`: a static plan with several streams and tiled kernels
+     runs each stream as a queue the AI cores pull from (runtime_v1/dispatch.py), on aicore_num threads: no
+     stream owns a thread, so streams fill the idle tails of one another's tiled tasks.
   2. `thread_programs(plan, threads)`: per thread, its steps in plan order, each as (step, waits, records):
      the ids of the plan's events it waits for before the step and records after it. Only events between
      different threads are kept: one thread keeps its own order. Plan order is topological and every
@@ -25,8 +26,8 @@ def thread_budget(options) -> int:
 
 
 def stream_threads(plan) -> int:
-    """Step 1: host threads for the plan's streams: the thread budget divided by the AI cores every kernel is
-    tiled over, at least one, at most one per stream.
+    """Step 1: host threads for the plan's streams when no cores pull them (`dispatch_cores`; runtime_v2): the
+    thread budget divided by the AI cores every kernel is tiled over, at least one, at most one per stream.
 
     Why divide: each tiled kernel already keeps all the cores busy, so a second stream thread only helps where
     branches balance and the kernels are small. Measured on 2 cores (runtime_v1, 30 alternating rounds,
@@ -47,9 +48,10 @@ def dispatch_cores(plan) -> int:
     stream threads instead: one stream, dynamic steps (their host work is what stream threads overlap), or
     kernels not tiled (aicore_num 1: streams are the only parallelism).
 
-    Measured on 2 cores (bench/aicores_report.py streams part, 2026-12-07): Inception v1 and v2 keep the cores
-    busy 94-96% of a run on one stream and 96-98% with their streams pulled by both cores; one thread per
-    stream (each launching its own tiled tasks) was 0.83-0.88x of one stream."""
+    Measured on 2 cores (bench/aicores_report.py, 2026-12-07, alternating, medians): pulled streams against
+    one stream 0.99-1.01x on Inception v1/v2, ShuffleNet, SqueezeNet and a BERT-like encoder (one stream
+    already keeps both cores 96-98% busy: `--only headroom`), where a thread per stream, each launching its
+    own tiled tasks, was 0.75-0.87x."""
     streams = len({n.stream for n in plan.nodes})
     cores = min(plan.options.aicore_num or 1, thread_budget(plan.options))
     if streams < 2 or cores < 2 or any(n.is_dynamic for n in plan.nodes):
