@@ -132,3 +132,20 @@ def test_the_stream_switch_keeps_one_table(monkeypatch):
     monkeypatch.setenv("GE_V1_STREAMS", "0")
     ex = runtime_v1.Executor(ge.compile(two_branches(), CORES))
     assert ex.model.dispatch_cores == 0 and len(ex.model.streams) == 1
+
+
+def test_streams_of_untiled_kernels_are_pulled_too():
+    """Launches too small to split (block_dim 1 everywhere): the cores still pull the streams, with no
+    AI-core team behind them; a traced run steps the rows from Python instead."""
+    sess = ge.Session(two_branches(n=8), runtime="v1", options=CORES)
+    ex = sess._executor
+    inst = ex._instances.all[0]
+    assert isinstance(inst.streams, Dispatcher) and inst.cores is None and not ex.model.uses_cores
+    one = ge.Session(two_branches(n=8), runtime="v1", options={"max_streams": 1, **CORES})
+    x = _x(8)
+    want = one.run(None, {"x": x})[0]
+    for _ in range(3):
+        np.testing.assert_array_equal(_guarded(lambda: sess.run(None, {"x": x})[0]), want)
+    tracer = Tracer("stepped")
+    np.testing.assert_array_equal(ex.run_traced({sess.plan.inputs[0]: x}, tracer)[0], want)
+    assert {s.kind for s in tracer.slices} >= {"kernel", "record", "wait"}
