@@ -192,7 +192,8 @@ def pulled(rounds: int) -> None:
                 np.testing.assert_array_equal(a, b)
         t = alternate({k: (lambda s=s: s.run(None, feeds)) for k, s in sess.items()}, rounds=rounds)
         m = {k: med(v) for k, v in t.items()}
-        print(f"{name:34s} {sess['pulled'].plan.num_streams} streams  " + "  ".join(f"{k} {v:7.2f}" for k, v in m.items())
+        cells = "  ".join(f"{k} {v:7.2f}" for k, v in m.items())
+        print(f"{name:34s} {sess['pulled'].plan.num_streams} streams  {cells}"
               + f"   one thread / pulled {m['one thread'] / m['pulled']:.3f}, one stream / pulled "
               f"{m['one stream'] / m['pulled']:.3f}", flush=True)
 

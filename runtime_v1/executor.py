@@ -93,9 +93,11 @@ class Instance:
         self.rows = np.tile(self.defaults, (len(model.streams), 1))
         self.bases = self.rows[0]
         self.model = model
-        # the AI cores: one launch slot per stream thread when some task is tiled (block_dim > 1)
+        # the AI cores: one launch slot per stream thread when some task is tiled (block_dim > 1); cores that
+        # pull the streams (dispatch.py) post no launches
         self.cores = team() if model.uses_cores else None
-        self.slots = (self.cores.acquire_slots(len(model.streams)) if self.cores is not None
+        launches = self.cores is not None and not model.dispatch_cores
+        self.slots = (self.cores.acquire_slots(len(model.streams)) if launches
                       else np.full(len(model.streams), -1, np.int64))
         self.team = self.cores.ctrl if self.cores is not None else _NO_TEAM
         self.streams = (Dispatcher(self, model.dispatch_cores) if model.dispatch_cores else

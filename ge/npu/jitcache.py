@@ -6,7 +6,8 @@ the old GEMM, and after an edit of aicore.py, runtime_v1's cached interpreter wo
 the old layout (seen while building the AI cores: blocks silently missing from traces). So the modules of a
 *group* share one stamp, a hash of all their sources: an edit anywhere in the group recompiles the group.
 Groups: the kernel library (every module of ge/kernels) and the native floor (ge/npu/native.py, aicore.py,
-runtime_v1/sink.py and dispatch.py, and runtime_v2/queues.py, whose loops inline them). The cache files stay where Numba puts them.
+runtime_v1/sink.py and dispatch.py, and runtime_v2/queues.py, whose loops inline them). The cache files stay
+where Numba puts them.
 """
 from __future__ import annotations
 

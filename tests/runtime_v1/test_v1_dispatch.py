@@ -1,7 +1,7 @@
 """runtime_v1's stream scheduler (dispatch.py): a static plan's streams pulled by the AI cores, at the defaults
-whenever kernels are tiled. Same bits as one stream and as a thread per stream, failures abort every core and
-the next run is exact, concurrent runs and a forked child stay correct, close leaves no thread, and a trace
-shows every task on an AI core's track and on its stream's."""
+whenever kernels are tiled. Same bits as one stream and as a thread per stream, concurrent runs and a forked
+child stay correct, close leaves no thread, and a trace shows every task on an AI core's track and on its
+stream's (a failing block: test_v1_streams.py's failing-kernel test, "pulled")."""
 import os
 import threading
 
@@ -10,7 +10,6 @@ import pytest
 
 import ge
 import runtime_v1
-from ge.errors import ExecutionError
 from ge.npu import Tracer
 from ge.npu.aicore import CORE_TRACK0, CPUS
 from ge.npu.programs import dispatch_cores
@@ -63,20 +62,6 @@ def test_light_models_pulled_by_the_cores_equal_one_stream_bitwise(name):
     for _ in range(3):
         for a, b in zip(_guarded(lambda: sess.run(None, feeds)), one.run(None, feeds)):
             np.testing.assert_array_equal(a, b)
-
-
-@pytest.mark.parametrize("branch", ["a", "b"])
-def test_a_failing_block_aborts_every_core_and_the_next_run_is_exact(branch):
-    sess = ge.Session(two_branches(gather_on=branch), runtime="v1", options=CORES)
-    assert isinstance(sess._executor._instances.all[0].streams, Dispatcher)
-    x, good = _x(), np.arange(256, dtype=np.int64)[::-1].copy()
-    want = sess.run(None, {"x": x, "i": good})[0]
-    bad = good.copy()
-    bad[7] = 1000
-    for _ in range(2):
-        with pytest.raises(ExecutionError, match="Gather node 'pick'.*IndexError"):
-            _guarded(lambda: sess.run(None, {"x": x, "i": bad}))
-        np.testing.assert_array_equal(_guarded(lambda: sess.run(None, {"x": x, "i": good})[0]), want)
 
 
 def test_concurrent_runs_on_two_instances():

@@ -14,6 +14,7 @@ import ge
 import runtime_v1
 from ge.errors import ExecutionError
 from ge.npu import Tracer
+from ge.npu.aicore import CPUS
 from ge.schedule.events import SyncEvent
 from ge.zoo import expected_outputs, light_model_path, reference_feeds, with_random_weights
 from runtime_v1 import sink
@@ -161,9 +162,13 @@ def test_switch_keeps_one_list(monkeypatch):
     np.testing.assert_allclose(got[0], expected_outputs("squeezenet")[0], rtol=1e-3, atol=1e-5)
 
 
+@pytest.mark.parametrize("options", [PER_STREAM, pytest.param(
+    {"aicore_num": 2}, id="pulled", marks=pytest.mark.skipif(CPUS < 2, reason="cores pull streams on 2+"))])
 @pytest.mark.parametrize("branch", ["a", "b"])
-def test_failing_native_kernel_names_the_node_and_does_not_hang(branch):
-    sess = ge.Session(two_branches(gather_on=branch), runtime="v1", options=PER_STREAM)
+def test_failing_native_kernel_names_the_node_and_does_not_hang(branch, options):
+    """On stream threads, and with the streams pulled by the cores (runtime_v1/dispatch.py): a block that
+    fails stops every core, the run names the node, the next run is exact."""
+    sess = ge.Session(two_branches(gather_on=branch), runtime="v1", options=options)
     plan = sess.plan
     assert plan.num_streams == 2 and plan.events
     pick = next(n for n in plan.nodes if n.name == "pick")
