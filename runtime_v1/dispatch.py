@@ -16,7 +16,8 @@ at a stream's head to whichever AI cores are free, and a free core takes the nex
   3. else wait for SEQ, a counter every launch, record and finished stream bumps (spin, yield, futex).
 A core is idle only when no stream can move and no launched block is left: streams fill the tails of one
 another's tasks, which one stream with a barrier per task cannot (measured in bench/aicores_report.py).
-Each core holds one of the device's core tokens for the run (no oversubscription with other sessions).
+Each core holds one of the device's core tokens for the run: the caller takes one as a runtime's thread does,
+a worker only when one is free (it waits otherwise), so other sessions' threads and these never oversubscribe.
 A kernel that raised sets its stream's STATUS; the first failure is kept in FAILED (row + 1) and ABORT
 stops every core at its next step; the executor re-runs that task from Python for the message.
 
@@ -34,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from ge.npu import native
-from ge.npu.aicore import hold, trace_block, unhold
+from ge.npu.aicore import hold, trace_block, try_hold, unhold
 from ge.npu.native import (ABORT, LINE, STATUS, bump, call_thunk, cas, cycles, fetch_add, load_acquire, store_seqcst,
                            wait_change)
 
@@ -162,10 +163,17 @@ def dispatch(core, tab, prio, stops, itab, ftab, rows, ctrl, lay, gen, team):
     base = ctrl.ctypes.data
     n = stops.size
     tried = np.zeros(n, np.bool_)
-    if team.size > 1:
+    held = core == 0 or team.size == 1   # the caller computes anyway (it may overdraw, as a runtime's thread)
+    if core == 0 and team.size > 1:
         hold(team)
-    while load_acquire(base + 8 * (lay[1] + FIN)) < n and load_acquire(base + 8 * ABORT) == 0:
-        seen = load_acquire(base + 8 * (lay[1] + SEQ))
+    while True:
+        seen = load_acquire(base + 8 * (lay[1] + SEQ))   # before FIN: the last stream's end bumps SEQ after it
+        if load_acquire(base + 8 * (lay[1] + FIN)) == n or load_acquire(base + 8 * ABORT) != 0:
+            break
+        if not held and not try_hold(team):   # a worker computes only with a free token: no oversubscription
+            wait_change(ctrl, lay[1] + SEQ, seen, ABORT, True)
+            continue
+        held = True
         ran = False
         for k in range(n):   # 1. blocks of launched tasks
             if _claim(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
@@ -185,7 +193,7 @@ def dispatch(core, tab, prio, stops, itab, ftab, rows, ctrl, lay, gen, team):
                 ran = _drive(best, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen)
         if not ran:   # 3. nothing to do until a launch, a record or a stream's end
             wait_change(ctrl, lay[1] + SEQ, seen, ABORT, True)
-    if team.size > 1:
+    if held and team.size > 1:
         unhold(team)
 
 

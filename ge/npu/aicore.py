@@ -124,6 +124,12 @@ def hold(team):
 
 
 @njit(nogil=True, cache=True)
+def try_hold(team):
+    """Take a core token if one is free (a worker's way in: it never overdraws); True when taken."""
+    return _take_token(team.ctypes.data)
+
+
+@njit(nogil=True, cache=True)
 def unhold(team):
     """This thread stops computing (its run ended, or it waits for an event): its token goes back, and a
     parked worker is woken if a launch has blocks left."""

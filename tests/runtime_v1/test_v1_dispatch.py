@@ -3,6 +3,8 @@ whenever kernels are tiled. Same bits as one stream and as a thread per stream, 
 child stay correct, close leaves no thread, and a trace shows every task on an AI core's track and on its
 stream's (a failing block: test_v1_streams.py's failing-kernel test, "pulled")."""
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -134,3 +136,20 @@ def test_streams_of_untiled_kernels_are_pulled_too():
     tracer = Tracer("stepped")
     np.testing.assert_array_equal(ex.run_traced({sess.plan.inputs[0]: x}, tracer)[0], want)
     assert {s.kind for s in tracer.slices} >= {"kernel", "record", "wait"}
+
+
+def test_every_run_ends_when_the_cores_are_preempted():
+    """Eight threads on four instances while two other processes spin, so the OS preempts the cores anywhere.
+    Regression: a core read the run's end flag, was preempted, then read the wake-up counter after the last
+    stream's bump and slept for good; the next run's join waited for it (hung in 300 runs of 8 threads)."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        sess = ge.Session(two_branches(n=16, depth=2), runtime="v1", options={"executor_instances": 4, **CORES})
+        x = _x(16)
+        want = sess.run(None, {"x": x})[0]
+        errors = hammer(lambda a: sess.run(None, {"x": a})[0], [x] * 8, [want] * 8, 300, TIMEOUT)
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    assert not errors, errors[:5]
