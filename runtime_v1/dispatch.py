@@ -11,8 +11,9 @@ at a stream's head to whichever AI cores are free, and a free core takes the nex
      its stream and drives it on (`_drive`), so the stream's next task starts with no hand-over;
   2. else a stream: of the streams no core owns, the one whose head has the earliest plan step (plan order
      is topological: the critical path of one stream first); `_drive` runs its event ops and untiled tasks
-     until a tiled task (launched: its blocks go to step 1), an unmet WAIT (the stream is free again) or
-     the end;
+     until a tiled task (launched: its blocks go to step 1), an unmet WAIT (the stream is free again), a
+     launched task elsewhere with a block left (the stream is freed, the block taken: a BERT-like encoder's
+     V projection waited 250 us for its second block behind a stream's chain of small tasks) or the end;
   3. else wait for SEQ, a counter every launch, record and finished stream bumps (spin, yield, futex).
 A core is idle only when no stream can move and no launched block is left: streams fill the tails of one
 another's tasks, which one stream with a barrier per task cannot (measured in bench/aicores_report.py).
