@@ -369,7 +369,8 @@ class Executor:
             out["instances"] = len(pool.all)
         m = self.model
         out.update(native_tasks=m.native_tasks, fallback_tasks=m.fallback_tasks, load_seconds=m.load_seconds,
-                   streams=len(m.streams), events=len(m.events))  # tables run in parallel, event pairs in them
+                   streams=len(m.streams), events=len(m.events),  # tables run in parallel, event pairs in them
+                   pulled_by_cores=m.dispatch_cores)              # the cores that pull the streams, 0: threads
         return out
 
     def allocator_stats(self) -> dict:

@@ -194,8 +194,10 @@ def cores(sess) -> str:
     plan = sess.plan
     tiled = sum(n.launch is not None and n.launch.block_dim > 1 for n in plan.nodes)
     tasks = sum(n.launch is not None and not n.no_task for n in plan.nodes)
+    pulled = sess.stats().get("pulled_by_cores", 0)
+    where = f"pulled by the {pulled} cores" if pulled else f"on {plural(sess.stream_threads, 'thread')}"
     return (f"{plan.options.aicore_num} AI cores ({tiled} of {tasks} tasks split into blocks), "
-            f"{plural(plan.num_streams, 'stream')} on {plural(sess.stream_threads, 'thread')}")
+            f"{plural(plan.num_streams, 'stream')} {where}")
 
 
 def where_time_went(progress: Progress, import_s: float, first_run_s: float | None = None) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 import ge
 import runtime_v1
+from ge.cli.common import cores as cores_line
 from ge.npu import Tracer
 from ge.npu.aicore import CORE_TRACK0, CPUS
 from ge.npu.programs import dispatch_cores
@@ -43,10 +44,12 @@ def test_the_cores_pull_the_streams_and_give_the_bits_of_one_stream_and_of_strea
     inst = sess._executor._instances.all[0]
     assert isinstance(inst.streams, Dispatcher) and sess.stream_threads == 2
     assert len(sess._executor.model.streams) == sess.plan.num_streams == 2   # a table per stream
+    assert sess.stats()["pulled_by_cores"] == 2 and "2 streams pulled by the 2 cores" in cores_line(sess)
     one = ge.Session(model, runtime="v1", options={"max_streams": 1, **CORES})
     monkeypatch.setenv("GE_V1_DISPATCH", "0")
     threads = ge.Session(model, runtime="v1", options={"thread_budget": 4, **CORES})
     assert not isinstance(threads._executor._instances.all[0].streams, Dispatcher)
+    assert threads.stats()["pulled_by_cores"] == 0 and "2 streams on 2 threads" in cores_line(threads)
     x = _x()
     want = one.run(None, {"x": x})[0]
     for _ in range(5):   # event flags are generations: replays need no reset
