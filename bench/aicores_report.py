@@ -157,11 +157,7 @@ def streams(rounds: int) -> None:
                  "streams": ge.Options(aicore_num=1),                    # a thread per stream, kernels untiled
                  "threads": ge.Options(thread_budget=CPUS * 8),          # a thread per stream, kernels tiled
                  "pulled": ge.Options()}                                  # the defaults: the cores pull the streams
-        sess = {}
-        for k, o in kinds.items():
-            os.environ["GE_V1_DISPATCH"] = "0" if k == "threads" else "1"
-            sess[k] = ge.Session(model, options=o)
-        del os.environ["GE_V1_DISPATCH"]
+        sess = {k: (on_stream_threads if k == "threads" else ge.Session)(model, options=o) for k, o in kinds.items()}
         feeds = feeds_for(sess["cores"])
         want = sess["cores"].run(None, feeds)[0]
         for s in sess.values():
@@ -173,6 +169,16 @@ def streams(rounds: int) -> None:
               + f"   best of cores, streams / pulled {min(m['cores'], m['streams']) / m['pulled']:.3f}", flush=True)
 
 
+def on_stream_threads(model, options=None) -> ge.Session:
+    """A session whose streams run on stream threads even with tiled kernels (runtime_v1's GE_V1_DISPATCH=0,
+    read when the plan is loaded)."""
+    os.environ["GE_V1_DISPATCH"] = "0"
+    try:
+        return ge.Session(model, options=options)
+    finally:
+        del os.environ["GE_V1_DISPATCH"]
+
+
 def pulled(rounds: int) -> None:
     """Every multi-stream model: its streams pulled by the cores (the defaults) vs on one stream thread (the
     stream-thread policy, GE_V1_DISPATCH=0: streams merged in plan order) vs one stream."""
@@ -181,9 +187,7 @@ def pulled(rounds: int) -> None:
         sess = {"pulled": ge.Session(model)}
         if sess["pulled"].plan.num_streams < 2:
             continue
-        os.environ["GE_V1_DISPATCH"] = "0"
-        sess["one thread"] = ge.Session(model)
-        del os.environ["GE_V1_DISPATCH"]
+        sess["one thread"] = on_stream_threads(model)
         sess["one stream"] = ge.Session(model, options=ge.Options(max_streams=1))
         feeds = feeds_for(sess["one stream"])
         want = sess["one stream"].run(None, feeds)
@@ -220,9 +224,7 @@ def headroom(rounds: int) -> None:
         tiled = {b.name.rsplit("[", 1)[0] for b in tr.slices if b.kind == "block"}
         untiled = sum(k.end - k.start for k in tr.slices if k.kind == "kernel" and k.name not in tiled)
         ex = one._executor
-        inst = ex._instances.all[0]
-        names = {int(ex.model.itab.ctypes.data + 8 * st.ioffs[t]): (0, task.node.name)
-                 for st in ex.model.streams for t, task in enumerate(st.native) if task is not None}
+        inst, names = ex._instances.all[0], ex.task_names()
         best = {}
         for _ in range(rounds):
             tr = Tracer()

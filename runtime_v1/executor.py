@@ -243,11 +243,15 @@ class Executor:
         with self._instances.lease() as inst:
             if inst.cores is None:
                 return self._run(inst, feeds, {}, tracer)
-            m = self.model
-            names = {int(m.itab.ctypes.data + 8 * st.ioffs[t]): (st.tracks[t], task.node.name)
-                     for st in m.streams for t, task in enumerate(st.native) if task is not None}
-            with inst.cores.tracing(tracer, names, tasks=isinstance(inst.streams, Dispatcher)):
+            with inst.cores.tracing(tracer, self.task_names(), tasks=isinstance(inst.streams, Dispatcher)):
                 return self._run(inst, feeds, {}, tracer)
+
+    def task_names(self) -> dict:
+        """{a task's int-row address: (its stream's track, its node's name)}: how the AI cores' trace records
+        (ge.npu.aicore.AICores.tracing) name the task a block belongs to."""
+        m = self.model
+        return {int(m.itab.ctypes.data + 8 * st.ioffs[t]): (st.tracks[t], task.node.name)
+                for st in m.streams for t, task in enumerate(st.native) if task is not None}
 
     def _run(self, inst: Instance, feeds: dict, bound_out: dict, tracer=None) -> list[np.ndarray]:
         bases, c = inst.bases, inst.counters

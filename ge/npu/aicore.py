@@ -268,10 +268,11 @@ class AICores:
             c1, t1 = _now()
             n = min(int(self.ctrl[TRACE_N]), capacity)
             rate = (t1 - t0) / max(c1 - c0, 1)
-            spans: dict = {}
+            spans: dict = {}   # per task (with `tasks`): its first block's start, its last block's end
             for ip, b, core, s, e in buf[:n].tolist():
-                lo, hi = spans.get(ip, (s, e))
-                spans[ip] = min(lo, s), max(hi, e)
+                if tasks:
+                    lo, hi = spans.get(ip, (s, e))
+                    spans[ip] = min(lo, s), max(hi, e)
                 track, name = names.get(ip, (None, f"task@{ip:x}"))
                 if core >= 0:
                     track, label = CORE_TRACK0 + core, f"AI core {core}"
@@ -279,7 +280,7 @@ class AICores:
                     label = f"stream {track}" if track is not None else "launcher"
                 tracer.add_slice(track if track is not None else CORE_TRACK0 - 1, label, "block", f"{name}[{b}]",
                                  t0 - tracer.t0 + (s - c0) * rate, t0 - tracer.t0 + (e - c0) * rate)
-            for ip, (s, e) in spans.items() if tasks else ():
+            for ip, (s, e) in spans.items():
                 track, name = names.get(ip, (CORE_TRACK0 - 1, f"task@{ip:x}"))
                 tracer.add_slice(track, f"stream {track}", "kernel", name, t0 - tracer.t0 + (s - c0) * rate,
                                  t0 - tracer.t0 + (e - c0) * rate)

@@ -49,9 +49,9 @@ def dispatch_cores(plan) -> int:
     kernels not tiled (aicore_num 1: streams are the only parallelism).
 
     Measured on 2 cores (bench/aicores_report.py, 2026-12-07, alternating, medians): pulled streams against
-    one stream 0.99-1.01x on Inception v1/v2, ShuffleNet, SqueezeNet and a BERT-like encoder (one stream
-    already keeps both cores 96-98% busy: `--only headroom`), where a thread per stream, each launching its
-    own tiled tasks, was 0.75-0.87x."""
+    one stream 0.95-1.05x from run to run (0.99-1.01x in the quietest) on Inception v1/v2, ShuffleNet,
+    SqueezeNet and a BERT-like encoder (one stream already keeps both cores 96-98% busy: `--only headroom`),
+    where a thread per stream, each launching its own tiled tasks, took 1.13-1.32x the time of one stream."""
     streams = len({n.stream for n in plan.nodes})
     cores = min(plan.options.aicore_num or 1, thread_budget(plan.options))
     if streams < 2 or cores < 2 or any(n.is_dynamic for n in plan.nodes):
