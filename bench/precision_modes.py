@@ -1,5 +1,5 @@
 """GE's mixed-precision modes on the light models (random weights): planned feature map against float32's,
-max |error| of the output against float32 and whether top-1 agrees (README "Precision").
+max |error| of the output against float32 and whether top-1 agrees (docs/precision.md).
 
     python bench/precision_modes.py [--models squeezenet,inception_v1,...] [--runtime v2]
     taskset -c 0 python bench/precision_modes.py --speed [--models resnet50] [--rounds 10]

@@ -3,7 +3,7 @@
 Every name and value is checked: an unknown option (keyword or GE-style key) is a GEError listing the close
 matches, and a value of the wrong type or out of its range names the option and the range. No GE option is
 dropped silently: each GE name either sets a field (GE_ALIASES), is GE's default and changes nothing, or is
-refused with the reason ge does not do it (GE_REFUSED). README's "GE options" table lists them all.
+refused with the reason ge does not do it (GE_REFUSED). docs/options.md's "GE options" table lists them all.
 """
 from __future__ import annotations
 

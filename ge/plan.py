@@ -284,7 +284,7 @@ class Plan:
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        """The plan as plain data (the schema is documented in README.md, "Plan JSON")."""
+        """The plan as plain data (the schema is documented in docs/memory.md, "Plan JSON")."""
         mem = self.memory
         name = lambda i: None if i < 0 else self.tensors[i].name  # noqa: E731
         nodes = []

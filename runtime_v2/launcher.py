@@ -14,7 +14,7 @@ for was recorded or posted before) and, per step k on stream thread g (every thr
   4. Records: a RECORD entry on g per event, with `memory.record(g)`'s token; then g sees the step's
      entries (one store).
 All Python runs on one thread: no GIL hand-offs between streams (with Python stream threads they cost
-more than the streams gained, README "Stream modes and their cost"), and the host runs ahead of the
+more than the streams gained, docs/streams.md, "Stream modes and their cost"), and the host runs ahead of the
 kernels, as GE's host launches ahead of its streams. The host keeps no AI-core token (it runs no kernel
 unless a step cannot be posted). At the end every queue is drained (GE's LastWaitEvents).
 A failing step (here or a posted kernel) aborts the run: the streams skip the rest, the host stops

@@ -22,7 +22,7 @@ Step 2 (AssignByDependencyPass): for each node in order, a predecessor p is reus
         Per-engine caps (GE's max_parallel_num, Options.stream_max_parallel_num): an engine that already has
         its cap of new streams gets one of them round robin instead (GE's AssignNewStream). ge's default
         mode "auto" caps only the engines named; mode "engine" is GE's default, 1 stream per engine unless
-        named (Options.stream_parallel_mode; README "Streams and events" has the measured choice).
+        named (Options.stream_parallel_mode; docs/streams.md has the measured choice).
 Step 2b (UpdateForParallelGroupPass): unlabelled nodes with a parallel group (`_parallel_group` attribute or
         Options.parallel_groups) that share a stream move to one new stream per (stream, group name).
 Step 2c (AllReduceParallelPass, Options.hcom_parallel / ge.hcomParallel): the data descendants of every
