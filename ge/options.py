@@ -71,10 +71,10 @@ class Options:
     # their own threads, its caching allocator following GE's MIF protocol across them
     enable_dynamic_shape_multi_stream: bool = False
     max_streams: int = 8
-    # how streams are given out (GE_REFERENCE 3.1/3.2): "auto", ge's default (GE's ge.autoMultistreamParallelMode
-    # names its auto pass): a node with no reusable predecessor (a sibling branch) gets a new stream, up to
-    # max_streams; "engine", GE's default chain: at most stream_max_parallel_num streams per engine (1 each
-    # unless given), new streams of an engine given out round robin
+    # how streams are given out (docs/ge-reference.md §3.1, §3.2): "auto", ge's default (GE's
+    # ge.autoMultistreamParallelMode names its auto pass): a node with no reusable predecessor (a sibling branch)
+    # gets a new stream, up to max_streams; "engine", GE's default chain: at most stream_max_parallel_num streams
+    # per engine (1 each unless given), new streams of an engine given out round robin
     stream_parallel_mode: str = "auto"
     # GE's ge.streamMaxParallelNum: per engine its most streams, ((engine, n), ...) from "AIcoreEngine:4,
     # VectorEngine:2", {engine: n} or pairs; GE's engine names or ge's (AICORE, AICPU, ...); both modes honour it
@@ -338,7 +338,7 @@ GE_ALIASES = {
     "AC_PARALLEL_ENABLE": _ac_parallel,
 }
 
-# GE options ge knows of and does not do, with the reason (GE_REFERENCE 5); from_dict refuses them by name
+# GE options ge knows of and does not do, with the reason (docs/ge-reference.md §5); from_dict refuses them by name
 GE_REFUSED = {
     "ge.exec.inputReuseMemIndexes": "graph inputs are never scratch memory in ge's plan (their io blocks "
                                     "are the caller's buffers, bound zero copy)",
