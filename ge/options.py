@@ -12,7 +12,7 @@ import difflib
 import numbers
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .errors import GEError
 from .option_values import (  # noqa: F401 - the value parsers; GE_ENGINE_NAMES, MEMORY_POLICY re-exported
@@ -153,7 +153,6 @@ class Options:
     # GE's AllReduce-parallel pass (ge.hcomParallel): an AllReduce's data successors move to a stream of
     # their own, so compute that does not need it runs on meanwhile (ge/schedule/streams.py, Step 2c)
     hcom_parallel: bool = False
-    extra: dict = field(default_factory=dict, compare=False)
 
     def __init__(self, **kw):
         fields = {f.name: f for f in dataclasses.fields(self)}
@@ -192,8 +191,6 @@ class Options:
         object.__setattr__(self, "hccl_timeout", float(self.hccl_timeout))
         if not isinstance(self.memory_assigner, str):
             raise GEError(f"option memory_assigner must be a name, got {self.memory_assigner!r:.40}")
-        if not isinstance(self.extra, dict):
-            raise GEError(f"option extra must be a dict, got {type(self.extra).__name__}")
         mode = str(self.topo_sorting_mode).lower()
         # GE's TopoSortingMode numbers (compute_graph.h): 0 BFS, 1 DFS, 2 RDFS, 3 StableRDFS
         mode = {"0": "bfs", "1": "dfs", "2": "rdfs", "3": "stable_rdfs", "stablerdfs": "stable_rdfs",

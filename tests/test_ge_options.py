@@ -86,3 +86,9 @@ def test_options_doc_names_real_fields_and_the_environment():
         assert f"`{pair[0]}" in row.split("|")[2], f"docs/options.md's row for {key} does not name the field {pair[0]}"
     for env in ("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "OP_NO_REUSE_MEM"):
         assert any(f"`{env}`" in r.split("|")[1] for r in rows), f"docs/options.md's GE-options table lacks {env}"
+
+
+def test_an_option_that_would_do_nothing_is_refused():
+    """`extra` was accepted and never read: a setting that silently does nothing is refused instead."""
+    with pytest.raises(GEError, match="unknown option 'extra'"):
+        ge.Options(extra={"x": 1})
