@@ -148,7 +148,9 @@ def _source_coords(mode, n_in, n_out, scale, roi):
     if mode == "half_pixel_symmetric":
         offset = n_in / 2 * (1 - n_out / width)
         return offset + (y + 0.5) / scale - 0.5, None
-    return (y + 0.5) / scale, None  # tf_half_pixel_for_nn
+    # tf_half_pixel_for_nn (opset 11-12, TensorFlow's nearest): in float32 as onnxruntime computes it, so a
+    # tie such as 1.5 / 0.6 is 2.5 (round_prefer_ceil takes 3), not float64's 2.4999999
+    return ((y.astype(np.float32) + np.float32(0.5)) / np.float32(scale)).astype(np.float64), None
 
 
 def _cubic(d, a):
