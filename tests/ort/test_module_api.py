@@ -1,0 +1,157 @@
+"""onnxruntime's module-level API, its providers, its errors and its options: the same on ge.ort."""
+import importlib
+
+import numpy as np
+import pytest
+
+from .conftest import add_relu, expected, feeds, mul_weight
+
+
+def test_module_functions(rt):
+    assert "CPUExecutionProvider" in rt.get_available_providers()
+    assert {"CPUExecutionProvider", "CUDAExecutionProvider"} <= set(rt.get_all_providers())
+    assert rt.get_device() == "CPU"
+    assert isinstance(rt.get_version_string(), str) and isinstance(rt.get_build_info(), str)
+    rt.set_default_logger_severity(3)
+    rt.set_default_logger_severity(2)
+    rt.set_default_logger_verbosity(0)
+    rt.enable_telemetry_events()
+    rt.disable_telemetry_events()
+    with pytest.raises(RuntimeError):
+        rt.set_default_logger_severity(7)
+
+
+def test_logger_callback_is_set_and_reset(rt):
+    rt.set_default_logger_callback(lambda *a: None, 3)
+    rt.set_default_logger_callback(None)
+    rt.set_default_logger_severity(2)
+
+
+def test_datasets_example_runs(rt):
+    importlib.import_module(rt.__name__ + ".datasets")
+    sess = rt.InferenceSession(rt.datasets.get_example("sigmoid.onnx"), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
+    name = sess.get_inputs()[0].name
+    np.testing.assert_allclose(sess.run(None, {name: x})[0], 1 / (1 + np.exp(-x)), rtol=1e-6, atol=1e-7)
+    with pytest.raises(FileNotFoundError):
+        rt.datasets.get_example("no_such_example.onnx")
+
+
+def test_gpu_provider_warns_then_runs_on_cpu(rt):
+    with pytest.warns(UserWarning, match="not in available provider names"):
+        sess = rt.InferenceSession(add_relu(), providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    assert sess.get_provider_options()["CPUExecutionProvider"] == {}
+    f = feeds()
+    np.testing.assert_allclose(sess.run(["z"], f)[0], expected(f)[0], rtol=1e-6)
+    with pytest.raises(RuntimeError):
+        sess.set_providers(["NoSuchExecutionProvider"])
+    sess.set_providers(["CPUExecutionProvider"])
+    # options that do not pair with the providers: onnxruntime reports it and falls back to the CPU
+    sess = rt.InferenceSession(add_relu(), providers=["CPUExecutionProvider"], provider_options=[{}, {}])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+
+
+def test_session_describes_the_model(rt):
+    sess = rt.InferenceSession(add_relu(), providers=["CPUExecutionProvider"])
+    ins, outs = sess.get_inputs(), sess.get_outputs()
+    assert [(a.name, a.shape, a.type) for a in ins] == [("x", ["N", 3], "tensor(float)"), ("y", [1, 3], "tensor(float)")]
+    assert [(a.name, a.shape, a.type) for a in outs] == [("z", ["N", 3], "tensor(float)"), ("t", ["N", 3], "tensor(float)")]
+    meta = sess.get_modelmeta()
+    assert (meta.producer_name, meta.graph_name, meta.custom_metadata_map) == ("parity", "add_relu", {"author": "ge"})
+    assert sess.get_overridable_initializers() == []
+    assert sess.get_session_options().intra_op_num_threads == 0
+
+
+def test_run_outputs_and_python_lists(rt):
+    sess = rt.InferenceSession(add_relu(), providers=["CPUExecutionProvider"])
+    f = feeds()
+    want = expected(f)
+    got = sess.run(None, f)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    np.testing.assert_allclose(sess.run([], f)[1], want[1], rtol=1e-6)      # empty: all outputs
+    np.testing.assert_allclose(sess.run(["t"], f)[0], want[1], rtol=1e-6)
+    lists = {"x": f["x"].tolist(), "y": [[1, 2, 3]]}                         # ints into a float input
+    out = sess.run(["t"], lists)[0]
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, f["x"] + np.float32([[1, 2, 3]]), rtol=1e-6)
+
+
+def test_errors_are_onnxruntimes_classes(rt, C, tmp_path):
+    with pytest.raises(C.NoSuchFile):
+        rt.InferenceSession(str(tmp_path / "missing.onnx"))
+    with pytest.raises(C.InvalidProtobuf):
+        rt.InferenceSession(b"this is not a protobuf")
+    sess = rt.InferenceSession(add_relu(), providers=["CPUExecutionProvider"])
+    f = feeds()
+    with pytest.raises(C.InvalidArgument, match="x"):
+        sess.run(None, {**f, "x": f["x"].astype(np.float64)})
+    with pytest.raises(C.InvalidArgument):
+        sess.run(None, {**f, "x": np.ones((2, 4), np.float32)})
+    with pytest.raises(C.InvalidArgument):
+        sess.run(None, {**f, "x": np.ones(3, np.float32)})
+    with pytest.raises(C.InvalidArgument):
+        sess.run(["no_such_output"], f)
+    with pytest.raises(ValueError, match="y"):
+        sess.run(None, {"x": f["x"]})
+    ro = rt.RunOptions()
+    ro.terminate = True
+    with pytest.raises(C.Fail):
+        sess.run(None, f, ro)
+
+
+def test_session_options_contract(rt, C):
+    so = rt.SessionOptions()
+    assert (so.intra_op_num_threads, so.inter_op_num_threads, so.profile_file_prefix, so.log_severity_level,
+            so.enable_mem_reuse, so.enable_profiling, so.optimized_model_filepath) == \
+        (0, 0, "onnxruntime_profile_", -1, True, False, "")
+    assert so.graph_optimization_level == rt.GraphOptimizationLevel.ORT_ENABLE_ALL
+    assert so.execution_mode == rt.ExecutionMode.ORT_SEQUENTIAL
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    assert so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    with pytest.raises(RuntimeError):   # onnxruntime's contract: not a KeyError
+        so.get_session_config_entry("session.no_such_key")
+    with pytest.raises(C.Fail):
+        so.register_custom_ops_library("/no/such/libcustom_ops.so")
+
+
+def test_run_options_contract(rt):
+    ro = rt.RunOptions()
+    assert (ro.log_severity_level, ro.log_verbosity_level, ro.logid, ro.terminate,
+            ro.only_execute_path_to_fetches) == (-1, 0, "", False, False)
+    ro.logid, ro.log_severity_level, ro.only_execute_path_to_fetches = "run-1", 3, True
+    ro.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    assert ro.get_run_config_entry("memory.enable_memory_arena_shrinkage") == "cpu:0"
+    with pytest.raises(RuntimeError):
+        ro.get_run_config_entry("no.such.key")
+    sess = rt.InferenceSession(add_relu(), providers=["CPUExecutionProvider"])
+    f = feeds()
+    np.testing.assert_allclose(sess.run(["z"], f, ro)[0], expected(f)[0], rtol=1e-6)
+
+
+def test_free_dimension_overrides(rt, C):
+    so = rt.SessionOptions()
+    so.add_free_dimension_override_by_name("N", 4)
+    sess = rt.InferenceSession(add_relu(), so, providers=["CPUExecutionProvider"])
+    assert sess.get_inputs()[0].shape == [4, 3]
+    f = feeds(4)
+    np.testing.assert_allclose(sess.run(["z"], f)[0], expected(f)[0], rtol=1e-6)
+    with pytest.raises(C.InvalidArgument):
+        sess.run(None, feeds(2))
+    so = rt.SessionOptions()
+    so.add_free_dimension_override_by_denotation("DATA_BATCH", 5)
+    sess = rt.InferenceSession(add_relu(denotation="DATA_BATCH"), so, providers=["CPUExecutionProvider"])
+    assert sess.get_inputs()[0].shape == [5, 3]
+
+
+def test_add_initializer_replaces_the_weights(rt):
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = np.full((2, 3), 2, np.float32)
+    so = rt.SessionOptions()
+    given = rt.OrtValue.ortvalue_from_numpy(-w)
+    so.add_initializer("W", given)
+    sess = rt.InferenceSession(mul_weight(w), so, providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(sess.run(None, {"X": x})[0], -2 * w)
+    plain = rt.InferenceSession(mul_weight(w), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(plain.run(None, {"X": x})[0], 2 * w)
