@@ -8,7 +8,8 @@ and `dur` are integer microseconds from the profiler's start. Tools that parse t
 own `onnxruntime.tools` perf scripts, notebooks grouping by args.op_name) read ge's the same way.
 
 ge's richer trace (a track per stream, events between them, block_dim) is written beside it, named
-`<the same name>.perfetto.json` (`InferenceSession.profiling_trace_file`).
+`<the same name>.perfetto.json` (`InferenceSession.profiling_trace_file`). A plan runtime_v2 cannot trace
+(dynamic shapes on one stream) gets its runs timed whole, without Node events, and a warning saying so.
 """
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ import time
 
 from onnx import TensorProto
 
+from ..errors import GEError
 from ..ir.dtypes import to_onnx
 from ..npu import Tracer
+from .logging import log
 
 PROVIDER = "CPUExecutionProvider"
 _US = 1e6
@@ -41,6 +44,7 @@ class Profiler:
         self.start_ns = time.time_ns()
         self.spans: list[tuple[str, float, float, int]] = []   # (name, start, end, thread id), seconds from t0
         self._lock = threading.Lock()
+        self.untraced: str | None = None   # why runs are timed whole (a plan the runtime cannot trace)
 
     def span(self, name: str, start: float, end: float) -> None:
         with self._lock:
@@ -48,7 +52,18 @@ class Profiler:
 
     def run(self, session, feeds) -> list:
         start = time.perf_counter()
-        out = session.run_traced(feeds, self.tracer)
+        if self.untraced is None:
+            try:
+                out = session.run_traced(feeds, self.tracer)
+            except GEError as e:   # runtime_v2 traces no dynamic-shape steps on one stream
+                if not _cannot_trace(e):
+                    raise
+                self.untraced = str(e)
+                log(2, f"profiling: this plan's runs are timed whole, without Node events ({e}); fix its input "
+                       "shapes (SessionOptions.add_free_dimension_override_by_name) to get them")
+                out = session.run(None, feeds)
+        else:
+            out = session.run(None, feeds)
         self.span("model_run", start, time.perf_counter())
         return out
 
@@ -81,6 +96,10 @@ class Profiler:
 
 def trace_name(profile: str) -> str:
     return profile[:-len(".json")] + ".perfetto.json" if profile.endswith(".json") else profile + ".perfetto.json"
+
+
+def _cannot_trace(e: GEError) -> bool:
+    return "traces a plan" in str(e) or "run_traced" in str(e)
 
 
 def _us(seconds: float) -> int:
