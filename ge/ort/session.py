@@ -75,9 +75,9 @@ class InferenceSession:
             self._profiler.span(kind, start, loaded)
             self._profiler.span("session_initialization", loaded, time.perf_counter())
         self._in_dtypes = {a.name: a.dtype for a in self.session.get_inputs() if a.type.startswith("tensor(")}
-        if so.optimized_model_filepath:
-            log(2, f"optimized_model_filepath '{so.optimized_model_filepath}' is not written: ge's plans are "
-                   "not exported back to ONNX yet")
+        if so.optimized_model_filepath:   # the graph after ge's passes, as ONNX (ge/ort/export.py)
+            from .export import write_optimized
+            write_optimized(model, options, so.config_entries, so.optimized_model_filepath)
 
     # -- runs ------------------------------------------------------------------------------------------
     def run(self, output_names, input_feed: dict, run_options=None) -> list[np.ndarray]:

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import ge
 import ge.ort as ort
@@ -103,3 +103,50 @@ def test_free_dims_apply_to_a_model_proto_too():
     so.add_free_dimension_override_by_name("N", 3)
     sess = ort.InferenceSession(onnx.load_from_string(add_relu()), so)
     assert sess.plan.tensors[sess.plan.inputs[0]].shape == (3, 3) and sess.session.runtime == "v1"
+
+
+def _conv_bn_gelu() -> bytes:
+    """Conv -> BatchNormalization -> Relu -> Flatten -> MatMul + bias -> exact GELU spelled out (as exporters do)."""
+    rng = np.random.default_rng(0)
+    c = lambda name, *shape: numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)  # noqa: E731
+    inits = [c("W", 4, 3, 3, 3), c("B", 4), c("scale", 4), c("bias", 4), c("mean", 4),
+             numpy_helper.from_array(rng.uniform(0.5, 1.5, 4).astype(np.float32), "var"), c("W2", 144, 5), c("b2", 5),
+             numpy_helper.from_array(np.float32(np.sqrt(2)), "sqrt2"), numpy_helper.from_array(np.float32(1), "one"),
+             numpy_helper.from_array(np.float32(0.5), "half")]
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], pads=[0, 0, 0, 0]),
+             helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["r"]), helper.make_node("Flatten", ["r"], ["f"]),
+             helper.make_node("MatMul", ["f", "W2"], ["m"]), helper.make_node("Add", ["m", "b2"], ["h"]),
+             helper.make_node("Div", ["h", "sqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["e1"]), helper.make_node("Mul", ["h", "e1"], ["he"]),
+             helper.make_node("Mul", ["he", "half"], ["y"])]
+    graph = helper.make_graph(nodes, "conv_bn_gelu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_optimized_model_filepath_writes_onnx_that_onnxruntime_runs(tmp_path):
+    import onnxruntime
+    model = _conv_bn_gelu()
+    x = np.random.default_rng(1).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    so.add_session_config_entry("session.optimized_model_external_initializers_file_name", "opt.data")
+    so.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "64")
+    got = ort.InferenceSession(model, so).run(None, {"x": x})[0]
+    written = onnx.load(so.optimized_model_filepath)
+    onnx.checker.check_model(written)
+    ops = [n.op_type for n in written.graph.node]
+    assert "BatchNormalization" not in ops and all(n.domain in ("", "ai.onnx") for n in written.graph.node)
+    assert (tmp_path / "opt.data").exists()
+    want = onnxruntime.InferenceSession(model).run(None, {"x": x})[0]
+    again = onnxruntime.InferenceSession(so.optimized_model_filepath).run(None, {"x": x})[0]
+    np.testing.assert_allclose(again, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ort.InferenceSession(so.optimized_model_filepath).run(None, {"x": x})[0], want,
+                               rtol=1e-4, atol=1e-5)
+    so.optimized_model_filepath = str(tmp_path / "opt.ort")
+    with pytest.raises(ge.UsageError, match="ort"):
+        ort.InferenceSession(model, so)
