@@ -31,7 +31,7 @@ def get_version_string() -> str:
 
 def get_build_info() -> str:
     ge_version = getattr(sys.modules.get("ge"), "__version__", "?")   # read, not imported: ge imports ge.ort
-    return f"ge {ge_version}: onnxruntime {API_VERSION} Python API, CPU provider over ge's runtimes"
+    return f"ge Build Info: ge {ge_version}, onnxruntime {API_VERSION} Python API, CPU provider over ge's runtimes"
 
 
 def has_collective_ops() -> bool:

@@ -8,9 +8,16 @@ reaches the default one. Severities are onnxruntime's: 0 verbose, 1 info, 2 warn
 from __future__ import annotations
 
 import numbers
+import sys
 import warnings
+from types import SimpleNamespace
 
 from ..errors import UsageError
+
+def _Unraisable(exc_type, exc_value, exc_traceback, err_msg):  # noqa: N802 - sys.unraisablehook's record
+    return SimpleNamespace(exc_type=exc_type, exc_value=exc_value, exc_traceback=exc_traceback, err_msg=err_msg,
+                           object=None)
+
 
 _STATE = {"severity": 2, "verbosity": 0, "callback": None}
 
@@ -47,6 +54,9 @@ def log(severity: int, message: str, logid: str = "", where: str = "ge.ort") -> 
         return
     callback = _STATE["callback"]
     if callback is not None:
-        callback(severity, "ge", logid, where, message)
+        try:
+            callback(severity, "ge", logid, where, message)
+        except Exception as e:  # noqa: BLE001 - a raising callback must not fail the call that logged
+            sys.unraisablehook(_Unraisable(type(e), e, e.__traceback__, f"logger callback {callback!r}"))
     else:
         warnings.warn(message, stacklevel=3)

@@ -66,6 +66,7 @@ class InferenceSession:
             options = options.replace(**{f.name: getattr(given, f.name) for f in dataclasses.fields(Options)
                                          if getattr(given, f.name) != getattr(default, f.name)})
         start = time.perf_counter()
+        log(0, f"loading model {_describe(path_or_bytes)}", so.logid, "InferenceSession")
         model = prepared(path_or_bytes, so)
         loaded = time.perf_counter()
         self.session = Session(model, runtime=runtime, options=options)
@@ -74,6 +75,8 @@ class InferenceSession:
             kind = "model_loading_array" if isinstance(path_or_bytes, (bytes, bytearray)) else "model_loading_uri"
             self._profiler.span(kind, start, loaded)
             self._profiler.span("session_initialization", loaded, time.perf_counter())
+        log(1, f"session initialized: plan '{self.session.plan.name}', {len(self.session.plan.nodes)} nodes on "
+               f"runtime_{self.session.runtime} in {time.perf_counter() - start:.3f} s", so.logid, "InferenceSession")
         self._in_dtypes = {a.name: a.dtype for a in self.session.get_inputs() if a.type.startswith("tensor(")}
         if so.optimized_model_filepath:   # the graph after ge's passes, as ONNX (ge/ort/export.py)
             from .export import write_optimized
@@ -198,6 +201,10 @@ class InferenceSession:
                                             device_id: int = 0, vendor_id: int = -1) -> OrtValue:
         return OrtValue.ortvalue_from_shape_and_type(shape, element_type, device_type, device_id, vendor_id)
 
+    def get_tuning_results(self) -> list:
+        """[]: ge's kernels have no tunable ops (their tiling is chosen when the plan is compiled)."""
+        return []
+
     # -- profiling -------------------------------------------------------------------------------------
     def get_profiling_start_time_ns(self) -> int:
         return self._profiler.start_ns if self._profiler is not None else 0
@@ -225,6 +232,10 @@ class InferenceSession:
         """Release the device memory now (onnxruntime waits for the garbage collector); OrtValues from its
         runs stay valid, and a later run raises GEError."""
         self.session.close()
+
+
+def _describe(model) -> str:
+    return f"'{model}'" if isinstance(model, str) or hasattr(model, "__fspath__") else f"from {type(model).__name__}"
 
 
 def _metadata(model) -> ModelMetadata | None:

@@ -21,10 +21,23 @@ def test_module_functions(rt):
         rt.set_default_logger_severity(7)
 
 
-def test_logger_callback_is_set_and_reset(rt):
-    rt.set_default_logger_callback(lambda *a: None, 3)
-    rt.set_default_logger_callback(None)
-    rt.set_default_logger_severity(2)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")   # the raising callback's report
+def test_logger_callback_gets_verbose_messages(rt):
+    got = []
+    rt.set_default_logger_callback(lambda *a: got.append(a), severity=0)
+    try:
+        rt.InferenceSession(add_relu(), providers=["CPUExecutionProvider"])
+        assert got and all(isinstance(a[0], int) and all(isinstance(x, str) for x in a[1:]) for a in got)
+        rt.set_default_logger_callback(lambda *a: 1 / 0, severity=0)   # a raising callback fails nothing
+        rt.InferenceSession(add_relu(), providers=["CPUExecutionProvider"])
+        with pytest.raises(RuntimeError):
+            rt.set_default_logger_callback("not a callable")
+        with pytest.raises(RuntimeError):
+            rt.set_default_logger_callback(got.append, severity=5)
+    finally:
+        rt.set_default_logger_callback(None)
+        rt.set_default_logger_severity(2)
+    assert "Build Info" in rt.get_build_info()
 
 
 def test_datasets_example_runs(rt):

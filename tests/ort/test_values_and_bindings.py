@@ -138,3 +138,9 @@ def test_profiling_in_onnxruntimes_format(rt, tmp_path):
     assert all(e["ph"] == "X" and isinstance(e["ts"], int) and isinstance(e["dur"], int) for e in events)
     assert all(e["args"]["provider"] == "CPUExecutionProvider" for e in nodes)
     assert s.end_profiling() == ""
+
+
+def test_run_takes_ortvalues_in_its_feeds(rt, sess):
+    f = feeds()
+    got = sess.run(["z"], {k: rt.OrtValue.ortvalue_from_numpy(v, "cpu", 0) for k, v in f.items()})[0]
+    np.testing.assert_allclose(got, expected(f)[0], rtol=1e-6)

@@ -13,3 +13,7 @@ from ..session import ModelMetadata  # noqa: F401
 from ...api import NodeArg  # noqa: F401
 from ..info import (get_all_providers, get_available_providers, get_build_info, get_device,  # noqa: F401,E402
                 get_version_string, set_global_thread_pool_sizes, set_seed)
+
+
+def get_default_session_options() -> SessionOptions:
+    return SessionOptions()
