@@ -23,7 +23,7 @@ from .logging import set_default_logger_callback, set_default_logger_severity, s
 from .options import (ExecutionMode, ExecutionOrder, GraphOptimizationLevel, OrtAllocatorType, OrtMemType,
                       RunOptions, SessionOptions)
 from .ortvalue import OrtValue, OrtValueVector
-from .session import InferenceSession, ModelMetadata
+from .session import InferenceSession, ModelMetadata, OrtMemoryInfo
 
 __version__ = version = API_VERSION
 package_name = "ge"
@@ -48,7 +48,7 @@ class SparseTensor:
 from . import capi, datasets  # noqa: E402
 
 __all__ = ["InferenceSession", "SessionOptions", "RunOptions", "IOBinding", "SessionIOBinding", "OrtValue",
-           "OrtValueVector", "NodeArg", "ModelMetadata", "GraphOptimizationLevel", "ExecutionMode",
+           "OrtValueVector", "NodeArg", "ModelMetadata", "OrtMemoryInfo", "GraphOptimizationLevel", "ExecutionMode",
            "ExecutionOrder", "OrtAllocatorType", "OrtMemType", "SparseTensor", "get_available_providers",
            "get_all_providers", "get_device", "get_version_string", "get_build_info", "has_collective_ops",
            "set_default_logger_severity", "set_default_logger_verbosity", "set_default_logger_callback",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..api import Session
+from ..api import NodeArg, Session
 from ..errors import ExecutionError, InputError
 from ..options import Options, as_options
 from . import providers as prov
@@ -29,6 +29,16 @@ from .model import prepared
 from .options import SessionOptions
 from .ortvalue import OrtValue, OrtValueVector
 from .profiling import Profiler, trace_name
+
+
+@dataclass(frozen=True)
+class OrtMemoryInfo:
+    """Where a session's inputs and outputs live: host memory, as onnxruntime's CPU allocator describes it."""
+    name: str = "Cpu"
+    device_id: int = 0
+    mem_type: int = 0            # OrtMemType.DEFAULT
+    allocator_type: int = 1      # OrtAllocatorType.ORT_ARENA_ALLOCATOR
+    device_type: str = "CPU"
 
 
 @dataclass(frozen=True)
@@ -163,11 +173,21 @@ class InferenceSession:
         iobinding._run(run_options)
 
     # -- what the session is -------------------------------------------------------------------------
-    def get_inputs(self):
-        return self.session.get_inputs()
+    def get_inputs(self) -> list[NodeArg]:
+        return [_unnamed(a) for a in self.session.get_inputs()]
 
-    def get_outputs(self):
-        return self.session.get_outputs()
+    def get_outputs(self) -> list[NodeArg]:
+        return [_unnamed(a) for a in self.session.get_outputs()]
+
+    def get_input_memory_infos(self) -> list[OrtMemoryInfo]:
+        return [OrtMemoryInfo() for _ in self.session.get_inputs()]
+
+    def get_output_memory_infos(self) -> list[OrtMemoryInfo]:
+        return [OrtMemoryInfo() for _ in self.session.get_outputs()]
+
+    def get_input_epdevices(self) -> list:
+        """None for each input: the CPU provider has no plugin device (onnxruntime's entries may be None)."""
+        return [None for _ in self.session.get_inputs()]
 
     def get_overridable_initializers(self) -> list:
         """[]: ge compiles initializers into the plan (folded, packed), so none can be fed in their place."""
@@ -232,6 +252,15 @@ class InferenceSession:
         """Release the device memory now (onnxruntime waits for the garbage collector); OrtValues from its
         runs stay valid, and a later run raises GEError."""
         self.session.close()
+
+
+def _unnamed(arg: NodeArg) -> NodeArg:
+    """A dim the model leaves unnamed is None, as onnxruntime shows it (ge's importer calls it unk__<n>:
+    ge/frontends/onnx.py)."""
+    if not any(isinstance(d, str) and d.startswith("unk__") for d in arg.shape):
+        return arg
+    return dataclasses.replace(arg, shape=[None if isinstance(d, str) and d.startswith("unk__") else d
+                                           for d in arg.shape])
 
 
 def _describe(model) -> str:

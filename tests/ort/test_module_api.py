@@ -1,8 +1,10 @@
 """onnxruntime's module-level API, its providers, its errors and its options: the same on ge.ort."""
 import importlib
+import threading
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper
 
 from .conftest import add_relu, expected, feeds, mul_weight
 
@@ -70,6 +72,8 @@ def test_session_describes_the_model(rt):
     ins, outs = sess.get_inputs(), sess.get_outputs()
     assert [(a.name, a.shape, a.type) for a in ins] == [("x", ["N", 3], "tensor(float)"), ("y", [1, 3], "tensor(float)")]
     assert [(a.name, a.shape, a.type) for a in outs] == [("z", ["N", 3], "tensor(float)"), ("t", ["N", 3], "tensor(float)")]
+    assert len(sess.get_input_memory_infos()) == 2 and len(sess.get_output_memory_infos()) == 2
+    assert len(sess.get_input_epdevices()) == 2
     meta = sess.get_modelmeta()
     assert (meta.producer_name, meta.graph_name, meta.custom_metadata_map) == ("parity", "add_relu", {"author": "ge"})
     assert sess.get_overridable_initializers() == []
@@ -168,3 +172,34 @@ def test_add_initializer_replaces_the_weights(rt):
     np.testing.assert_array_equal(sess.run(None, {"X": x})[0], -2 * w)
     plain = rt.InferenceSession(mul_weight(w), providers=["CPUExecutionProvider"])
     np.testing.assert_array_equal(plain.run(None, {"X": x})[0], 2 * w)
+
+
+def test_an_unnamed_dim_is_none(rt):
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, 3])
+    graph = helper.make_graph([helper.make_node("Relu", ["X"], ["Y"])], "g", [x],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    sess = rt.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert sess.get_inputs()[0].shape == [None, 3] and sess.get_outputs()[0].shape == [None, 3]
+    x = np.float32([[-1, 2, -3]])
+    np.testing.assert_array_equal(sess.run(None, {"X": x})[0], np.maximum(x, 0))
+
+
+def test_runs_from_several_threads_on_one_session(rt):
+    sess = rt.InferenceSession(add_relu(), providers=["CPUExecutionProvider"])
+    errors = []
+
+    def work(seed):
+        try:
+            for k in range(50):
+                f = feeds(2 + (seed + k) % 3)
+                np.testing.assert_allclose(sess.run(["z"], f)[0], expected(f)[0], rtol=1e-6)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
