@@ -12,7 +12,10 @@ merged over what SessionOptions maps), the `session` (ge.Session: `plan`, `stats
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
+import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -66,6 +69,8 @@ class InferenceSession:
             self._requested = {prov.CPU: {}}
         prov.check_providers(self._requested)
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
+        if os.environ.get("ORT_LOAD_CONFIG_FROM_MODEL") == "1":
+            self._sess_options = _options_from_model(path_or_bytes, self._sess_options)
         so = self._sess_options
         self._model = path_or_bytes
         self._profiler = Profiler(so.profile_file_prefix) if so.enable_profiling else None
@@ -98,10 +103,19 @@ class InferenceSession:
         if run_options is None and self._profiler is None:
             try:   # straight to ge.Session.run: the drop-in adds nothing to a run (bench/ort_dropin.py)
                 return self._session_run(output_names or None, input_feed)
-            except (ValueError, TypeError):   # ge's InputError is a ValueError: a list to convert, perhaps
+            except (ValueError, TypeError) as e:   # ge's InputError is a ValueError: a list to convert, perhaps
                 if type(input_feed) is not dict or all(type(v) is np.ndarray for v in input_feed.values()):
+                    self._missing(input_feed, e)
                     raise
         return self._run(output_names, input_feed, run_options, None)
+
+    def _missing(self, feeds, error) -> None:
+        """onnxruntime's words for feeds that lack inputs (scripts match them), then ge's message."""
+        if isinstance(feeds, dict) and isinstance(error, InputError):
+            missing = [a.name for a in self.session.get_inputs() if a.name not in feeds]
+            if missing and str(error).startswith("missing input"):
+                raise InputError(f"Required inputs ({missing}) are missing from input feed ({list(feeds)}). "
+                                 f"({error})") from None
 
     def _run(self, output_names, feeds, run_options, bound) -> list[np.ndarray]:
         if run_options is not None and run_options.terminate:
@@ -112,7 +126,11 @@ class InferenceSession:
                     feeds = self._converted(feeds)
                     break
         if self._profiler is None:
-            return self.session.run(output_names or None, feeds, bound)
+            try:
+                return self.session.run(output_names or None, feeds, bound)
+            except InputError as e:
+                self._missing(feeds, e)
+                raise
         out = self._profiler.run(self.session, feeds)
         index = {o.name: k for k, o in enumerate(self.session.get_outputs())}
         unknown = [n for n in output_names or () if n not in index]
@@ -252,6 +270,27 @@ class InferenceSession:
         """Release the device memory now (onnxruntime waits for the garbage collector); OrtValues from its
         runs stay valid, and a later run raises GEError."""
         self.session.close()
+
+
+def _options_from_model(model, given: SessionOptions) -> SessionOptions:
+    """onnxruntime's ORT_LOAD_CONFIG_FROM_MODEL=1: the model's metadata "ort_config" (JSON,
+    {"session_options": {field: value}}) sets those SessionOptions fields over a copy of the given ones."""
+    meta = _metadata(model)
+    text = meta.custom_metadata_map.get("ort_config") if meta is not None else None
+    if not text:
+        return given
+    try:
+        fields = json.loads(text).get("session_options", {})
+    except (ValueError, AttributeError) as e:
+        raise InputError(f"the model's ort_config metadata is not JSON with a session_options object ({e})") from None
+    out = copy.copy(given)
+    out.config_entries = dict(given.config_entries)
+    for key, value in fields.items():
+        if not hasattr(out, key) or callable(getattr(out, key)):
+            raise InputError(f"the model's ort_config names '{key}', which is not a SessionOptions field")
+        kind = type(getattr(out, key))
+        setattr(out, key, kind(value) if kind is not bool else bool(int(value)))
+    return out
 
 
 def _unnamed(arg: NodeArg) -> NodeArg:

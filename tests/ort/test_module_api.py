@@ -1,9 +1,11 @@
 """onnxruntime's module-level API, its providers, its errors and its options: the same on ge.ort."""
 import importlib
+import json
 import threading
 
 import numpy as np
 import pytest
+import onnx
 from onnx import TensorProto, helper
 
 from .conftest import add_relu, expected, feeds, mul_weight
@@ -110,7 +112,7 @@ def test_errors_are_onnxruntimes_classes(rt, C, tmp_path):
         sess.run(None, {**f, "x": np.ones(3, np.float32)})
     with pytest.raises(C.InvalidArgument):
         sess.run(["no_such_output"], f)
-    with pytest.raises(ValueError, match="y"):
+    with pytest.raises(ValueError, match=r"Required inputs \(\['y'\]\) are missing from input feed \(\['x'\]\)"):
         sess.run(None, {"x": f["x"]})
     ro = rt.RunOptions()
     ro.terminate = True
@@ -203,3 +205,15 @@ def test_runs_from_several_threads_on_one_session(rt):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_session_options_from_the_models_ort_config(rt, monkeypatch):
+    model = onnx.load_from_string(add_relu())
+    helper.set_model_props(model, {"ort_config": json.dumps(
+        {"session_options": {"intra_op_num_threads": 1, "inter_op_num_threads": 5, "graph_optimization_level": 99}})})
+    monkeypatch.setenv("ORT_LOAD_CONFIG_FROM_MODEL", "1")
+    sess = rt.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    so = sess.get_session_options()
+    assert (so.intra_op_num_threads, so.inter_op_num_threads) == (1, 5)
+    assert so.graph_optimization_level == rt.GraphOptimizationLevel.ORT_ENABLE_ALL
+    assert so.execution_mode == rt.ExecutionMode.ORT_SEQUENTIAL
