@@ -15,6 +15,8 @@ from __future__ import annotations
 from ..errors import (EPFail, EngineError, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, ModelLoaded,
                       NoModel, NoSuchFile, NotFound, RuntimeException, UsageError)
 from ..api import NodeArg
+from .devices import (OrtArenaCfg, OrtDevice, OrtDeviceMemoryType, OrtDeviceVendorId, OrtMemoryInfo,
+                      OrtMemoryInfoDeviceType, create_and_register_allocator, create_and_register_allocator_v2)
 from .info import (API_VERSION, disable_telemetry_events, enable_telemetry_events, get_all_providers,
                    get_available_providers, get_build_info, get_device, get_version_string, has_collective_ops,
                    preload_dlls, print_debug_info, set_global_thread_pool_sizes, set_seed)
@@ -23,7 +25,7 @@ from .logging import set_default_logger_callback, set_default_logger_severity, s
 from .options import (ExecutionMode, ExecutionOrder, GraphOptimizationLevel, OrtAllocatorType, OrtMemType,
                       RunOptions, SessionOptions)
 from .ortvalue import OrtValue, OrtValueVector
-from .session import InferenceSession, ModelMetadata, OrtMemoryInfo
+from .session import InferenceSession, ModelMetadata
 
 __version__ = version = API_VERSION
 package_name = "ge"
@@ -48,7 +50,9 @@ class SparseTensor:
 from . import capi, datasets  # noqa: E402
 
 __all__ = ["InferenceSession", "SessionOptions", "RunOptions", "IOBinding", "SessionIOBinding", "OrtValue",
-           "OrtValueVector", "NodeArg", "ModelMetadata", "OrtMemoryInfo", "GraphOptimizationLevel", "ExecutionMode",
+           "OrtValueVector", "NodeArg", "ModelMetadata", "OrtMemoryInfo", "OrtDevice", "OrtDeviceVendorId",
+           "OrtDeviceMemoryType", "OrtMemoryInfoDeviceType", "OrtArenaCfg", "create_and_register_allocator",
+           "create_and_register_allocator_v2", "GraphOptimizationLevel", "ExecutionMode",
            "ExecutionOrder", "OrtAllocatorType", "OrtMemType", "SparseTensor", "get_available_providers",
            "get_all_providers", "get_device", "get_version_string", "get_build_info", "has_collective_ops",
            "set_default_logger_severity", "set_default_logger_verbosity", "set_default_logger_callback",

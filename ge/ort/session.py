@@ -26,22 +26,13 @@ from ..api import NodeArg, Session
 from ..errors import ExecutionError, InputError
 from ..options import Options, as_options
 from . import providers as prov
+from .devices import OrtMemoryInfo
 from .iobinding import IOBinding
 from .logging import log
 from .model import prepared
 from .options import SessionOptions
 from .ortvalue import OrtValue, OrtValueVector
 from .profiling import Profiler, trace_name
-
-
-@dataclass(frozen=True)
-class OrtMemoryInfo:
-    """Where a session's inputs and outputs live: host memory, as onnxruntime's CPU allocator describes it."""
-    name: str = "Cpu"
-    device_id: int = 0
-    mem_type: int = 0            # OrtMemType.DEFAULT
-    allocator_type: int = 1      # OrtAllocatorType.ORT_ARENA_ALLOCATOR
-    device_type: str = "CPU"
 
 
 @dataclass(frozen=True)
@@ -127,10 +118,14 @@ class InferenceSession:
                     break
         if self._profiler is None:
             try:
-                return self.session.run(output_names or None, feeds, bound)
+                out = self.session.run(output_names or None, feeds, bound)
             except InputError as e:
                 self._missing(feeds, e)
                 raise
+            if run_options is not None and "cpu" in run_options.run_config_entries.get(
+                    "memory.enable_memory_arena_shrinkage", ""):
+                self.session.empty_cache()   # onnxruntime's arena shrinkage: ge's cached device memory back
+            return out
         out = self._profiler.run(self.session, feeds)
         index = {o.name: k for k, o in enumerate(self.session.get_outputs())}
         unknown = [n for n in output_names or () if n not in index]

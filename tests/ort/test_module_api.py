@@ -217,3 +217,19 @@ def test_session_options_from_the_models_ort_config(rt, monkeypatch):
     assert (so.intra_op_num_threads, so.inter_op_num_threads) == (1, 5)
     assert so.graph_optimization_level == rt.GraphOptimizationLevel.ORT_ENABLE_ALL
     assert so.execution_mode == rt.ExecutionMode.ORT_SEQUENTIAL
+
+
+def test_devices_and_memory_infos(rt):
+    cpu = rt.OrtDevice.make("cpu", 0)
+    assert (cpu.device_id(), cpu.device_type(), cpu.device_mem_type()) == (0, 0, 0)
+    assert cpu.device_vendor_id() == rt.OrtDeviceVendorId.NONE
+    assert rt.OrtDevice.make("cuda", 0).device_vendor_id() == rt.OrtDeviceVendorId.NVIDIA == 0x10DE
+    info = rt.OrtMemoryInfo("Cpu", rt.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, rt.OrtMemType.DEFAULT)
+    assert (info.name, info.device_id, info.mem_type, info.allocator_type, info.device_vendor_id) == \
+        ("Cpu", 0, rt.OrtMemType.DEFAULT, rt.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0)
+    rt.create_and_register_allocator(info, None)
+    sess = rt.InferenceSession(add_relu(), providers=["CPUExecutionProvider"])
+    ro = rt.RunOptions()
+    ro.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    f = feeds()
+    np.testing.assert_allclose(sess.run(["z"], f, ro)[0], expected(f)[0], rtol=1e-6)
