@@ -31,7 +31,7 @@ from .iobinding import IOBinding
 from .logging import log
 from .model import prepared
 from .options import SessionOptions
-from .ortvalue import OrtValue, OrtValueVector
+from .ortvalue import OrtValue
 from .profiling import Profiler, trace_name
 
 
