@@ -12,6 +12,8 @@ and what ge adds; each class's module says what it maps onto:
 """
 from __future__ import annotations
 
+import enum
+
 from ..errors import (EPFail, EngineError, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, ModelLoaded,
                       NoModel, NoSuchFile, NotFound, RuntimeException, UsageError)
 from ..api import NodeArg
@@ -24,12 +26,20 @@ from .iobinding import IOBinding
 from .logging import set_default_logger_callback, set_default_logger_severity, set_default_logger_verbosity
 from .options import (ExecutionMode, ExecutionOrder, GraphOptimizationLevel, OrtAllocatorType, OrtMemType,
                       RunOptions, SessionOptions)
-from .ortvalue import OrtValue, OrtValueVector
+from .ortvalue import OrtValue, OrtValueVector, copy_tensors
 from .session import InferenceSession, ModelMetadata
 
 __version__ = version = API_VERSION
+cuda_version = ""   # a CPU package: no CUDA
 package_name = "ge"
 SessionIOBinding = IOBinding
+
+
+class OrtSparseFormat(enum.IntEnum):
+    ORT_SPARSE_UNDEFINED = 0
+    ORT_SPARSE_COO = 1
+    ORT_SPARSE_CSRC = 2
+    ORT_SPARSE_BLOCK_SPARSE = 4
 
 
 class SparseTensor:
@@ -50,7 +60,7 @@ class SparseTensor:
 from . import capi, datasets  # noqa: E402
 
 __all__ = ["InferenceSession", "SessionOptions", "RunOptions", "IOBinding", "SessionIOBinding", "OrtValue",
-           "OrtValueVector", "NodeArg", "ModelMetadata", "OrtMemoryInfo", "OrtDevice", "OrtDeviceVendorId",
+           "OrtValueVector", "copy_tensors", "OrtSparseFormat", "cuda_version", "NodeArg", "ModelMetadata", "OrtMemoryInfo", "OrtDevice", "OrtDeviceVendorId",
            "OrtDeviceMemoryType", "OrtMemoryInfoDeviceType", "OrtArenaCfg", "create_and_register_allocator",
            "create_and_register_allocator_v2", "GraphOptimizationLevel", "ExecutionMode",
            "ExecutionOrder", "OrtAllocatorType", "OrtMemType", "SparseTensor", "get_available_providers",

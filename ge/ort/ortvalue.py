@@ -215,6 +215,19 @@ class OrtValueVector:
         return [v.numpy() for v in self._values]
 
 
+def copy_tensors(src, dst, stream=None) -> None:
+    """Copy each source OrtValue's data into the destination OrtValue of the same shape and type."""
+    src, dst = list(src), list(dst)
+    if len(src) != len(dst):
+        raise InputError(f"copy_tensors: {len(src)} sources but {len(dst)} destinations")
+    for k, (a, b) in enumerate(zip(src, dst)):
+        a, b = as_ortvalue(a), as_ortvalue(b)
+        if a.shape() != b.shape() or a.element_type() != b.element_type():
+            raise InputError(f"copy_tensors: source {k} is {a.data_type()}{a.shape()}, destination "
+                             f"{b.data_type()}{b.shape()}")
+        np.copyto(b.numpy(), a.numpy())
+
+
 def as_ortvalue(value) -> OrtValue:
     if isinstance(value, OrtValue):
         return value

@@ -234,6 +234,9 @@ class InferenceSession:
                                             device_id: int = 0, vendor_id: int = -1) -> OrtValue:
         return OrtValue.ortvalue_from_shape_and_type(shape, element_type, device_type, device_id, vendor_id)
 
+    def release_captured_graph(self, graph_annotation_id: int = 0) -> None:
+        """Nothing to release: graphs are captured by GPU providers only."""
+
     def get_tuning_results(self) -> list:
         """[]: ge's kernels have no tunable ops (their tiling is chosen when the plan is compiled)."""
         return []

@@ -150,3 +150,14 @@ def test_optimized_model_filepath_writes_onnx_that_onnxruntime_runs(tmp_path):
     so.optimized_model_filepath = str(tmp_path / "opt.ort")
     with pytest.raises(ge.UsageError, match="ort"):
         ort.InferenceSession(model, so)
+
+
+def test_copy_tensors_between_host_values():
+    """(onnxruntime's CPU package copies between devices only: host to host it finds no data transfer.)"""
+    a = ort.OrtValue.ortvalue_from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    b = ort.OrtValue.ortvalue_from_shape_and_type([2, 3], np.float32)
+    ort.copy_tensors([a], [b])
+    np.testing.assert_array_equal(b.numpy(), a.numpy())
+    assert b.data_ptr() != a.data_ptr()
+    with pytest.raises(ge.InputError):
+        ort.copy_tensors([a], [ort.OrtValue.ortvalue_from_shape_and_type([3], np.float32)])

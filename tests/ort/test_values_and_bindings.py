@@ -144,3 +144,4 @@ def test_run_takes_ortvalues_in_its_feeds(rt, sess):
     f = feeds()
     got = sess.run(["z"], {k: rt.OrtValue.ortvalue_from_numpy(v, "cpu", 0) for k, v in f.items()})[0]
     np.testing.assert_allclose(got, expected(f)[0], rtol=1e-6)
+
