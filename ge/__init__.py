@@ -11,7 +11,7 @@ from . import errors  # noqa: E402
 from .api import NodeArg, Session, available_runtimes
 from .compiler import compile
 from .errors import (DeviceMemoryError, ExecutionError, GEError, InputError, ModelLoadError, ShapeError,
-                     UnsupportedOpError)
+                     UnsupportedOpError, UsageError)
 from .offline import load, save
 from .options import Options
 from .overflow import overflow_nodes
@@ -21,6 +21,6 @@ from .plan import Plan
 __all__ = ["Session", "NodeArg", "Options", "Plan", "compile", "save", "load", "available_runtimes", "errors",
            "InferenceSession", "SessionOptions", "GraphOptimizationLevel", "ExecutionMode", "GEError",
            "ModelLoadError", "UnsupportedOpError", "ShapeError", "InputError", "DeviceMemoryError",
-           "ExecutionError", "overflow_nodes"]
+           "ExecutionError", "UsageError", "overflow_nodes"]
 __version__ = "0.1.0"
 IMPORT_SECONDS = _time.perf_counter() - _IMPORT_T0

@@ -16,7 +16,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import external_data_helper, shape_inference
 
-from ..errors import ModelLoadError, UnsupportedOpError
+from ..errors import ModelFileError, ModelLoadError, ModelParseError, UnsupportedOpError
 from ..ir import Graph
 from ..ir.dtypes import check, from_onnx
 from .onnx_attrs import attribute_value, tensor_to_array
@@ -39,7 +39,7 @@ def load_model(model) -> tuple[onnx.ModelProto, str | None, str]:
         path = Path(model)
         if not path.is_file():
             what = "is not a regular file" if path.exists() else "does not exist"
-            raise ModelLoadError(f"model file '{path}' {what}")
+            raise ModelFileError(f"model file '{path}' {what}")
         size = path.stat().st_size
         if size > MAX_PROTO_BYTES:  # refused before reading: protobuf cannot parse it anyway
             raise ModelLoadError(f"'{path}' is {size} bytes; an ONNX protobuf is at most 2 GiB (larger models "
@@ -53,7 +53,7 @@ def _parse(data: bytes, name: str) -> onnx.ModelProto:
     try:
         m.ParseFromString(data)
     except (DecodeError, RuntimeError, ValueError) as e:
-        raise ModelLoadError(f"'{name}' is not a valid ONNX model (protobuf parse failed: {e})") from None
+        raise ModelParseError(f"'{name}' is not a valid ONNX model (protobuf parse failed: {e})") from None
     if not m.HasField("graph") or not m.graph.node and not m.graph.output:
         raise ModelLoadError(f"'{name}' is not an ONNX model: it has no graph")
     _check_names(m.graph, name)

@@ -69,7 +69,8 @@ PRECISION = [
 MAX_FOLD_ROUNDS = 8
 
 
-def run_pipeline(graph, options) -> PassManager:
+def run_pipeline(graph, options, lower: bool = True) -> PassManager:
+    """The PIPELINE to its fixed point, PRECISION when asked, then (`lower`) the LOWERING's kernel layouts."""
     pm = PassManager(PIPELINE, options.disabled_passes, options.dump_after, options.verify_passes, options)
     # folding can make new shapes static, which can make more nodes foldable: run to a fixed point
     for _ in range(MAX_FOLD_ROUNDS):
@@ -79,5 +80,6 @@ def run_pipeline(graph, options) -> PassManager:
             break
     if options.precision_mode != "must_keep_origin_dtype":
         pm.run(graph, PRECISION)
-    pm.run(graph, LOWERING)
+    if lower:
+        pm.run(graph, LOWERING)
     return pm
