@@ -86,7 +86,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("models", help="list the light models `ge run NAME` accepts").set_defaults(fn="run:cmd_models")
 
     q = sub.add_parser("plan", parents=[model], help="compile a model and print its static memory plan")
-    q.add_argument("--json", metavar="F", help="write the plan as JSON (schema: docs/memory.md, "Plan JSON")")
+    q.add_argument("--json", metavar="F", help='write the plan as JSON (schema: docs/memory.md, "Plan JSON")')
     q.add_argument("--plot", metavar="F.png", help='draw the feature-map layout (pip install "ge-runtime[plot]")')
     q.add_argument("--order", default="dfs", help="topological sort mode: bfs, dfs, rdfs, memory_priority")
     q.add_argument("--assigner", default="hybrid", help="hybrid (default) or one assigner name")
