@@ -139,7 +139,7 @@ def gears_document(gp: GearPlans) -> tuple[dict, dict[str, np.ndarray]]:
         doc, own = plan_document(plan)
         key = {}
         for k, a in own.items():
-            a = np.ascontiguousarray(a)
+            a = np.asarray(a)   # (np.ascontiguousarray makes a 0-d constant 1-d: refused at load)
             key[k] = "w" + hashlib.sha1(f"{a.dtype.str}{a.shape}".encode() + a.tobytes()).hexdigest()[:20]
             arrays.setdefault(key[k], a)
         doc["constants"] = {i: key[k] for i, k in doc["constants"].items()}
