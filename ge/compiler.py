@@ -21,6 +21,7 @@ from .bodies import compile_bodies, host_kernel
 from .hccl import ops as _hccl_ops  # noqa: F401 (registers the Hcom ops' kernels)
 from .hccl.world import launched_rank
 from .memory import continuous, plan_memory
+from .memory.gear_weights import share_weights
 from .npu import progress
 from .npu.aicore import aicore_num
 from .options import Options, as_options
@@ -122,6 +123,7 @@ def compile_gears(model, options: Options | dict | None = None, *, inputs=None, 
                           "known only at run time. runtime_v1 runs static plans only: use runtime='v2', "
                           "which runs dynamic shapes")
         plans[gear] = plan
+    plans = share_weights(plans)   # one weight image for all gears (runtime_v1/gears.py)
     top = plans[max(plans)]
     batched = tuple(_is_batched(k, symbol, declared[k], plans) for k in range(len(top.outputs)))
     sym = lambda t: dataclasses.replace(t, shape=(symbol,) + tuple(t.shape[1:]))  # noqa: E731
@@ -166,6 +168,7 @@ def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None, fa
                           "only at run time; runtime_v1 runs static plans only: fix the other symbolic dims in "
                           "input_shape, or use runtime='v2', which runs dynamic shapes")
         plans[entry] = plan
+    plans = share_weights(plans)   # one weight image for all gears (runtime_v1/gears.py)
     top = plans[max(plans)]
     ins = tuple(dataclasses.replace(top.tensors[i], shape=tuple(s)) for i, s in zip(top.inputs, declared[0]))
     outs = []

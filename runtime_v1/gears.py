@@ -2,10 +2,10 @@
 goes to the smallest gear that holds its batch.
 
 Load (`GearedExecutor(gear_plans, device)`, gear_plans a ge.plan.GearPlans, the contract):
-  1. Weights: one copy per distinct weight image. The gears' plans come from one graph, so their weight
-     segments normally match byte for byte (same constants, same sorted order); a gear whose constants do
-     not sit at the same offsets with the same bytes in an existing copy (e.g. a folded Shape that depends
-     on the batch) gets its own copy.
+  1. Weights: one copy per distinct weight image. compile_gears lays the gears' constants out as one image
+     (ge/memory/gear_weights.py: equal constants at equal offsets, a gear's own folded ones, e.g. a Shape
+     that depends on the batch, beside them), so one image holds every gear; a gear whose constants do not
+     sit at their offsets with their bytes in an existing copy (gears saved before that layout) gets its own.
   2. Feature map: one buffer of the largest feature-map size over the gears (GE's dynamic-batch assigner
      sizes it to the max gear); every gear's Executor is bound to it, so the gears share it. A "set" is
      that buffer plus one runtime_v1 Executor per gear, whose own arena holds only its I/O slots.
@@ -44,10 +44,11 @@ from .model import feature_bytes
 class _Weights:
     """One weight-segment image, shared by every gear whose constants it holds."""
 
-    def __init__(self, plan, memory):
-        self.nbytes = int(plan.memory.segments["weights"])
-        self.buf, self._release = reserve(memory, self.nbytes, f"the weights of '{plan.name}' (batch gears)")
-        copy_weights(plan, self.buf)
+    def __init__(self, plans: list, memory):
+        self.nbytes = max(int(p.memory.segments["weights"]) for p in plans)
+        self.buf, self._release = reserve(memory, self.nbytes, f"the weights of '{plans[0].name}' (gears)")
+        for p in plans:   # laid out by ge/memory/gear_weights.py, they agree where they overlap
+            copy_weights(p, self.buf)
 
     def holds(self, plan) -> bool:
         if plan.memory.segments["weights"] > self.buf.size:
@@ -108,8 +109,8 @@ class GearedExecutor:
         self._batched = gear_plans.batched
         self._dims = gear_plans.dims   # dims gears: gear by the feeds' exact shapes
         self._by_shapes = {tuple(tuple(p.tensors[i].shape) for i in p.inputs): g for g, p in plans.items()}
-        # Step 1: weights, one image per distinct layout
-        self._images: list[_Weights] = []
+        # Step 1: weights, one image per distinct layout (one for all when the compiler shared the layout)
+        self._images: list[_Weights] = [_Weights(list(plans.values()), self.memory)]
         self._weights = {g: self._image_for(p) for g, p in plans.items()}
         # Step 2: one feature map of the largest size serves every gear, in pieces above the split size
         opts = self.plan.options
@@ -133,7 +134,7 @@ class GearedExecutor:
         for img in self._images:
             if img.holds(plan):
                 return img
-        img = _Weights(plan, self.memory)
+        img = _Weights([plan], self.memory)
         self._images.append(img)
         return img
 

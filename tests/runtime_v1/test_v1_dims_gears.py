@@ -156,6 +156,9 @@ def test_the_gears_share_one_feature_map_of_the_largest_gears_size(auto):
     assert st["feature_map_bytes"] == max(per_gear.values()) < sum(per_gear.values())
     (s,) = auto._executor._gears._sets.all
     assert all(e._instances.all[0].fm is s.fm for e in s.executors.values())
+    # the position embeddings fold per length, yet one weight image holds every gear (gear_weights.py)
+    own = [sum(a.nbytes for a in p.constants.values()) for p in auto.gear_plans.plans.values()]
+    assert st["weight_copies"] == 1 and max(own) <= st["weights_bytes"] < sum(own) * 0.6
 
 
 # -- offline and the CLI ----------------------------------------------------------------------------
