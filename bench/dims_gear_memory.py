@@ -18,6 +18,7 @@ import numpy as np
 import ge
 from ge.compiler import compile_gears
 from ge.models import bert_like
+from ge.npu.memory import align_up
 from runtime_v1.model import feature_bytes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -45,8 +46,8 @@ def main(seqs="32,64,128", layers="4", hidden="256", reps="20"):
     print(f"bert_like {layers} layers x {hidden}, batch 1, gears over seq {seqs}")
     gp = compile_gears(model, opts)
     sep_fm = sep_w = 0
-    for g, p in gp.plans.items():
-        w = int(p.memory.segments["weights"])
+    for g, p in gp.plans.items():   # a separate plan's weights: its own constants, each ALIGN-aligned
+        w = sum(align_up(a.nbytes) for a in p.constants.values())
         sep_fm, sep_w = sep_fm + feature_bytes(p), sep_w + w
         print(f"  gear seq {g[0]:>4}: feature map {feature_bytes(p) / MIB:7.2f} MiB, weights {w / MIB:6.2f} MiB")
     sess = ge.Session(model, runtime="v1", options=opts)
@@ -55,7 +56,7 @@ def main(seqs="32,64,128", layers="4", hidden="256", reps="20"):
     print(f"  separate plans: feature maps {sep_fm / MIB:.2f} MiB + weights {sep_w / MIB:.2f} MiB = "
           f"{(sep_fm + sep_w) / MIB:.2f} MiB")
     print(f"  gears loaded:   feature map  {shared_fm / MIB:.2f} MiB (max over gears, one buffer) + weights "
-          f"{shared_w / MIB:.2f} MiB ({st['weight_copies']} images) = {(shared_fm + shared_w) / MIB:.2f} MiB  "
+          f"{shared_w / MIB:.2f} MiB ({st['weight_copies']} image(s)) = {(shared_fm + shared_w) / MIB:.2f} MiB  "
           f"-> feature map {sep_fm / shared_fm:.2f}x smaller, total {(sep_fm + sep_w) / (shared_fm + shared_w):.2f}x")
     in_use = sess.allocator_stats()["device_in_use"]
     apart = [ge.Session(p, runtime="v1") for p in gp.plans.values()]
@@ -70,7 +71,7 @@ def main(seqs="32,64,128", layers="4", hidden="256", reps="20"):
         t1, t2 = alternating_best([lambda: sess.run(None, f), lambda: v2.run(None, f)], reps)
         print(f"  seq {seq:>4}: gear on v1 {t1 * 1e3:7.3f} ms, runtime_v2 {t2 * 1e3:7.3f} ms, v2/v1 {t2 / t1:5.2f}x, "
               f"max |diff| {diff:.1e}")
-    print(f"  gear runs {st and sess.stats()['gear_runs']}")
+    print(f"  gear runs {sess.stats()['gear_runs']}")
 
 
 if __name__ == "__main__":
