@@ -165,7 +165,8 @@ def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None, fa
         if dyn:
             raise GEError(f"dynamic_dims entry {k} ({','.join(map(str, entry))}): with input_shape's -1 dims bound, "
                           f"{dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has shapes known "
-                          "only at run time; runtime_v1 runs static plans only: fix the other symbolic dims in "
+                          "only at run time (a symbolic dim input_shape leaves free, or shape arithmetic the "
+                          "compiler does not fold); runtime_v1 runs static plans only: fix the other dims in "
                           "input_shape, or use runtime='v2', which runs dynamic shapes")
         plans[entry] = plan
     plans = share_weights(plans)   # one weight image for all gears (runtime_v1/gears.py)

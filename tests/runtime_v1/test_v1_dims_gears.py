@@ -132,6 +132,22 @@ def test_a_cnn_over_symbolic_h_w_gears_match_runtime_v2():
         sess.run(None, {"x": np.zeros((1, 3, 8, 16), np.float32)})   # each dim is some gear's: no match
 
 
+def test_a_transformers_export_runs_its_gears_on_v1():
+    """BertModel as torch.onnx.export writes it (dynamic batch and sequence; three inputs sharing them): every
+    -1 named, each entry its three sizes; the gears are static and equal runtime_v2 bit for bit."""
+    from ge import exports
+    model = exports.load("bert_tiny")
+    opts = {"input_shape": "input_ids:1,-1;attention_mask:1,-1;token_type_ids:1,-1", "dynamic_dims": "8,8,8;16,16,16"}
+    sess, v2 = ge.Session(model, options=opts), ge.Session(model, runtime="v2")
+    assert sess.runtime == "v1" and all(not p.is_dynamic for p in sess.gear_plans.plans.values())
+    for seq in (8, 16, 12):
+        f = exports.bert_feeds(1, seq, vocab=100, seed=seq)
+        for got, want in zip(sess.run(None, f), v2.run(None, f)):
+            np.testing.assert_array_equal(got, want)
+    st = sess.stats()
+    assert st["gear_runs"] == {(8, 8, 8): 1, (16, 16, 16): 1} and st["v2_runs"] == 1 and st["weight_copies"] == 1
+
+
 def test_v1_refuses_a_shape_between_gears_naming_them():
     sess = ge.Session(bert(), runtime="v1", options=OPTS)
     with pytest.raises(InputError, match=r"input_ids\[1, 12\] match no gear: dynamic_dims gears of "
