@@ -62,7 +62,7 @@ GEAR_SPLIT_BYTES = 400 << 20
 def _static_memory_policy(v):
     """GE's ge.exec.staticMemoryPolicy. "" / "0": GE's default, one block per gear. "1" / "2" turn on GE's
     extend-size memory for static graphs (VarManager::IsGeUseExtendSizeMemory), whose one effect ge models is
-    the dynamic-batch split of gear memory at 400 MiB (GE_REFERENCE 2.10). "3" / "4" expand dynamic-shape
+    the dynamic-batch split of gear memory at 400 MiB (docs/ge-reference.md §2.10). "3" / "4" expand dynamic-shape
     memory, which runtime_v2's caching allocator does on its own: refused with that reason."""
     text = str(v).strip()
     if text in ("", "0"):

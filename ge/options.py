@@ -12,7 +12,7 @@ import difflib
 import numbers
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .errors import GEError
 from .option_values import (  # noqa: F401 - the value parsers; GE_ENGINE_NAMES, MEMORY_POLICY re-exported
@@ -71,10 +71,10 @@ class Options:
     # their own threads, its caching allocator following GE's MIF protocol across them
     enable_dynamic_shape_multi_stream: bool = False
     max_streams: int = 8
-    # how streams are given out (GE_REFERENCE 3.1/3.2): "auto", ge's default (GE's ge.autoMultistreamParallelMode
-    # names its auto pass): a node with no reusable predecessor (a sibling branch) gets a new stream, up to
-    # max_streams; "engine", GE's default chain: at most stream_max_parallel_num streams per engine (1 each
-    # unless given), new streams of an engine given out round robin
+    # how streams are given out (docs/ge-reference.md §3.1, §3.2): "auto", ge's default (GE's
+    # ge.autoMultistreamParallelMode names its auto pass): a node with no reusable predecessor (a sibling branch)
+    # gets a new stream, up to max_streams; "engine", GE's default chain: at most stream_max_parallel_num streams
+    # per engine (1 each unless given), new streams of an engine given out round robin
     stream_parallel_mode: str = "auto"
     # GE's ge.streamMaxParallelNum: per engine its most streams, ((engine, n), ...) from "AIcoreEngine:4,
     # VectorEngine:2", {engine: n} or pairs; GE's engine names or ge's (AICORE, AICPU, ...); both modes honour it
@@ -158,7 +158,6 @@ class Options:
     # GE's AllReduce-parallel pass (ge.hcomParallel): an AllReduce's data successors move to a stream of
     # their own, so compute that does not need it runs on meanwhile (ge/schedule/streams.py, Step 2c)
     hcom_parallel: bool = False
-    extra: dict = field(default_factory=dict, compare=False)
 
     def __init__(self, **kw):
         fields = {f.name: f for f in dataclasses.fields(self)}
@@ -197,8 +196,6 @@ class Options:
         object.__setattr__(self, "hccl_timeout", float(self.hccl_timeout))
         if not isinstance(self.memory_assigner, str):
             raise GEError(f"option memory_assigner must be a name, got {self.memory_assigner!r:.40}")
-        if not isinstance(self.extra, dict):
-            raise GEError(f"option extra must be a dict, got {type(self.extra).__name__}")
         mode = str(self.topo_sorting_mode).lower()
         # GE's TopoSortingMode numbers (compute_graph.h): 0 BFS, 1 DFS, 2 RDFS, 3 StableRDFS
         mode = {"0": "bfs", "1": "dfs", "2": "rdfs", "3": "stable_rdfs", "stablerdfs": "stable_rdfs",
@@ -348,7 +345,7 @@ GE_ALIASES = {
     "AC_PARALLEL_ENABLE": _ac_parallel,
 }
 
-# GE options ge knows of and does not do, with the reason (GE_REFERENCE 5); from_dict refuses them by name
+# GE options ge knows of and does not do, with the reason (docs/ge-reference.md §5); from_dict refuses them by name
 GE_REFUSED = {
     "ge.exec.inputReuseMemIndexes": "graph inputs are never scratch memory in ge's plan (their io blocks "
                                     "are the caller's buffers, bound zero copy)",

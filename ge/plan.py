@@ -45,7 +45,7 @@ class SyncEvent:
 # - feature_map: activations and workspaces, reused across lifetimes (the arena runtimes allocate once).
 # - fixed:       feature-map blocks of tasks that keep their load-time addresses (Options.fixed_address_ops):
 #                reused among themselves, resident; the feature_map segment is then the refreshable part
-#                (GE's fixed / refreshable feature memory, GE_REFERENCE 2.11, 4.1 "Segmented memory").
+#                (GE's fixed / refreshable feature memory, docs/ge-reference.md §2.11, §4.1, §8.7).
 # - atomic:      outputs a kernel accumulates into (Launch.atomic): never reused; runtimes zero the segment
 #                once per run before anything runs (GE's centralized AtomicAddrClean, atomicCleanPolicy 0).
 # - io:          graph inputs and outputs (zero copy: the user's buffers in GE); never reused; produced outputs
@@ -72,9 +72,9 @@ def event_uses(events) -> tuple[int, dict]:
 
 def zero_copy_aligned(a: np.ndarray) -> bool:
     """GE's zero-copy rule for a caller's input or output buffer: bound as the tensor's memory only when its
-    address is IO_ALIGN (32) byte aligned (seed 000, 2. 零拷贝内存优化: "零拷贝内存使用32字节对齐"; GE's
-    options doc memory_management.md asks user I/O buffers for 32-byte alignment). Both runtimes copy a
-    buffer that fails it (the counters in their stats() say how often)."""
+    address is IO_ALIGN (32) byte aligned (docs/ge-reference.md §8.1: zero-copy memory is 32-byte aligned,
+    and §2.2: GE's option reference asks the same of user I/O buffers used with input/output reuse).
+    Both runtimes copy a buffer that fails it (the counters in their stats() say how often)."""
     return io_aligned(a.__array_interface__["data"][0])
 
 
@@ -105,8 +105,8 @@ def no_zero_copy_steps(plan) -> frozenset:
 def copy_only_io(plan) -> frozenset:
     """Graph inputs and outputs (their I/O blocks' root tensors) that a task keeping its load-time addresses
     reads or writes (Options.fixed_address_ops by node name or op type, or the node attribute
-    `_no_address_refresh`): GE's "peers whose task cannot take address refresh" are copied, never zero copy
-    (GE_REFERENCE 2.9, 4.1 DisableZeroCopy; seed 000 2.: "某些特殊算子如HCOM...不支持地址刷新")."""
+    `_no_address_refresh`): GE copies the I/O of peers whose task cannot take address refresh, never zero
+    copy (docs/ge-reference.md §2.9, §4.1 DisableZeroCopy; §8.2: HCOM and similar ops take no address refresh)."""
     fixed = [plan.nodes[s] for s in sorted(no_zero_copy_steps(plan))]
     if not fixed or plan.memory is None:
         return frozenset()

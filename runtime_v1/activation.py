@@ -1,4 +1,4 @@
-"""Activated streams: a body's streams run side by side, as GE binds them (GE_REFERENCE 3.6, 3.4).
+"""Activated streams: a body's streams run side by side, as GE binds them (docs/ge-reference.md §3.6, §3.4).
 
 GE binds the streams of a static body as activated streams: they do not start with the model but when a
 StreamActive task fires, which the label makers put at the head of each branch and loop body, on the

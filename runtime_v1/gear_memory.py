@@ -1,6 +1,5 @@
-"""Gear memory split (GE's DynamicBatchMemAssigner, GE_REFERENCE 2.10; seed 000 §3 "最大拆分限制:
-动态batch场景下最大拆分大小为400MB"): the feature map the batch gears share, cut into pieces that are
-separate buffers.
+"""Gear memory split (GE's DynamicBatchMemAssigner, docs/ge-reference.md §2.10; §8.5: with dynamic batch the
+largest split is 400 MB): the feature map the batch gears share, cut into pieces that are separate buffers.
 
 GE (dynamic_batch_mem_assigner.cc, CreateBlocks) walks the largest batch's blocks in order and starts a new
 virtual block when adding the next one would pass kMaxSplitSizeForDynamicBatch (400 MiB), in extend-size

@@ -15,14 +15,14 @@ OPTIONS_DOC = Path(__file__).resolve().parents[1] / "docs" / "options.md"
 @pytest.mark.parametrize("key", ["ac_parallel_enable", "AC_PARALLEL_ENABLE"])
 @pytest.mark.parametrize("value", ["", "0", 0])
 def test_ac_parallel_enable_default_is_accepted(key, value):
-    """GE_REFERENCE 3.3 step 2 / 5: ac_parallel_enable "" or "0" is GE's default (no AICPU stream of its own on
-    dynamic-shape graphs), which is what ge does: accepted, nothing changes."""
+    """docs/ge-reference.md §3.3 step 2 and §5: ac_parallel_enable "" or "0" is GE's default (no AICPU stream of
+    its own on dynamic-shape graphs), which is what ge does: accepted, nothing changes."""
     assert ge.Options.from_dict({key: value}) == ge.Options()
 
 
 def test_ac_parallel_enable_1_is_refused_with_the_reason():
-    """GE_REFERENCE 3.3 step 2: "1" gives AICPU subgraphs of dynamic graphs their own stream, a rule ge's
-    stream assignment does not have, so ge refuses it and says why (never dropped silently)."""
+    """docs/ge-reference.md §3.3 step 2 and §8.16: "1" gives AICPU subgraphs of dynamic graphs their own stream,
+    a rule ge's stream assignment does not have, so ge refuses it and says why (never dropped silently)."""
     with pytest.raises(GEError, match=r"ac_parallel_enable=1 is not supported by ge: .*AssignAicpuCanParallel"):
         ge.Options.from_dict({"AC_PARALLEL_ENABLE": "1"})
     with pytest.raises(GEError, match="takes '', '0' or '1'"):
@@ -31,14 +31,14 @@ def test_ac_parallel_enable_1_is_refused_with_the_reason():
 
 @pytest.mark.parametrize("key", sorted(GE_REFUSED))
 def test_known_ge_options_ge_does_not_do_are_refused_by_name(key):
-    """GE_REFERENCE 5: options ge does not implement fail naming the option and the reason."""
+    """docs/ge-reference.md §5: options ge does not implement fail naming the option and the reason."""
     with pytest.raises(GEError, match=re.escape(f"GE option {key}=") + ".*not supported by ge: " +
                        re.escape(GE_REFUSED[key][:20])):
         ge.Options.from_dict({key: "1"})
 
 
 def test_memory_priority_policy_combines_with_bfs_dfs_and_refuses_rdfs():
-    """GE_REFERENCE 1.1: MemoryPriority replaces the ready stack of BFS and DFS; with RDFS/StableRDFS ge
+    """docs/ge-reference.md §1.1: MemoryPriority replaces the ready stack of BFS and DFS; with RDFS/StableRDFS ge
     says it has no such combination instead of dropping one option."""
     for mode in ("0", "1"):
         o = ge.Options.from_dict({"ge.topoSortingMode": mode, "ge.exec.memoryOptimizationPolicy": "MemoryPriority"})
@@ -86,3 +86,9 @@ def test_options_doc_names_real_fields_and_the_environment():
         assert f"`{pair[0]}" in row.split("|")[2], f"docs/options.md's row for {key} does not name the field {pair[0]}"
     for env in ("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "OP_NO_REUSE_MEM"):
         assert any(f"`{env}`" in r.split("|")[1] for r in rows), f"docs/options.md's GE-options table lacks {env}"
+
+
+def test_an_option_that_would_do_nothing_is_refused():
+    """`extra` was accepted and never read: a setting that silently does nothing is refused instead."""
+    with pytest.raises(GEError, match="unknown option 'extra'"):
+        ge.Options(extra={"x": 1})

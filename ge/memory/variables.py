@@ -1,5 +1,5 @@
-"""Variable memory (GE's VariableMemoryAssigner, GE_REFERENCE 2.12; seed 000's allocator tree lists it next to
-the hybrid assigner): state that persists across runs gets a segment of its own that the planner never
+"""Variable memory (GE's VariableMemoryAssigner, docs/ge-reference.md §2.12; §8.6: GE's tree of assigners lists
+it next to the hybrid assigner): state that persists across runs gets a segment of its own that the planner never
 reuses. ge's state is an ONNX model's output carried to one of its inputs on the next run (a KV cache):
 Options.state_pairs names (output, input) pairs.
 

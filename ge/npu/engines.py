@@ -25,8 +25,8 @@ class EngineInfo:
     attach: bool = False       # may ride on a predecessor's stream of another engine
     cost: int = 10             # compute cost: the lowest wins among reusable predecessors
     # False: its tasks take no user address (GE: HcclTaskInfo::Init calls DisableZeroCopy on its I/O unless
-    # the task def flags zero copy; seed 000 §2 "某些特殊算子如HCOM...不支持地址刷新"): their graph I/O is
-    # copied at the boundary (ge.plan.no_zero_copy_steps)
+    # the task def flags zero copy; docs/ge-reference.md §8.2: HCOM and similar ops take no address refresh):
+    # their graph I/O is copied at the boundary (ge.plan.no_zero_copy_steps)
     address_refresh: bool = True
 
 

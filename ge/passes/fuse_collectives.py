@@ -1,5 +1,5 @@
 """fuse_collectives: fused AllReduces over continuous input memory (GE's HCOM fusion with ContinuousMemMng,
-GE_REFERENCE 2.10). A LOWERING pass: it runs once the pipeline's folds are done.
+docs/ge-reference.md §2.10). A LOWERING pass: it runs once the pipeline's folds are done.
 
 HcomAllReduce nodes that GE would fuse: `fusion` 2 with the same `fusion_id`, or `fusion` 1 (GE's default
 policy; ge fuses every such AllReduce, with no segment-size cap), with the same reduction, group and dtype.

@@ -1,6 +1,6 @@
 """GE's delayed topological sort (DelayTopoSort in graph_metadef/graph/normal_graph/compute_graph.cc): move a
 chain that starts from long-lived inputs to right before its first consumer, so its outputs are born when
-they are needed (seed 000, "5. 内存优先级排序": "延迟拓扑排序将链式节点延迟到消费者附近").
+they are needed (docs/ge-reference.md §8.4: the delayed sort moves chains next to their consumers).
 
 GE runs it after the sort when the memory-priority policy is on (any mode but StableRDFS) and always after
 RDFS. The rule, over groups that start as one node each, in order position i = 0, 1, ...:

@@ -1,5 +1,5 @@
-"""Event multiplexing (GE_REFERENCE 3.4 "Event reuse", GE's ATTR_NAME_EVENT_MULTIPLEXING): a device has few
-event ids (GE's EventAllocator::kMaxEventNum = 4096), so an id serves several sync events when their uses
+"""Event multiplexing (docs/ge-reference.md §3.4, event reuse; GE's ATTR_NAME_EVENT_MULTIPLEXING): a device has
+few event ids (GE's EventAllocator::kMaxEventNum = 4096), so an id serves several sync events when their uses
 cannot overlap: event b may take the id of event a once both ends of a are done before b is recorded, that
 is a's wait runs at or before (happens-before) b's record node.
 

@@ -1,5 +1,5 @@
-"""GE's physical stream split (StreamAllocator::SplitStreams, GE_REFERENCE 3.5): a device stream holds at most
-`max_task_count` tasks, so a logical stream with more is cut into pieces, each its own stream, joined by an
+"""GE's physical stream split (StreamAllocator::SplitStreams, docs/ge-reference.md §3.5): a device stream holds at
+most `max_task_count` tasks, so a logical stream with more is cut into pieces, each its own stream, joined by an
 event from the last node of one piece to the first node of the next.
 
 Step 1. Per node, its task cost on its stream: 1 for a node that launches a task (GE_LOCAL nodes give none),

@@ -13,9 +13,10 @@ Read from GE's graph_metadef/graph/normal_graph/compute_graph.cc (ComputeGraphIm
   new nodes land right before their first consumer. No delayed sort.
 - memory_priority (GE's ge.exec.memoryOptimizationPolicy=MemoryPriority with BFS/DFS): the ready set is a
   map keyed by NodeOutInfo = (number of consumers, output bytes, name) and its *smallest* key pops first
-  (TopoSortStack::Pop takes mem_priority_stack_.cbegin()). The design doc (ascend-ir.md) and seed 000
-  ("5. 内存优先级排序": "优先处理输出较大的节点") say larger outputs first; the code says smallest first,
-  and the code is what runs: ge follows the code (tests/schedule/test_toposort.py shows the difference).
+  (TopoSortStack::Pop takes mem_priority_stack_.cbegin()). GE's IR design note
+  (docs/en/design/modules/graph_metadef/ascend-ir.md in GE's tree) and the article of docs/ge-reference.md
+  §8.3 say larger outputs first; the code says smallest first, and the code is what runs: ge follows the
+  code (docs/ge-reference.md §1.1; tests/schedule/test_toposort.py shows the difference).
   Then the delayed sort.
 Delayed sort (delay_sort.py) runs after rdfs and memory_priority, as GE's DelayTopoSort does.
 Ties keep the graph's order, so every mode is deterministic.

@@ -1,5 +1,5 @@
 """Activated streams (runtime_v1/activation.py, Options.activate_body_streams): a static body's streams run
-side by side as GE's StreamActive binds them (GE_REFERENCE 3.6), with no event toward a stream the control
+side by side as GE's StreamActive binds them (docs/ge-reference.md §3.6), with no event toward a stream the control
 node activates (3.4, OptimizeByStreamActivate)."""
 from __future__ import annotations
 

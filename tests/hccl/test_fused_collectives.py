@@ -1,6 +1,6 @@
-"""Fused collectives (passes/fuse_collectives.py; GE's HCOM fusion with ContinuousMemMng, GE_REFERENCE 2.10):
-AllReduces with fusion 1, or fusion 2 and one fusion_id, become one exchange over continuous input memory,
-the producers writing straight into their slices of it; the outputs equal the unfused plan's."""
+"""Fused collectives (passes/fuse_collectives.py; GE's HCOM fusion with ContinuousMemMng, docs/ge-reference.md
+§2.10, §8.8): AllReduces with fusion 1, or fusion 2 and one fusion_id, become one exchange over continuous input
+memory, the producers writing straight into their slices of it; the outputs equal the unfused plan's."""
 from __future__ import annotations
 
 import numpy as np

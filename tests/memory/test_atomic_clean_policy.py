@@ -31,10 +31,10 @@ def _plan(policy):
 
 
 def test_per_op_policy_has_no_atomic_segment_and_reuses_the_outputs():
-    """GE_REFERENCE 2.6 ("By default one AtomicAddrClean at the graph head cleans everything
-    (ge.exec.atomicCleanPolicy=0 centralized, 1 = one memset per op)"): policy 0 puts ConvTranspose's
-    outputs in the never-reused atomic segment; policy 1 cleans each right before its producer, so they
-    are ordinary feature-map blocks (here one reuses the block Sigmoid's output had) and the plan is smaller."""
+    """docs/ge-reference.md §2.6 (by default a single AtomicAddrClean at the head of the graph zeroes everything:
+    ge.exec.atomicCleanPolicy=0, centralized; 1 gives each op its own memset): policy 0 puts ConvTranspose's outputs
+    in the never-reused atomic segment; policy 1 cleans each right before its producer, so they are ordinary
+    feature-map blocks (here one reuses the block Sigmoid's output had) and the plan is smaller."""
     central, per_op = _plan(0), _plan(1)
     for plan in (central, per_op):
         verify_memory(plan, plan.memory)
@@ -52,8 +52,9 @@ def test_per_op_policy_has_no_atomic_segment_and_reuses_the_outputs():
 @pytest.mark.parametrize("as_output", [False, True], ids=["internal", "graph-output"])
 @pytest.mark.parametrize("runtime", ["v1", "v2"])
 def test_both_policies_give_equal_results_run_after_run(runtime, as_output):
-    """GE_REFERENCE 2.6 (atomic accumulation needs zeroing first; memory_conflict.md "atomic accumulation
-    without zeroing"): both policies, three runs each, bitwise equal and equal to onnx.reference."""
+    """docs/ge-reference.md §2.6 and §6 (atomic accumulation needs zeroing first; GE's
+    docs/en/design/features/memory_conflict.md lists accumulation without zeroing as a conflict): both policies,
+    three runs each, bitwise equal and equal to onnx.reference."""
     model = _model(as_output)
     x = np.random.default_rng(1).standard_normal((1, 3, 9, 9)).astype(np.float32)
     want = ReferenceEvaluator(model).run(None, {"x": x})
@@ -73,7 +74,7 @@ def test_both_policies_give_equal_results_run_after_run(runtime, as_output):
 
 
 def test_v1_clean_task_runs_right_before_its_producer():
-    """GE_REFERENCE 2.6 policy 1: the memset is its producer's neighbour, in the producer's stream table."""
+    """docs/ge-reference.md §2.6 policy 1: the memset is its producer's neighbour, in the producer's stream table."""
     with ge.Session(_model(), runtime="v1", options={"ge.exec.atomicCleanPolicy": "1"}) as sess:
         m = sess._executor.model
         order = [row.node.name for st in m.streams for row in st.native if row is not None]

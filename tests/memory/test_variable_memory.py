@@ -1,5 +1,5 @@
-"""Variable memory (GE_REFERENCE 2.12, GE's VariableMemoryAssigner; seed 000's allocator tree): state carried
-from run to run (Options.state_pairs: an output that is an input of the next run, a KV cache) gets its own
+"""Variable memory (docs/ge-reference.md §2.12, GE's VariableMemoryAssigner; §8.6, GE's tree of assigners): state
+carried from run to run (Options.state_pairs: an output that is an input of the next run, a KV cache) gets its own
 segment, never reused, on both runtimes."""
 import numpy as np
 import pytest
@@ -25,7 +25,7 @@ def _kv(extra_output=False):
 
 
 def test_state_pairs_get_a_variable_segment_of_their_own():
-    """GE_REFERENCE 2.12: variables take their own logical space, never reused; per pair ge keeps the input's
+    """docs/ge-reference.md §2.12: variables take their own logical space, never reused; per pair ge keeps the input's
     block and the output's (a run reads one and writes the other: 2 x 512 B here)."""
     plan = ge.compile(_kv(), {"state_pairs": STATE})
     mem = {t.name: t for t in plan.memory.tensors}
@@ -37,8 +37,8 @@ def test_state_pairs_get_a_variable_segment_of_their_own():
 
 
 def test_verifier_keeps_variable_blocks_apart():
-    """GE_REFERENCE 2.12 "Variables are never reused": the independent verifier refuses a plan whose two state
-    blocks overlap."""
+    """docs/ge-reference.md §2.12 (variables are never reused): the independent verifier refuses a plan whose two
+    state blocks overlap."""
     import dataclasses
     plan = ge.compile(_kv(), {"state_pairs": STATE})
     tensors = list(plan.memory.tensors)
@@ -50,7 +50,7 @@ def test_verifier_keeps_variable_blocks_apart():
 
 @pytest.mark.parametrize("runtime", ["v1", "v2"])
 def test_state_is_carried_from_run_to_run(runtime):
-    """GE_REFERENCE 2.12 (session-scoped variables): the state input may be left out of the feeds: it is the
+    """docs/ge-reference.md §2.12 (session-scoped variables): the state input may be left out of the feeds: it is the
     last run's output (zeros at first); feeding it sets the state; the returned state is a copy."""
     x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
     z = -np.abs(x)

@@ -33,8 +33,8 @@ def _expected(x):
 @pytest.mark.parametrize("runtime", ["v1", "v2"])
 @pytest.mark.parametrize("offset", OFFSETS)
 def test_input_bound_only_when_32_byte_aligned(runtime, offset):
-    """Seed 000, "2. 零拷贝内存优化": zero-copy memory is 32-byte aligned (GE_REFERENCE 2.2: user I/O buffers
-    used with input/output reuse must be 32-byte aligned). Offsets 0, 32, 64 are bound, 4 and 16 copied."""
+    """docs/ge-reference.md §8.1: zero-copy memory is 32-byte aligned (and §2.2: user I/O buffers used with
+    input/output reuse must be 32-byte aligned). Offsets 0, 32, 64 are bound, 4 and 16 copied."""
     sess = ge.Session(_model(), runtime=runtime)
     x = _at_offset((4, 8), offset)
     x[...] = np.random.default_rng(offset).standard_normal((4, 8))
@@ -53,9 +53,9 @@ def test_input_bound_only_when_32_byte_aligned(runtime, offset):
 @pytest.mark.parametrize("runtime", ["v1", "v2"])
 @pytest.mark.parametrize("offset", OFFSETS)
 def test_output_bound_only_when_32_byte_aligned(runtime, offset):
-    """Seed 000, "2. 零拷贝内存优化" (32-byte zero-copy alignment) for bound outputs: an aligned buffer is
+    """docs/ge-reference.md §8.1 (32-byte zero-copy alignment) for bound outputs: an aligned buffer is
     written by the kernel itself, a misaligned one gets the result copied in (GE's EnsureTensorAtOutMemory
-    fallback, GE_REFERENCE 4.3) and is counted as misaligned_outputs."""
+    fallback, docs/ge-reference.md §4.3) and is counted as misaligned_outputs."""
     sess = ge.Session(_model(), runtime=runtime)
     x = np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32)
     out = _at_offset((4, 8), offset)

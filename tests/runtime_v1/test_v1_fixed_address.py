@@ -1,7 +1,7 @@
-"""Tasks that cannot take address refresh (GE_REFERENCE 2.9 "peers whose task cannot take address refresh" are
-not zero copy, 4.1 DisableZeroCopy; seed 000 "2. 零拷贝内存优化": HCOM and similar ops do not support address
-refresh): their graph inputs and outputs are copied at the boundary by runtime_v1, whose task tables are built
-once; runtime_v2 launches every task with the run's addresses (as RT2 does), so nothing changes there."""
+"""Tasks that cannot take address refresh (docs/ge-reference.md §2.9: I/O whose peer task cannot take address
+refresh is not zero copy; §4.1 DisableZeroCopy; §8.2: HCOM and similar ops do not support address refresh): their
+graph inputs and outputs are copied at the boundary by runtime_v1, whose task tables are built once; runtime_v2
+launches every task with the run's addresses (as RT2 does), so nothing changes there."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -60,8 +60,8 @@ def test_results_equal_with_and_without_the_rule(runtime):
 
 
 def test_hcom_tasks_copy_their_graph_io_by_the_kernel_contract():
-    """GE_REFERENCE 4.1 and GE's HcclTaskInfo::Init (DisableZeroCopy on an HCCL task's I/O); seed 000 §2
-    "某些特殊算子如HCOM...不支持地址刷新": no option and no attribute, the Hcom kernel's engine (HCCL,
+    """docs/ge-reference.md §4.1 and GE's HcclTaskInfo::Init (DisableZeroCopy on an HCCL task's I/O); §8.2 (HCOM
+    ops take no address refresh): no option and no attribute, the Hcom kernel's engine (HCCL,
     EngineInfo.address_refresh False) declares it. runtime_v1 copies its graph I/O; runtime_v2 gives every
     task the run's addresses, so both results are equal."""
     import sys
@@ -90,7 +90,7 @@ def test_hcom_tasks_copy_their_graph_io_by_the_kernel_contract():
 
 
 def test_a_fixed_segment_survives_a_gem_round_trip(tmp_path):
-    """The fixed segment (GE_REFERENCE 2.11 is_fixed_addr_prior) and the steps whose workspaces sit in it are
+    """The fixed segment (docs/ge-reference.md §2.11 is_fixed_addr_prior) and the steps whose workspaces sit in it are
     saved in the .gem (ge/offline), so a loaded plan keeps the fixed task's blocks resident."""
     from ge.offline import load, save
     from test_v1_segmented_feature_map import _model as chain, _want

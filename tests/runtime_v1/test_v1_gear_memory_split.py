@@ -1,5 +1,6 @@
-"""Gear memory split: GE_REFERENCE 2.10 (DynamicBatchMemAssigner: groups split at kMaxSplitSizeForDynamicBatch =
-400 MiB in extend-size memory mode) and seed 000 §3 (最大拆分限制: 动态batch场景下最大拆分大小为400MB). The
+"""Gear memory split: docs/ge-reference.md §2.10 (DynamicBatchMemAssigner: groups split at
+kMaxSplitSizeForDynamicBatch = 400 MiB in extend-size memory mode) and §8.5 (users read: with dynamic batch the
+largest split is 400 MB). The
 batch gears' shared feature map becomes several buffers, none past the split size, no tensor cut in two;
 results equal the one-buffer gears'. The tests set a small split size (gear_memory_split_bytes) to stay small."""
 

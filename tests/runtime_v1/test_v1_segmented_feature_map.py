@@ -1,5 +1,5 @@
-"""Segmented feature map (GE_REFERENCE 2.11 and 4.1 "Segmented memory": weights | fixed FM | refreshable FM |
-zero-copy I/O; seed 000 "OPTION_FEATURE_BASE_REFRESHABLE"): the blocks of tasks that keep their load-time
+"""Segmented feature map (docs/ge-reference.md §2.11 and §4.1, segmented memory: weights | fixed FM | refreshable
+FM | zero-copy I/O; §8.7, OPTION_FEATURE_BASE_REFRESHABLE): the blocks of tasks that keep their load-time
 addresses (GE's is_fixed_addr_prior, here Options.fixed_address_ops) form a fixed segment that stays resident;
 the rest, the refreshable feature map, can be given by the caller per run (Session.run(feature_base=...))."""
 import numpy as np
@@ -28,8 +28,8 @@ def _want(x):
 
 
 def test_blocks_of_fixed_address_tasks_form_their_own_segment():
-    """GE_REFERENCE 2.11: segments carry is_fixed_addr_prior when they hold such blocks; ge plans those blocks
-    (reused among themselves) in `fixed`, the others in the refreshable `feature_map`."""
+    """docs/ge-reference.md §2.11: segments carry is_fixed_addr_prior when they hold such blocks; ge plans those
+    blocks (reused among themselves) in `fixed`, the others in the refreshable `feature_map`."""
     plan = ge.compile(_model(), OPTS)
     mem = {t.name: t for t in plan.memory.tensors}
     assert mem["a"].segment == "fixed" and {mem["b"].segment, mem["c"].segment} == {"feature_map"}
@@ -39,7 +39,7 @@ def test_blocks_of_fixed_address_tasks_form_their_own_segment():
 
 
 def test_the_callers_refreshable_base_is_written_and_the_fixed_part_never_moves():
-    """GE_REFERENCE 4.1: UpdateGraphRefreshableFeatureMemoryBase re-bases only the refreshable feature map;
+    """docs/ge-reference.md §4.1: UpdateGraphRefreshableFeatureMemoryBase re-bases only the refreshable feature map;
     the fixed feature memory keeps its address for the model's life."""
     sess = ge.Session(_model(), runtime="v1", options=OPTS)
     ex = sess._executor

@@ -113,7 +113,7 @@ def test_single_stream_option_and_ge_alias():
 
 
 def test_control_flow_is_a_dynamic_graph_not_forced_to_one_stream(caplog, monkeypatch):
-    """GE: control flow gets streams (v1: label tasks / activation, GE_REFERENCE 3.6). A static If (static
+    """GE: control flow gets streams (v1: label tasks / activation, docs/ge-reference.md §3.6). A static If (static
     tensors out: runtime_v1's label tasks) keeps the graph's streams; an If whose outputs are known only at
     run time runs host-driven and makes the graph dynamic, which keeps one stream unless
     ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1 (3.3); single-stream mode with control flow is refused (3.2)."""

@@ -53,10 +53,10 @@ def _planned(graph, order) -> int:
 
 
 def test_memory_priority_pops_the_smallest_key_as_the_code_does():
-    """GE_REFERENCE 1.1 "Memory priority sort": TopoSortStack pops the smallest NodeOutInfo (consumers, output
-    bytes, name) first; seed 000 "5. 内存优先级排序" says larger outputs first. On two Expand -> ReduceSum
+    """docs/ge-reference.md §1.1 (memory-priority sort): TopoSortStack pops the smallest NodeOutInfo (consumers,
+    output bytes, name) first; the article of §8.3 says larger outputs first. On two Expand -> ReduceSum
     branches the code's rule finishes one branch before the second Expand (one 16 KiB block, reused); the
-    seed's rule would run both Expands first (two blocks)."""
+    article's rule would run both Expands first (two blocks)."""
     g = _two_expands()
     code = topological_order(g, "memory_priority")
     assert _names(code) == ["e1", "r1", "e2", "r2", "add"]
@@ -67,8 +67,8 @@ def test_memory_priority_pops_the_smallest_key_as_the_code_does():
 
 
 def test_delayed_sort_moves_a_chain_from_long_lived_inputs_to_its_consumer():
-    """GE_REFERENCE 1.1 / seed 000 "5. 内存优先级排序" (延迟拓扑排序, DelayTopoSort): a node whose inputs are all
-    graph inputs or constants moves to right before its first consumer when that is more than one step
+    """docs/ge-reference.md §1.1 and §8.4 (the delayed sort, DelayTopoSort): a node whose inputs are all graph
+    inputs or constants moves to right before its first consumer when that is more than one step
     ahead. Before: b, a1, a2, a3, add (b's 16 KiB live across the chain); expected: a1, a2, a3, b, add."""
     g = _late_consumer()
     before = topological_order(g, "dfs")
@@ -80,7 +80,7 @@ def test_delayed_sort_moves_a_chain_from_long_lived_inputs_to_its_consumer():
 
 
 def test_delayed_sort_carries_a_chain_and_stops_at_a_shared_node():
-    """GE_REFERENCE 1.1, DelayTopoSort / GetOutNodeIndex: a moved node joins its consumer's group, and the
+    """docs/ge-reference.md §1.1, DelayTopoSort / GetOutNodeIndex: a moved node joins its consumer's group, and the
     group moves on while its last node has a single input; a node with several consumers (here p is also a
     graph output, GE's NetOutput) pins the group it joins ("last node cannot be delay")."""
     def graph(p_is_output):
@@ -99,7 +99,7 @@ def test_delayed_sort_carries_a_chain_and_stops_at_a_shared_node():
 
 
 def test_memory_priority_and_rdfs_run_the_delayed_sort_stable_rdfs_does_not():
-    """GE_REFERENCE 1.1; compute_graph.cc DoTopologicalSorting: DelayTopoSort after RDFS always and after any
+    """docs/ge-reference.md §1.1; compute_graph.cc DoTopologicalSorting: DelayTopoSort after RDFS always and after any
     mode but StableRDFS under MemoryPriority. A 4-byte side value (1 consumer, smallest key) pops first
     under memory priority and is then delayed to its consumer; StableRDFS keeps the graph's order."""
     g = _late_consumer(side_shape=(1, 1))
@@ -111,7 +111,7 @@ def test_memory_priority_and_rdfs_run_the_delayed_sort_stable_rdfs_does_not():
 
 
 def test_rdfs_visits_the_smallest_input_first_stable_rdfs_keeps_the_order():
-    """GE_REFERENCE 1.1 modes 2 and 3: RDFS's NodeCmp set is read from the back, so a consumer's smallest
+    """docs/ge-reference.md §1.1 modes 2 and 3: RDFS's NodeCmp set is read from the back, so a consumer's smallest
     input is emitted first and its largest last (next to it); StableRDFS visits inputs in the graph's
     order, so an order that is already topological comes out unchanged."""
     g = _late_consumer()
@@ -122,13 +122,13 @@ def test_rdfs_visits_the_smallest_input_first_stable_rdfs_keeps_the_order():
 
 @pytest.mark.parametrize("value,mode", [("3", "stable_rdfs"), ("2", "rdfs"), ("StableRDFS", "stable_rdfs")])
 def test_ge_topo_sorting_mode_numbers(value, mode):
-    """GE_REFERENCE 1.1: ge.topoSortingMode 0 BFS, 1 DFS, 2 RDFS, 3 StableRDFS (3 used to map to RDFS)."""
+    """docs/ge-reference.md §1.1: ge.topoSortingMode 0 BFS, 1 DFS, 2 RDFS, 3 StableRDFS (3 used to map to RDFS)."""
     assert Options.from_dict({"ge.topoSortingMode": value}).topo_sorting_mode == mode
 
 
 @pytest.mark.parametrize("runtime", ["v1", "v2"])
 def test_stable_rdfs_runs_on_both_runtimes(runtime):
-    """GE_REFERENCE 1.1 mode 3 end to end: the plan's order is the time axis both runtimes follow."""
+    """docs/ge-reference.md §1.1 mode 3 end to end: the plan's order is the time axis both runtimes follow."""
     vi = _vi
     nodes = [helper.make_node("Sigmoid", ["y"], ["b"]), helper.make_node("Neg", ["x"], ["a1"]),
              helper.make_node("Add", ["a1", "b"], ["out"])]

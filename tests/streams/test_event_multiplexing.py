@@ -1,5 +1,5 @@
-"""Event multiplexing (GE_REFERENCE 3.4 "Event reuse", ATTR_NAME_EVENT_MULTIPLEXING): an event id is reused once
-both ends of its last use are done; both runtimes keep every use apart (ge.plan.event_uses) and compute what
+"""Event multiplexing (docs/ge-reference.md §3.4, event reuse; ATTR_NAME_EVENT_MULTIPLEXING): an event id is
+reused once both ends of its last use are done; both runtimes keep every use apart (ge.plan.event_uses) and compute what
 a plan with one id per event computes."""
 import numpy as np
 import pytest
@@ -35,7 +35,7 @@ def _preds(plan):
 
 
 def test_fork_joins_share_two_event_ids():
-    """GE_REFERENCE 3.4 event reuse: 7 sync events of four fork-joins need 2 ids once an id is reused after
+    """docs/ge-reference.md §3.4 event reuse: 7 sync events of four fork-joins need 2 ids once an id is reused after
     its wait happened before the new record; the happens-before and memory verifiers accept the plan."""
     plain = ge.compile(_forks())
     mux = ge.compile(_forks(), {"event_multiplexing": True})
@@ -65,7 +65,7 @@ def test_verifier_refuses_an_id_reused_while_its_last_use_may_still_wait():
 
 @pytest.mark.parametrize("runtime", ["v1", "v2"])
 def test_multiplexed_events_run_on_both_runtimes(runtime):
-    """GE_REFERENCE 3.4: with ids reused, each thread waits for the use it needs (run r, use k -> r*stride+k):
+    """docs/ge-reference.md §3.4: with ids reused, each thread waits for the use it needs (run r, use k -> r*stride+k):
     results equal to the plan with one id per event, run after run, on two stream threads."""
     x = np.random.default_rng(1).standard_normal((32, 32)).astype(np.float32)
     opts = {"thread_budget": 2, **PER_STREAM}
@@ -78,7 +78,7 @@ def test_multiplexed_events_run_on_both_runtimes(runtime):
 
 
 def test_running_out_of_events_multiplexes_then_refuses():
-    """GE_REFERENCE 3.7 (EventAllocator::kMaxEventNum) and 3.4: with a modelled device of 2 event ids the 7
+    """docs/ge-reference.md §3.7 (EventAllocator::kMaxEventNum) and §3.4: with a modelled device of 2 event ids the 7
     events of four fork-joins are multiplexed on their own; with 1 id no plan fits, and the error says so."""
     plan = ge.compile(_forks(), {"max_events": 2})
     assert (len(plan.events), len({e.id for e in plan.events})) == (7, 2)

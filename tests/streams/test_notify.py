@@ -1,8 +1,8 @@
-"""Notify syncs (GE_REFERENCE 3.4 "Notify mode: option EVENT="notify" uses Notify instead of Event. Notify limit
-kMaxNotifyNum = 1024", 3.7; GE's stream_allocator.cc InsertSyncNodesByLogicStream / InsertSyncNodesWithNotify):
-with EVENT=notify every sync is a SendNotify/RecvNotify pair from the notify pool, placed and pruned as events
-are; past the pool's ids they are multiplexed, then refused. GE does not switch to Notify on its own when
-events run out (its EventAllocator cap fails the build): neither does ge."""
+"""Notify syncs (docs/ge-reference.md §3.4, notify mode: option EVENT="notify" syncs with notifies instead of
+events, at most kMaxNotifyNum = 1024; §3.7; GE's stream_allocator.cc InsertSyncNodesByLogicStream /
+InsertSyncNodesWithNotify): with EVENT=notify every sync is a SendNotify/RecvNotify pair from the notify pool,
+placed and pruned as events are; past the pool's ids they are multiplexed, then refused. GE does not switch to
+Notify on its own when events run out (its EventAllocator cap fails the build): neither does ge."""
 import numpy as np
 import pytest
 

@@ -1,6 +1,7 @@
-"""GE's stream labels, parallel groups and attached streams (GE_REFERENCE 3.2 steps 2 and 6: AssignByLabelPass,
-UpdateForParallelGroupPass; AssignAttachedStreamPass), from the ONNX node attributes `_stream_label` /
-`_parallel_group` / `_attached_stream_key` or from Options by node name; on both runtimes the labelled plan computes what the unlabelled one does."""
+"""GE's stream labels, parallel groups and attached streams (docs/ge-reference.md §3.2 steps 2 and 6:
+AssignByLabelPass, UpdateForParallelGroupPass; AssignAttachedStreamPass), from the ONNX node attributes
+`_stream_label` / `_parallel_group` / `_attached_stream_key` or from Options by node name; on both runtimes the
+labelled plan computes what the unlabelled one does."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -29,7 +30,7 @@ def _streams(plan):
 
 
 def test_stream_label_attribute_gives_the_labelled_nodes_their_own_stream():
-    """GE_REFERENCE 3.2 step 2 (AssignByLabelPass): one fresh stream per distinct label, which unlabelled
+    """docs/ge-reference.md §3.2 step 2 (AssignByLabelPass): one fresh stream per distinct label, which unlabelled
     nodes never reuse; the topology pass leaves labelled nodes alone."""
     assert ge.compile(_chain()).num_streams == 1
     plan = ge.compile(_chain(n1={"_stream_label": "side"}, n2={"_stream_label": "side"}))
@@ -60,7 +61,7 @@ def _fork(**attrs_of):
 
 
 def test_parallel_group_moves_its_nodes_to_a_new_stream():
-    """GE_REFERENCE 3.2 step 6 (UpdateForParallelGroupPass): unlabelled nodes of one group on one stream get
+    """docs/ge-reference.md §3.2 step 6 (UpdateForParallelGroupPass): unlabelled nodes of one group on one stream get
     one new stream. With max_streams 2, branch d shares b's stream; in group 'gd' it runs on its own."""
     s = _streams(ge.compile(_fork(), {"max_streams": 2}))
     assert s["b"] == s["d"] != s["c"]
@@ -73,14 +74,14 @@ def test_parallel_group_moves_its_nodes_to_a_new_stream():
 
 
 def test_single_stream_with_a_label_is_refused():
-    """GE_REFERENCE 3.2: SingleStreamPass fails when a StreamLabel exists (E10056)."""
+    """docs/ge-reference.md §3.2: SingleStreamPass fails when a StreamLabel exists (E10056)."""
     with pytest.raises(GEError, match="stream label 'side'.*E10056"):
         ge.compile(_chain(n1={"_stream_label": "side"}), {"enable_single_stream": True})
 
 
 @pytest.mark.parametrize("runtime", ["v1", "v2"])
 def test_labelled_plans_run_on_both_runtimes(runtime):
-    """GE_REFERENCE 3.2: labels change streams and events only; results are the unlabelled plan's."""
+    """docs/ge-reference.md §3.2: labels change streams and events only; results are the unlabelled plan's."""
     x = np.linspace(-3, 3, 64, dtype=np.float32)
     with ge.Session(_chain(), runtime=runtime) as s:
         want = s.run(None, {"x": x})[0]
@@ -99,7 +100,7 @@ def test_labelled_plans_run_on_both_runtimes(runtime):
 
 
 def test_attached_streams_follow_the_main_ones_one_per_reuse_key():
-    """GE_REFERENCE 3.2 (AssignAttachedStreamPass): after the main streams are numbered densely, nodes with
+    """docs/ge-reference.md §3.2 (AssignAttachedStreamPass): after the main streams are numbered densely, nodes with
     attached stream info get extra streams numbered after them; equal reuse keys share one."""
     main = ge.compile(_fork())
     n_main = main.num_streams

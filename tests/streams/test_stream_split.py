@@ -1,4 +1,4 @@
-"""GE's physical stream split at the device's per-stream task cap (GE_REFERENCE 3.5, SplitStreams), with a low
+"""GE's physical stream split at the device's per-stream task cap (docs/ge-reference.md §3.5, SplitStreams), with a low
 modelled cap: the pieces are streams of their own, chained by events, and both runtimes still compute the
 same results; the memory and happens-before verifiers stay green."""
 import numpy as np
@@ -38,7 +38,7 @@ def _preds(plan):
 
 
 def test_a_stream_past_the_cap_is_split_into_chained_pieces():
-    """GE_REFERENCE 3.5: split when used + kReservedTaskNum (27) would pass max_task_count; a cap of 30 leaves
+    """docs/ge-reference.md §3.5: split when used + kReservedTaskNum (27) would pass max_task_count; a cap of 30 leaves
     3 tasks a piece, so a chain of 10 one-task nodes becomes 4 streams joined by 3 events."""
     plan = ge.compile(_chain(), {"max_tasks_per_stream": 30})
     assert plan.num_streams == 4
@@ -51,7 +51,7 @@ def test_a_stream_past_the_cap_is_split_into_chained_pieces():
 
 
 def test_waits_count_twice_and_records_once():
-    """GE_REFERENCE 3.5 per-node cost: an EventWait is a wait and a reset (2 tasks), a record is 1."""
+    """docs/ge-reference.md §3.5 per-node cost: an EventWait is a wait and a reset (2 tasks), a record is 1."""
     from ge.plan import SyncEvent
     cost = task_costs(["AICORE", "AICORE", "GE_LOCAL"], [SyncEvent(0, 0, 1, 0, 1)])
     assert cost == [2, 3, 0]
@@ -61,7 +61,7 @@ def test_waits_count_twice_and_records_once():
 
 @pytest.mark.parametrize("runtime", ["v1", "v2"])
 def test_split_plan_runs_on_both_runtimes(runtime):
-    """GE_REFERENCE 3.5: the pieces run as streams of their own (threads), ordered by the chain events."""
+    """docs/ge-reference.md §3.5: the pieces run as streams of their own (threads), ordered by the chain events."""
     x = np.linspace(-2, 2, 16, dtype=np.float32)
     with ge.Session(_chain(), runtime=runtime, options={"max_tasks_per_stream": 30, "thread_budget": 4, **PER_STREAM}) as s:
         assert s.plan.num_streams == 4 and s.stream_threads == 4   # one thread a piece: real cross-thread waits

@@ -1,0 +1,92 @@
+"""The repository can be read on its own: no file points at a document outside it, and every docs page,
+relative link and docs/ge-reference.md section that a file cites exists.
+
+GE's rules and what GE's users read about GE are restated in docs/ge-reference.md (§8 for the articles), so
+a comment cites that page's section ("docs/ge-reference.md §3.4") or GE's public source path, never notes
+kept outside the repository, and never a quote in another language. The scan covers every .py and .md file
+(comments, docstrings and strings alike); each test fails listing file:line and what to cite instead."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", "build", "dist", ".venv", "node_modules"}
+THIS = Path(__file__).resolve()
+
+# (pattern, what to do instead). Written so this file does not match itself.
+OUTSIDE = [
+    (re.compile(r"GE_" + r"REFERENCE"), "cite docs/ge-reference.md §N.N (same section numbers)"),
+    (re.compile(r"\bseeds?[ /_]?0\d\d|\bseeds/", re.I), "cite docs/ge-reference.md §8.N (the articles, restated)"),
+    (re.compile(r"\b(?:DESIGN|STYLE)\.md\b"), "state the design here (ARCHITECTURE.md or a docs page)"),
+    (re.compile(r"/work/(?:shared|wt|main)\b"), "a path on one machine: cite a file of the repository"),
+    (re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"),
+     "text in another language: state it in English and cite docs/ge-reference.md §8.N"),
+]
+DOCS_PAGE = re.compile(r"(?<![\w./-])docs/([\w-]+\.md)\b")
+MD_LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)\s]*)?\)")
+BARE_MD = re.compile(r"(?<![\w./-])([\w-]+\.md)\b")
+GE_REF_CITE = re.compile(r"ge-reference\.md\)?\s*((?:§\d+(?:\.\d+)?(?:,\s*|\s+and\s+)?)+)")
+SECTION = re.compile(r"^#{2,3} (\d+(?:\.\d+)?)[. ]", re.M)
+
+
+def _files(*suffixes: str) -> list[Path]:
+    out = []
+    for p in ROOT.rglob("*"):
+        if p.suffix in suffixes and p.is_file() and not SKIP_DIRS.intersection(p.relative_to(ROOT).parts):
+            out.append(p)
+    return sorted(out)
+
+
+def _lines(path: Path):
+    for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        yield f"{path.relative_to(ROOT)}:{i}", line
+
+
+def test_no_file_points_at_a_document_outside_the_repository():
+    found = [f"{where}: {fix}" for path in _files(".py", ".md") if path != THIS
+             for where, line in _lines(path) for pattern, fix in OUTSIDE if pattern.search(line)]
+    assert not found, "pointers outside the repository:\n" + "\n".join(found)
+
+
+def test_every_cited_docs_page_exists():
+    missing = [f"{where}: docs/{name}" for path in _files(".py", ".md") for where, line in _lines(path)
+               for name in DOCS_PAGE.findall(line) if not (ROOT / "docs" / name).is_file()]
+    assert not missing, "docs pages cited but absent:\n" + "\n".join(missing)
+
+
+def test_every_relative_markdown_link_resolves():
+    broken = []
+    for path in _files(".md"):
+        for where, line in _lines(path):
+            for target in MD_LINK.findall(line):
+                if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+                    continue
+                if not (path.parent / target).exists():
+                    broken.append(f"{where}: {target}")
+    assert not broken, "links to nothing:\n" + "\n".join(broken)
+
+
+def test_every_markdown_file_named_by_its_bare_name_exists():
+    """A bare `name.md` is one of the repository's; GE's documents are named by their path in GE's tree."""
+    names = {p.name for p in _files(".md")}
+    unknown = [f"{where}: {name}" for path in _files(".py", ".md") if path != THIS
+               for where, line in _lines(path) for name in BARE_MD.findall(line) if name not in names]
+    assert not unknown, "documents named that the repository does not have:\n" + "\n".join(unknown)
+
+
+def test_every_cited_ge_reference_section_exists():
+    sections = set(SECTION.findall((ROOT / "docs" / "ge-reference.md").read_text(encoding="utf-8")))
+    assert {"1.1", "2.10", "3.4", "8.1"} <= sections  # the numbering code cites
+    missing = [f"{where}: §{sec}" for path in _files(".py", ".md") for where, line in _lines(path)
+               for chain in GE_REF_CITE.findall(line) for sec in re.findall(r"§(\d+(?:\.\d+)?)", chain)
+               if sec not in sections]
+    assert not missing, "docs/ge-reference.md sections cited but absent:\n" + "\n".join(missing)
+
+
+def test_every_docs_page_is_linked_from_somewhere():
+    """A page nobody links to is a page nobody finds: README, ARCHITECTURE or another page names it."""
+    text = {p: p.read_text(encoding="utf-8") for p in _files(".md")}
+    orphans = [p.name for p in sorted((ROOT / "docs").glob("*.md"))
+               if not any(p.name in t for q, t in text.items() if q != p)]
+    assert not orphans, "docs pages no other page links to: " + ", ".join(orphans)
