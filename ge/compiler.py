@@ -135,8 +135,8 @@ def compile_gears(model, options: Options | dict | None = None, *, inputs=None, 
 def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None, fallback: bool = False) -> GearPlans:
     """Options.dynamic_dims (GE's ge.dynamicDims over the -1s of ge.inputShape): per entry, input_shape with
     its -1s replaced by the entry's sizes in order (a symbol so bound takes the size everywhere), compiled to
-    a static plan. GE builds one model with a case branch per gear (GE_REFERENCE 4.4); ge keeps one plan per
-    gear and runtime_v1/gears.py shares their feature map. A run needs its feeds' shapes to match a gear
+    a static plan. GE builds one model with a case branch per gear (docs/ge-reference.md §4.4); ge keeps one
+    plan per gear and runtime_v1/gears.py shares their feature map. A run needs its feeds' shapes to match a gear
     exactly, as GE does: padding a dim other than the batch is not sound (a padded sequence changes the
     softmax over it). `fallback`: also the plan with the -1 dims dynamic, which runtime_v2 runs for a shape
     that matches no gear (runtime="auto")."""

@@ -5,7 +5,7 @@ Each gear's plan comes from one graph, but folding binds shapes into constants: 
 embeddings fold to a [seq, hidden] slice per sequence gear, a folded Shape differs per batch. Planned alone
 (planner.py, Step 3: constants in index order), every later offset then moves, and the gears needed a whole
 weight image each (3 gears of a 13 MiB BERT: 39 MiB). GE shares one weight memory across a model's gears
-(its case branches read one set of constants: GE_REFERENCE 4.4).
+(its case branches read one set of constants: docs/ge-reference.md §4.4).
   1. Key each constant by its bytes (dtype, shape, content digest) and its occurrence in its plan (two
      equal constants of one plan keep two places: no plan's tensors overlap).
   2. Walk the gears in order, placing each new key after the last (ALIGN-aligned); a key seen in an
