@@ -105,6 +105,9 @@ class Session:
                     model, self.options, inputs=inputs, outputs=outputs, fallback=auto), auto)
                 return
             if isinstance(model, GearPlans):
+                if model.fallback is None and model.dims:
+                    raise GEError("these dims gears hold no dynamic plan for runtime_v2 (compile_gears(..., "
+                                  "fallback=True) and `ge compile --dynamic-dims` save one): pass the model itself")
                 if model.fallback is None:
                     _load("v2", model)   # refuses them, saying why
                 model = model.fallback   # dims gears saved with their dynamic plan

@@ -201,6 +201,16 @@ def test_gears_round_trip_through_a_gem(gem, auto, v2):
     np.testing.assert_array_equal(on_v2.run(None, ids(12, 5))[0], v2.run(None, ids(12, 5))[0])
 
 
+def test_gears_without_their_dynamic_plan_refuse_runtime_v2():
+    gp = compile_gears(cnn(), {"input_shape": "x:1,3,-1,-1", "dynamic_dims": "8,8"})
+    assert gp.fallback is None
+    with pytest.raises(GEError, match="hold no dynamic plan for runtime_v2"):
+        ge.Session(gp, runtime="v2")
+    assert ge.Session(gp).run(None, {"x": np.ones((1, 3, 8, 8), np.float32)})[0].shape == (1, 4, 4, 4)
+    with pytest.raises(InputError, match="match no gear"):   # auto without a dynamic plan: as runtime="v1"
+        ge.Session(gp).run(None, {"x": np.ones((1, 3, 8, 10), np.float32)})
+
+
 def _edited(gem, tmp_path, edit):
     out = tmp_path / "m.gem"
     shutil.copytree(gem, out)
