@@ -177,6 +177,16 @@ def test_the_gears_share_one_feature_map_of_the_largest_gears_size(auto):
     assert st["weight_copies"] == 1 and max(own) <= st["weights_bytes"] < sum(own) * 0.6
 
 
+def test_the_split_feature_map_serves_dims_gears(auto):
+    """GE's gear-memory split (gear_memory_split_bytes; 400 MiB under ge.exec.staticMemoryPolicy=2) cuts the
+    dims gears' shared feature map into pieces, as the batch gears'; the results stay bit for bit."""
+    sess = ge.Session(bert(), runtime="v1", options={**OPTS, "gear_memory_split_bytes": 16 << 10})
+    st = sess.stats()
+    assert len(st["feature_map_pieces"]) > 1
+    for seq in (8, 16):
+        np.testing.assert_array_equal(sess.run(None, ids(seq, 7))[0], auto.run(None, ids(seq, 7))[0])
+
+
 # -- offline and the CLI ----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
