@@ -2,7 +2,7 @@
 
 compile_gears(model, options) -> GearPlans: for Options.dynamic_batch, one static plan per batch gear
 (runtime_v1.gears runs them): find the batch dim the inputs share, bind it to each gear, compile; for
-Options.dynamic_dims, one per entry (ge/gear_dims.py).
+Options.dynamic_dims, one per entry (compile_dims_gears).
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
             outputs=None) -> Plan:
     options = as_options(options)
     options = options.replace(aicore_num=aicore_num(options))   # the tiling's core count, fixed in the plan
-    if options.dynamic_batch or options.dynamic_dims:  # a Plan holds one gear; dropping the others would surprise
+    if options.dynamic_batch or options.dynamic_dims:  # a Plan holds one gear; dropping the others: a surprise
         what = "dynamic_batch" if options.dynamic_batch else "dynamic_dims"
         raise GEError(f"{what} {list(getattr(options, what))} compiles one plan per gear: use "
                       "ge.compiler.compile_gears(model, options) or ge.Session(model, runtime='v1', "
@@ -89,7 +89,8 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
 def compile_gears(model, options: Options | dict | None = None, *, inputs=None, outputs=None,
                   fallback: bool = False) -> GearPlans:
     """Options.dynamic_batch: bind the inputs' shared symbolic leading dim to each gear, compile each.
-    Options.dynamic_dims: ge/gear_dims.py (`fallback`: with the dynamic plan runtime_v2 runs for other shapes)."""
+    Options.dynamic_dims: compile_dims_gears (`fallback`: with the dynamic plan runtime_v2 runs for other
+    shapes)."""
     options = as_options(options)
     if options.dynamic_dims:
         return compile_dims_gears(model, options, inputs=inputs, outputs=outputs, fallback=fallback)
@@ -132,12 +133,13 @@ def compile_gears(model, options: Options | dict | None = None, *, inputs=None, 
     return GearPlans(symbol, MappingProxyType(plans), ins, outs, batched)
 
 
-def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None, fallback: bool = False) -> GearPlans:
+def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None,
+                       fallback: bool = False) -> GearPlans:
     """Options.dynamic_dims (GE's ge.dynamicDims over the -1s of ge.inputShape): per entry, input_shape with
     its -1s replaced by the entry's sizes in order (a symbol so bound takes the size everywhere), compiled to
     a static plan. GE builds one model with a case branch per gear (docs/ge-reference.md §4.4); ge keeps one
-    plan per gear and runtime_v1/gears.py shares their feature map. A run needs its feeds' shapes to match a gear
-    exactly, as GE does: padding a dim other than the batch is not sound (a padded sequence changes the
+    plan per gear and runtime_v1/gears.py shares their feature map. A run needs its feeds' shapes to match a
+    gear exactly, as GE does: padding a dim other than the batch is not sound (a padded sequence changes the
     softmax over it). `fallback`: also the plan with the -1 dims dynamic, which runtime_v2 runs for a shape
     that matches no gear (runtime="auto")."""
     if options.parallel:
@@ -146,7 +148,8 @@ def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None, fa
     static = options.replace(dynamic_dims=(), input_shape=())  # each gear's plan is an ordinary static plan
     if options.gear_memory_split_bytes and options.memory_assigner == "hybrid":
         static = static.replace(memory_assigner="blocks")  # whole blocks leave places to cut (as compile_gears)
-    fresh = lambda: copy.deepcopy(model) if isinstance(model, Graph) else import_model(model, inputs, outputs)  # noqa: E731
+    def fresh():
+        return copy.deepcopy(model) if isinstance(model, Graph) else import_model(model, inputs, outputs)
     plans, declared = {}, None
     for k, entry in enumerate(options.dynamic_dims):
         with progress.phase("import"):   # a fresh graph per gear: the passes rewrite it in place
@@ -154,7 +157,8 @@ def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None, fa
         if declared is None:   # the model's view with the -1 dims still symbolic
             declared = ([v.shape for v in graph.inputs], [v.shape for v in graph.outputs])
         sizes = iter(entry)
-        shapes = tuple((name, tuple(next(sizes) if d == -1 else d for d in shape)) for name, shape in options.input_shape)
+        shapes = tuple((name, tuple(next(sizes) if d == -1 else d for d in shape))
+                       for name, shape in options.input_shape)
         try:
             bind_input_shapes(graph, shapes)
         except GEError as e:
@@ -163,9 +167,9 @@ def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None, fa
         plan = compile(graph, static)
         dyn = [n for n in plan.nodes if n.is_dynamic]
         if dyn:
-            raise GEError(f"dynamic_dims entry {k} ({','.join(map(str, entry))}): with input_shape's -1 dims bound, "
-                          f"{dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has shapes known "
-                          "only at run time (a symbolic dim input_shape leaves free, or shape arithmetic the "
+            raise GEError(f"dynamic_dims entry {k} ({','.join(map(str, entry))}): with input_shape's -1 dims "
+                          f"bound, {dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has "
+                          "shapes known only at run time (a symbolic dim input_shape leaves free, or shape arithmetic the "
                           "compiler does not fold); runtime_v1 runs static plans only: fix the other dims in "
                           "input_shape, or use runtime='v2', which runs dynamic shapes")
         plans[entry] = plan

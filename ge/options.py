@@ -18,7 +18,8 @@ from .errors import GEError
 from .option_values import (  # noqa: F401 - the value parsers; GE_ENGINE_NAMES, MEMORY_POLICY re-exported
     GE_ENGINE_NAMES, MAX_GEARS, MAX_STREAMS, MEMORY_POLICY, STREAM_MODES, SYNC_KINDS, _GE_ENGINES, _ac_parallel,
     _auto_mode,
-    _flag, _gears, _dims_gears, check_dynamic_dims, _memory_policy, _static_memory_policy, _sync_kind, _with_memory_priority, engine_caps, input_shapes,
+    _flag, _gears, _memory_policy, _static_memory_policy, _sync_kind, _with_memory_priority, engine_caps, input_shapes,
+    _dims_gears, check_dynamic_dims,
     node_names_to)
 
 TOPO_MODES = ("bfs", "dfs", "rdfs", "stable_rdfs", "memory_priority")
