@@ -12,6 +12,7 @@ import numpy as np
 from .compiler import compile as compile_model
 from .compiler import compile_gears
 from .errors import DeviceMemoryError, GEError, InputError
+from .gear_fallback import GearsOrV2
 from .hccl.ops import collectives
 from .ir import Graph
 from .ir.dtypes import to_onnx
@@ -91,21 +92,28 @@ class Session:
         self.options = as_options(options)
         if is_offline_model(model):  # a saved plan (ge.save): its compile options come from the file
             model = load_plan(model)
-        self.gear_plans = None  # ge.plan.GearPlans when runtime_v1 runs batch gears (dynamic_batch)
-        if self.options.dynamic_batch or isinstance(model, GearPlans):
+        self.gear_plans = None  # ge.plan.GearPlans when runtime_v1 runs gears (dynamic_batch, dynamic_dims)
+        if self.options.dynamic_batch or self.options.dynamic_dims or isinstance(model, GearPlans):
+            what = "dynamic_dims" if self.options.dynamic_dims else "dynamic_batch"
             if isinstance(model, Plan):
-                raise GEError("dynamic_batch compiles one plan per gear from the model; a compiled Plan or "
+                raise GEError(f"{what} compiles one plan per gear from the model; a compiled Plan or "
                               "offline model (.gem) of one plan cannot: pass the model, or gears saved by "
-                              "`ge compile --dynamic-batch` / GearPlans.save")
-            runtime = self._pick_geared_runtime(runtime)
-            if runtime == "v1":
+                              f"`ge compile --{what.replace('_', '-')}` / GearPlans.save")
+            auto, runtime = runtime == "auto", self._pick_geared_runtime(runtime)
+            if runtime == "v1":   # auto: dims gears keep a dynamic plan for runtime_v2 (ge/gear_fallback.py)
                 self._init_geared(model if isinstance(model, GearPlans) else compile_gears(
-                    model, self.options, inputs=inputs, outputs=outputs))
+                    model, self.options, inputs=inputs, outputs=outputs, fallback=auto), auto)
                 return
             if isinstance(model, GearPlans):
-                _load("v2", model)   # refuses them, saying why
-            # runtime_v2 runs the real batch dynamically: it needs no gears
-            model = compile_model(model, self.options.replace(dynamic_batch=()), inputs=inputs, outputs=outputs)
+                if model.fallback is None and model.dims:
+                    raise GEError("these dims gears hold no dynamic plan for runtime_v2 (compile_gears(..., "
+                                  "fallback=True) and `ge compile --dynamic-dims` save one): pass the model itself")
+                if model.fallback is None:
+                    _load("v2", model)   # refuses them, saying why
+                model = model.fallback   # dims gears saved with their dynamic plan
+            else:   # runtime_v2 runs the real shapes dynamically: it needs no gears
+                model = compile_model(model, self.options.replace(dynamic_batch=(), dynamic_dims=()),
+                                      inputs=inputs, outputs=outputs)
         options, end = self.options, None
         if isinstance(model, Plan):
             options = model.options
@@ -134,12 +142,15 @@ class Session:
             self._executor = _load(self.runtime, self.plan)
         self._describe(ins, [self.plan.tensors[i] for i in self.plan.outputs])
 
-    def _init_geared(self, gp: GearPlans) -> None:
-        """runtime_v1 over batch gears: one static plan per gear, memory shared."""
+    def _init_geared(self, gp: GearPlans, auto: bool = False) -> None:
+        """runtime_v1 over gears: one static plan per gear, memory shared; with `auto`, dims gears run the
+        shapes no gear matches on runtime_v2 (their fallback plan)."""
         self.gear_plans = gp
-        self.plan = gp.plans[gp.gears[-1]]  # the largest gear's plan
+        self.plan = gp.plans[max(gp.plans)]  # the largest gear's plan
         self.runtime = "v1"
         self._executor = _load("v1", gp)
+        if auto and gp.dims and gp.fallback is not None and "v2" in available_runtimes():
+            self._executor = GearsOrV2(self._executor, gp, lambda: _load("v2", gp.fallback))
         self._describe(list(gp.inputs), list(gp.outputs))
 
     def _describe(self, inputs, outputs) -> None:

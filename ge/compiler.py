@@ -1,7 +1,8 @@
 """compile(model, options) -> Plan: import, optimize, order, bind kernels. Each stage returns data.
 
 compile_gears(model, options) -> GearPlans: for Options.dynamic_batch, one static plan per batch gear
-(runtime_v1.gears runs them): find the batch dim the inputs share, bind it to each gear, compile.
+(runtime_v1.gears runs them): find the batch dim the inputs share, bind it to each gear, compile; for
+Options.dynamic_dims, one per entry (compile_dims_gears).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from .bodies import compile_bodies, host_kernel
 from .hccl import ops as _hccl_ops  # noqa: F401 (registers the Hcom ops' kernels)
 from .hccl.world import launched_rank
 from .memory import continuous, plan_memory
+from .memory.gear_weights import share_weights
 from .npu import progress
 from .npu.aicore import aicore_num
 from .options import Options, as_options
@@ -63,8 +65,9 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
             outputs=None) -> Plan:
     options = as_options(options)
     options = options.replace(aicore_num=aicore_num(options))   # the tiling's core count, fixed in the plan
-    if options.dynamic_batch:  # a Plan holds one gear; dropping the others silently would surprise
-        raise GEError(f"dynamic_batch {list(options.dynamic_batch)} compiles one plan per gear: use "
+    if options.dynamic_batch or options.dynamic_dims:  # a Plan holds one gear; dropping the others: a surprise
+        what = "dynamic_batch" if options.dynamic_batch else "dynamic_dims"
+        raise GEError(f"{what} {list(getattr(options, what))} compiles one plan per gear: use "
                       "ge.compiler.compile_gears(model, options) or ge.Session(model, runtime='v1', "
                       "options=...); a single Plan (and an offline model, .gem) cannot hold the gears")
     with progress.phase("import"):   # phases: for the CLI's "where the time went" (ge.npu.progress)
@@ -83,11 +86,16 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
         return build_plan(graph, order, options)
 
 
-def compile_gears(model, options: Options | dict | None = None, *, inputs=None, outputs=None) -> GearPlans:
-    """Options.dynamic_batch: bind the inputs' shared symbolic leading dim to each gear, compile each."""
+def compile_gears(model, options: Options | dict | None = None, *, inputs=None, outputs=None,
+                  fallback: bool = False) -> GearPlans:
+    """Options.dynamic_batch: bind the inputs' shared symbolic leading dim to each gear, compile each.
+    Options.dynamic_dims: compile_dims_gears (`fallback`: with the dynamic plan runtime_v2 runs for other
+    shapes)."""
     options = as_options(options)
+    if options.dynamic_dims:
+        return compile_dims_gears(model, options, inputs=inputs, outputs=outputs, fallback=fallback)
     if not options.dynamic_batch:
-        raise GEError("compile_gears needs Options.dynamic_batch (e.g. [1, 2, 4, 8])")
+        raise GEError("compile_gears needs Options.dynamic_batch (e.g. [1, 2, 4, 8]) or dynamic_dims")
     if options.parallel:
         raise GEError(f"parallel={options.parallel!r} with dynamic_batch: split a static batch instead (give "
                       "the model a fixed batch, e.g. Options.input_shape)")
@@ -116,12 +124,68 @@ def compile_gears(model, options: Options | dict | None = None, *, inputs=None, 
                           "known only at run time. runtime_v1 runs static plans only: use runtime='v2', "
                           "which runs dynamic shapes")
         plans[gear] = plan
+    plans = share_weights(plans)   # one weight image for all gears (runtime_v1/gears.py)
     top = plans[max(plans)]
     batched = tuple(_is_batched(k, symbol, declared[k], plans) for k in range(len(top.outputs)))
     sym = lambda t: dataclasses.replace(t, shape=(symbol,) + tuple(t.shape[1:]))  # noqa: E731
     ins = tuple(sym(top.tensors[i]) for i in top.inputs)
     outs = tuple(sym(top.tensors[o]) if b else top.tensors[o] for o, b in zip(top.outputs, batched))
     return GearPlans(symbol, MappingProxyType(plans), ins, outs, batched)
+
+
+def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None,
+                       fallback: bool = False) -> GearPlans:
+    """Options.dynamic_dims (GE's ge.dynamicDims over the -1s of ge.inputShape): per entry, input_shape with
+    its -1s replaced by the entry's sizes in order (a symbol so bound takes the size everywhere), compiled to
+    a static plan. GE builds one model with a case branch per gear (docs/ge-reference.md §4.4); ge keeps one
+    plan per gear and runtime_v1/gears.py shares their feature map. A run needs its feeds' shapes to match a
+    gear exactly, as GE does: padding a dim other than the batch is not sound (a padded sequence changes the
+    softmax over it). `fallback`: also the plan with the -1 dims dynamic, which runtime_v2 runs for a shape
+    that matches no gear (runtime="auto")."""
+    if options.parallel:
+        raise GEError(f"parallel={options.parallel!r} with dynamic_dims: compile one static shape instead")
+    holes = [(name, axis) for name, shape in options.input_shape for axis, d in enumerate(shape) if d == -1]
+    static = options.replace(dynamic_dims=(), input_shape=())  # each gear's plan is an ordinary static plan
+    if options.gear_memory_split_bytes and options.memory_assigner == "hybrid":
+        static = static.replace(memory_assigner="blocks")  # whole blocks leave places to cut (as compile_gears)
+    def fresh():
+        return copy.deepcopy(model) if isinstance(model, Graph) else import_model(model, inputs, outputs)
+    plans, declared = {}, None
+    for k, entry in enumerate(options.dynamic_dims):
+        with progress.phase("import"):   # a fresh graph per gear: the passes rewrite it in place
+            graph = bind_input_shapes(fresh(), options.input_shape)   # checks the -1s; binds the fixed dims
+        if declared is None:   # the model's view with the -1 dims still symbolic
+            declared = ([v.shape for v in graph.inputs], [v.shape for v in graph.outputs])
+        sizes = iter(entry)
+        shapes = tuple((name, tuple(next(sizes) if d == -1 else d for d in shape))
+                       for name, shape in options.input_shape)
+        try:
+            bind_input_shapes(graph, shapes)
+        except GEError as e:
+            raise GEError(f"dynamic_dims entry {k} ({','.join(map(str, entry))}) on input_shape's -1 dims "
+                          f"{', '.join(f'{n}[{a}]' for n, a in holes)}: {e}") from None
+        plan = compile(graph, static)
+        dyn = [n for n in plan.nodes if n.is_dynamic]
+        if dyn:
+            raise GEError(f"dynamic_dims entry {k} ({','.join(map(str, entry))}): with input_shape's -1 dims "
+                          f"bound, {dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has "
+                          "shapes known only at run time (a symbolic dim input_shape leaves free, or shape arithmetic the "
+                          "compiler does not fold); runtime_v1 runs static plans only: fix the other dims in "
+                          "input_shape, or use runtime='v2', which runs dynamic shapes")
+        plans[entry] = plan
+    plans = share_weights(plans)   # one weight image for all gears (runtime_v1/gears.py)
+    top = plans[max(plans)]
+    ins = tuple(dataclasses.replace(top.tensors[i], shape=tuple(s)) for i, s in zip(top.inputs, declared[0]))
+    outs = []
+    for k, o in enumerate(top.outputs):
+        per_gear = [p.tensors[p.outputs[k]].shape for p in plans.values()]
+        want = declared[1][k] or ()
+        outs.append(dataclasses.replace(top.tensors[o], shape=tuple(
+            dims[0] if len(set(dims)) == 1 else want[a] if a < len(want) and isinstance(want[a], str)
+            else f"{top.tensors[o].name}_{a}" for a, dims in enumerate(zip(*per_gear)))))
+    dynamic = compile(fresh(), options.replace(dynamic_dims=())) if fallback else None
+    return GearPlans("", MappingProxyType(plans), ins, tuple(outs), (False,) * len(outs), dims=tuple(holes),
+                     fallback=dynamic)
 
 
 def bind_input_shapes(graph: Graph, shapes) -> Graph:
@@ -137,13 +201,18 @@ def bind_input_shapes(graph: Graph, shapes) -> Graph:
             raise GEError(f"input_shape names '{name}', which is not an input of '{graph.name}'; inputs: "
                           + ", ".join(f"{u.name}{list(u.shape) if u.shape is not None else '[?]'}"
                                       for u in graph.inputs))
-        if v.shape is None:
-            v.shape = tuple(shape)
+        if v.shape is None:   # -1: a symbolic dim of its own
+            v.shape = tuple(f"{v.name}_{axis}" if d == -1 else d for axis, d in enumerate(shape))
             continue
         if len(v.shape) != len(shape):
             raise GEError(f"input_shape gives '{name}' {len(shape)} dims {list(shape)}; the model declares "
                           f"{len(v.shape)}: {list(v.shape)}")
         for axis, (have, want) in enumerate(zip(v.shape, shape)):
+            if want == -1 and isinstance(have, int):   # GE's -1 marks a dynamic dim; this one is fixed
+                raise GEError(f"input_shape gives '{name}' -1 (dynamic) on axis {axis}, where the model fixes "
+                              f"{have}: {list(v.shape)}; only the model's symbolic dims can vary")
+            if want == -1:
+                continue
             if isinstance(have, int) and have != want:
                 raise GEError(f"input_shape gives '{name}' size {want} on axis {axis}, where the model fixes "
                               f"{have}: {list(v.shape)}")

@@ -174,6 +174,53 @@ def _gears(value) -> tuple[int, ...]:
     return tuple(sorted(gears))
 
 
+def _dims_gears(value) -> tuple[tuple[int, ...], ...]:
+    """Dims gears (GE's ge.dynamicDims, atc --dynamic_dims="1,32;1,64") from "a,b;c,d" or [[a, b], ...]:
+    each entry the sizes of input_shape's -1 dims, in order; positive ints. GE does not require the entries
+    sorted (the order is kept); a repeated entry, or more than MAX_GEARS, is an error naming it."""
+    if isinstance(value, str):
+        entries = [e for e in value.replace(" ", "").split(";") if e]
+    elif isinstance(value, Iterable):
+        entries = list(value)
+    else:
+        raise GEError(f"option dynamic_dims must be 'd0,d1;d0,d1;...' or a list of size lists, got {value!r:.40}")
+    out = []
+    for k, entry in enumerate(entries):
+        items = entry.split(",") if isinstance(entry, str) else \
+            [entry] if isinstance(entry, numbers.Integral) or not isinstance(entry, Iterable) else list(entry)
+        sizes = []
+        for item in items:
+            text = str(item).strip()
+            if isinstance(item, bool) or not text.isdigit() or int(text) < 1:
+                raise GEError(f"option dynamic_dims: entry {k} ({entry!r:.40}) must be positive integers")
+            sizes.append(int(text))
+        if not sizes:
+            raise GEError(f"option dynamic_dims: entry {k} is empty")
+        if tuple(sizes) in out:
+            raise GEError(f"option dynamic_dims: entry {k} {','.join(map(str, sizes))} repeats entry "
+                          f"{out.index(tuple(sizes))}")
+        out.append(tuple(sizes))
+    if len(out) > MAX_GEARS:
+        raise GEError(f"option dynamic_dims allows at most {MAX_GEARS} gears, got {len(out)}")
+    return tuple(out)
+
+
+def check_dynamic_dims(input_shape: tuple, dims: tuple, batch: tuple) -> None:
+    """dynamic_dims against input_shape: every entry gives one size per -1 of input_shape (GE's rule)."""
+    if not dims:
+        return
+    if batch:
+        raise GEError("option dynamic_dims with dynamic_batch: give one kind of gears (GE refuses both too)")
+    holes = [f"{name}[{axis}]" for name, shape in input_shape for axis, d in enumerate(shape) if d == -1]
+    if not holes:
+        raise GEError("option dynamic_dims needs input_shape with a -1 for each dim that varies (e.g. "
+                      "input_shape='input_ids:1,-1', dynamic_dims='32;64')")
+    for k, entry in enumerate(dims):
+        if len(entry) != len(holes):
+            raise GEError(f"option dynamic_dims: entry {k} {','.join(map(str, entry))} gives {len(entry)} "
+                          f"sizes; input_shape has {len(holes)} dims of -1 ({', '.join(holes)})")
+
+
 def _pairs(value, item, must: str) -> list:
     """A list of pairs from "a:x;b:y" (each non-empty item through `item`), a dict or an iterable of pairs."""
     if isinstance(value, str):
@@ -206,7 +253,8 @@ def node_names_to(value, option: str) -> tuple:
 
 def input_shapes(value) -> tuple:
     """((name, (dims...)), ...) from "data:1,3,224,224;mask:1,128" (atc), a dict {name: dims} or pairs.
-    Sizes are positive integers; a name appears once."""
+    Sizes are positive integers, or -1 for a dim left dynamic (GE's input_shape; dynamic_dims then gives
+    its gears); a name appears once."""
     def item(text):
         name, sep, dims = text.rpartition(":")
         if not sep or not name:
@@ -227,8 +275,12 @@ def input_shapes(value) -> tuple:
             dims = dims.split(",") if dims else []
         for d in [dims] if isinstance(dims, numbers.Integral) else dims:
             text = str(d).strip()
+            if text == "-1" and not isinstance(d, bool):
+                shape.append(-1)
+                continue
             if isinstance(d, bool) or not text.isdigit() or int(text) < 1:
-                raise GEError(f"input_shape of '{name}': sizes must be positive integers, got {dims!r:.40}")
+                raise GEError(f"input_shape of '{name}': sizes must be positive integers (or -1: dynamic), "
+                              f"got {dims!r:.40}")
             shape.append(int(text))
         out.append((name, tuple(shape)))
     return tuple(out)

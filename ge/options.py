@@ -19,6 +19,7 @@ from .option_values import (  # noqa: F401 - the value parsers; GE_ENGINE_NAMES,
     GE_ENGINE_NAMES, MAX_GEARS, MAX_STREAMS, MEMORY_POLICY, STREAM_MODES, SYNC_KINDS, _GE_ENGINES, _ac_parallel,
     _auto_mode,
     _flag, _gears, _memory_policy, _static_memory_policy, _sync_kind, _with_memory_priority, engine_caps, input_shapes,
+    _dims_gears, check_dynamic_dims,
     node_names_to)
 
 TOPO_MODES = ("bfs", "dfs", "rdfs", "stable_rdfs", "memory_priority")
@@ -127,8 +128,13 @@ class Options:
     # extend-size memory mode, ge.exec.staticMemoryPolicy=1/2: runtime_v1/gear_memory.py); 0 = one buffer
     gear_memory_split_bytes: int = 0
     # input shapes fixed at compile (GE's input_shape, atc --input_shape="data:1,3,224,224;mask:1,128"):
-    # ((input name, (dims...)), ...); a symbolic dim becomes the given size everywhere it appears
+    # ((input name, (dims...)), ...); a symbolic dim becomes the given size everywhere it appears; -1 leaves
+    # the model's symbolic dim dynamic
     input_shape: tuple = ()
+    # runtime_v1: gears over any dims (GE's ge.dynamicDims, atc --dynamic_dims="1,32;1,64"): each entry the
+    # sizes of input_shape's -1 dims, in order; one static plan per entry, a run takes the gear its feeds'
+    # shapes match exactly (no padding); ((sizes...), ...), at most 100
+    dynamic_dims: tuple = ()
     # precision (GE's ge.exec.precision_mode / atc --precision_mode; passes/precision_mode.py): which ops store
     # float32 results in float16/bfloat16. Default must_keep_origin_dtype: the only mode that never changes
     # results (on this CPU 16-bit storage saves memory, not compute: kernels compute in float32)
@@ -208,6 +214,8 @@ class Options:
                 s.strip() for s in (v.split(",") if isinstance(v, str) else v) if str(s).strip()))
         object.__setattr__(self, "dynamic_batch", _gears(self.dynamic_batch))
         object.__setattr__(self, "input_shape", input_shapes(self.input_shape))
+        object.__setattr__(self, "dynamic_dims", _dims_gears(self.dynamic_dims))
+        check_dynamic_dims(self.input_shape, self.dynamic_dims, self.dynamic_batch)
         for name in ("stream_labels", "parallel_groups", "attached_streams", "state_pairs"):
             object.__setattr__(self, name, node_names_to(getattr(self, name), name))
         if self.sync_kind not in SYNC_KINDS:
@@ -309,6 +317,9 @@ def _precision(o: "Options") -> None:
 GE_ALIASES = {
     "ge.dynamicBatchSize": lambda v: ("dynamic_batch", v),
     "dynamic_batch_size": lambda v: ("dynamic_batch", v),
+    "ge.dynamicDims": lambda v: ("dynamic_dims", v),
+    "dynamic_dims": lambda v: ("dynamic_dims", v),
+    "ge.inputShape": lambda v: ("input_shape", v),
     "ge.featureBaseRefreshable": lambda v: ("feature_base_refreshable", _flag(v)),
     "ge.exec.disableReuseMemory": lambda v: ("disable_reuse_memory", _flag(v)),
     "ge.exec.atomicCleanPolicy": lambda v: ("atomic_clean_policy", int(str(v).strip())),

@@ -430,12 +430,15 @@ def runs_on_v1(plan: Plan) -> bool:
 @dataclass(frozen=True)
 class GearPlans:
     """One static plan per batch gear (Options.dynamic_batch) of a model whose inputs share the symbolic
-    batch dim `symbol` (ge.compiler.compile_gears; runtime_v1/gears.py runs them)."""
+    batch dim `symbol`, or per dims gear (Options.dynamic_dims: `dims` names the dims that vary, each gear
+    is their sizes in that order, `symbol` is ""). ge.compiler.compile_gears; runtime_v1/gears.py runs them."""
     symbol: str
-    plans: Mapping[int, Plan]              # gear -> static plan, gears ascending
+    plans: Mapping                         # gear (batch int, or dims sizes tuple) -> static plan
     inputs: tuple[PlanTensor, ...]         # as the model declares them: the batch dim is `symbol`
     outputs: tuple[PlanTensor, ...]        # batched ones have `symbol` as their leading dim
     batched: tuple[bool, ...]              # per output: leading dim is the batch (sliced to the real batch)
+    dims: tuple[tuple[str, int], ...] = ()  # dims gears: (input name, axis) of each of input_shape's -1s
+    fallback: Plan | None = None           # dims gears: the dynamic plan for shapes no gear matches (v2)
 
     @property
     def gears(self) -> tuple[int, ...]:

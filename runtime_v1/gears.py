@@ -2,10 +2,10 @@
 goes to the smallest gear that holds its batch.
 
 Load (`GearedExecutor(gear_plans, device)`, gear_plans a ge.plan.GearPlans, the contract):
-  1. Weights: one copy per distinct weight image. The gears' plans come from one graph, so their weight
-     segments normally match byte for byte (same constants, same sorted order); a gear whose constants do
-     not sit at the same offsets with the same bytes in an existing copy (e.g. a folded Shape that depends
-     on the batch) gets its own copy.
+  1. Weights: one copy per distinct weight image. compile_gears lays the gears' constants out as one image
+     (ge/memory/gear_weights.py: equal constants at equal offsets, a gear's own folded ones, e.g. a Shape
+     that depends on the batch, beside them), so one image holds every gear; a gear whose constants do not
+     sit at their offsets with their bytes in an existing copy (gears saved before that layout) gets its own.
   2. Feature map: one buffer of the largest feature-map size over the gears (GE's dynamic-batch assigner
      sizes it to the max gear); every gear's Executor is bound to it, so the gears share it. A "set" is
      that buffer plus one runtime_v1 Executor per gear, whose own arena holds only its I/O slots.
@@ -19,6 +19,9 @@ Run (`run(feeds, outputs=None)`):
   5. Inputs shorter than the gear are padded with zero rows, the gear's Executor runs, batched outputs
      (leading dim = the batch symbol) are sliced back to the batch. Counters: `stats()` (`gear_runs`).
 Padding is only sound for models whose batch rows are independent (the usual inference graph).
+Dims gears (GE's dynamic_dims, gear_plans.dims non-empty): the same sets; a run takes the gear whose plan's
+input shapes equal the feeds' exactly (as GE's case branch by shape), nothing padded or sliced; no match is
+an InputError naming the gears (`gear_for` answers None instead, for a caller that runs those elsewhere).
 """
 from __future__ import annotations
 
@@ -41,10 +44,11 @@ from .model import feature_bytes
 class _Weights:
     """One weight-segment image, shared by every gear whose constants it holds."""
 
-    def __init__(self, plan, memory):
-        self.nbytes = int(plan.memory.segments["weights"])
-        self.buf, self._release = reserve(memory, self.nbytes, f"the weights of '{plan.name}' (batch gears)")
-        copy_weights(plan, self.buf)
+    def __init__(self, plans: list, memory):
+        self.nbytes = max(int(p.memory.segments["weights"]) for p in plans)
+        self.buf, self._release = reserve(memory, self.nbytes, f"the weights of '{plans[0].name}' (gears)")
+        for p in plans:   # laid out by ge/memory/gear_weights.py, they agree where they overlap
+            copy_weights(p, self.buf)
 
     def holds(self, plan) -> bool:
         if plan.memory.segments["weights"] > self.buf.size:
@@ -103,8 +107,10 @@ class GearedExecutor:
         self.memory = memory_of(device, self.plan.options.device_memory_bytes)
         self._inputs = gear_plans.inputs
         self._batched = gear_plans.batched
-        # Step 1: weights, one image per distinct layout
-        self._images: list[_Weights] = []
+        self._dims = gear_plans.dims   # dims gears: gear by the feeds' exact shapes
+        self._by_shapes = {tuple(tuple(p.tensors[i].shape) for i in p.inputs): g for g, p in plans.items()}
+        # Step 1: weights, one image per distinct layout (one for all when the compiler shared the layout)
+        self._images: list[_Weights] = [_Weights(list(plans.values()), self.memory)]
         self._weights = {g: self._image_for(p) for g, p in plans.items()}
         # Step 2: one feature map of the largest size serves every gear, in pieces above the split size
         opts = self.plan.options
@@ -128,7 +134,7 @@ class GearedExecutor:
         for img in self._images:
             if img.holds(plan):
                 return img
-        img = _Weights(plan, self.memory)
+        img = _Weights([plan], self.memory)
         self._images.append(img)
         return img
 
@@ -144,14 +150,21 @@ class GearedExecutor:
     # -- running -------------------------------------------------------------------------------------
     def run(self, feeds: dict, outputs: dict | None = None, tracer=None) -> list[np.ndarray]:
         """feeds {input tensor index: array}; outputs {output position: array} written in place."""
-        batch = self._batch(feeds)
-        k = bisect.bisect_left(self.gears, batch)
-        if k == len(self.gears):
-            raise InputError(f"batch {batch} is larger than the largest gear: dynamic_batch gears are "
-                             f"{list(self.gears)}")
-        gear = self.gears[k]
+        if self._dims:
+            gear = self.gear_for(feeds)
+            if gear is None:
+                raise InputError(self._no_gear(feeds))
+            batch = gear
+        else:
+            batch = self._batch(feeds)
+            k = bisect.bisect_left(self.gears, batch)
+            if k == len(self.gears):
+                raise InputError(f"batch {batch} is larger than the largest gear: dynamic_batch gears are "
+                                 f"{list(self.gears)}")
+            gear = self.gears[k]
         plan = self._plans[gear]
-        gear_feeds = {plan.inputs[i]: _pad(feeds[t.index], gear) for i, t in enumerate(self._inputs)}
+        gear_feeds = {plan.inputs[i]: feeds[t.index] if self._dims else _pad(feeds[t.index], gear)
+                      for i, t in enumerate(self._inputs)}
         with self._sets.lease() as s:
             ex = s.executors[gear]
             results = ex.run(gear_feeds, outputs if batch == gear else None) if tracer is None \
@@ -185,6 +198,26 @@ class GearedExecutor:
     @property
     def stream_threads(self) -> int:
         return max(ex.stream_threads for ex in self._sets.all[0].executors.values())
+
+    def gear_for(self, feeds: dict):
+        """Dims gears: the gear whose plan's input shapes are the feeds' shapes, or None; dtypes and ranks
+        checked against the model (an InputError)."""
+        shapes = []
+        for t in self._inputs:
+            a = feeds.get(t.index)
+            if a is None:
+                raise InputError(f"missing input '{t.name}' ({t.dtype}{list(t.shape)})")
+            if a.dtype != t.dtype or a.ndim != len(t.shape):
+                raise InputError(f"input '{t.name}' is {a.dtype}{list(a.shape)}, expected {t.dtype}{list(t.shape)}")
+            shapes.append(tuple(a.shape))
+        return self._by_shapes.get(tuple(shapes))
+
+    def _no_gear(self, feeds: dict) -> str:
+        got = ", ".join(f"{t.name}{list(feeds[t.index].shape)}" for t in self._inputs)
+        dims = ", ".join(f"{n}[{a}]" for n, a in self._dims)
+        gears = "; ".join(",".join(map(str, g)) for g in self.gears)
+        return (f"input shapes {got} match no gear: dynamic_dims gears of {dims} are {gears} (a run needs an "
+                "exact match, nothing is padded); runtime='auto' runs other shapes on runtime_v2")
 
     def _batch(self, feeds: dict) -> int:
         """The batch all inputs agree on; their dtypes and non-batch dims checked against the model."""

@@ -5,7 +5,7 @@
     ge plan [MODEL] [--json F] [--plot F.png] [--orders]   compile and report the static memory plan
     ge profile [MODEL] --trace F.json [--runtime v1]       trace runs per stream; measured and modelled
     ge bench [MODEL] --runtime v1,v2 --streams 1,2 --vs onnxruntime [--plot F.png]
-    ge compile [MODEL] -o F.gem [--dynamic-batch 1,2,4,8 | --data-parallel N | --tensor-parallel N]  compile once, save plan(s) + weights
+    ge compile [MODEL] -o F.gem [--dynamic-batch 1,2,4,8 | --dynamic-dims "32;64" | --data-parallel N | --tensor-parallel N]  compile once, save plan(s) + weights
     ge report [MODEL] -o report.html                        one self-contained page: plan, memory, streams, ops
 """
 from __future__ import annotations
@@ -72,6 +72,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--save-outputs", metavar="F.npz", help="write the outputs, one array per output name")
     r.add_argument("--dynamic-batch", metavar="1,2,4,8", help="batch gears for runtime_v1 (atc "
                    "--dynamic_batch_size): one plan per gear of the inputs' symbolic batch dim")
+    r.add_argument("--dynamic-dims", metavar="32;64;128", help="gears over any dims for runtime_v1 (atc "
+                   "--dynamic_dims): each entry the sizes of --input-shape's -1 dims in order, e.g. "
+                   "--input-shape input_ids:1,-1 --dynamic-dims '32;64;128'; a run needs an exact match")
     r.add_argument("--data-parallel", type=int, metavar="N", help="split the batch over N devices, outputs "
                    "gathered (HcomAllGather): N devices of this process, or under `mpiexec -n N` one a rank")
     r.add_argument("--tensor-parallel", type=int, metavar="N", help="split transformer blocks over N devices "
@@ -98,6 +101,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--no-reuse", action="store_true", help="ge.exec.disableReuseMemory=1")
     c.add_argument("--dynamic-batch", metavar="1,2,4,8", help="batch gears for runtime_v1 (GE's "
                    "--dynamic_batch_size): one plan per gear of the inputs' symbolic batch dim")
+    c.add_argument("--dynamic-dims", metavar="32;64;128", help="gears over any dims for runtime_v1 (atc "
+                   "--dynamic_dims): each entry the sizes of --input-shape's -1 dims in order, e.g. "
+                   "--input-shape input_ids:1,-1 --dynamic-dims '32;64;128'; a run needs an exact match")
     c.add_argument("--data-parallel", type=int, metavar="N", help="a data-parallel plan for N devices "
                    "(each runs 1/N of the batch)")
     c.add_argument("--tensor-parallel", type=int, metavar="N", help="the plan of one device of N of a "

@@ -52,6 +52,8 @@ def options_of(args, **more) -> Options:
         kw["input_shape"] = ";".join(args.input_shape)
     if getattr(args, "dynamic_batch", None):
         kw["dynamic_batch"] = args.dynamic_batch
+    if getattr(args, "dynamic_dims", None):
+        kw["dynamic_dims"] = args.dynamic_dims
     if getattr(args, "data_parallel", None) and getattr(args, "tensor_parallel", None):
         raise GEError("--data-parallel and --tensor-parallel: choose one")
     if getattr(args, "data_parallel", None):
@@ -135,6 +137,10 @@ def feeds(sess, args, quiet: bool = False) -> dict:
     inputs = sess.get_inputs()
     if getattr(args, "inputs", None):
         return _from_file(args.inputs, inputs)
+    gp = getattr(sess, "gear_plans", None)
+    if gp is not None and gp.dims:   # dims gears: ones at the largest gear's shapes (a run needs a gear's)
+        plan = sess.plan
+        return {i.name: np.ones(plan.tensors[t].shape, i.dtype) for i, t in zip(inputs, plan.inputs)}
     out = {}
     for i in inputs:
         free = [d for d in i.shape if not isinstance(d, int)]

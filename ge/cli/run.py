@@ -41,6 +41,11 @@ def cmd_run(args) -> int:
           f"{'loaded' if is_offline_model(path) else 'compiled'} and run once in {ready_s:.2f} s")
     print(f"time      {common.where_time_went(progress, IMPORT_SECONDS, first_s)}")
     print(f"cores     {common.cores(sess)}")
+    if sess.gear_plans is not None:
+        st = sess.stats()
+        runs = ", ".join(f"{','.join(map(str, g)) if isinstance(g, tuple) else g}: {n}"
+                         for g, n in st["gear_runs"].items())
+        print(f"gears     runs per gear {runs}" + (f"; runtime_v2 runs {st['v2_runs']}" if "v2_runs" in st else ""))
     for o, a in zip(sess.get_outputs(), outs):
         print(f"output    {o.name} {a.dtype}{list(a.shape)}  checksum sum={float(a.sum(dtype=np.float64)):.6f} "
               f"argmax={int(a.argmax()) if a.size else '-'}")
@@ -70,9 +75,12 @@ def cmd_compile(args) -> int:
     opts = common.options_of(args, topo_sorting_mode=args.order, disable_reuse_memory=args.no_reuse)
     t0 = time.perf_counter()
     with Progress() as progress, progress.phase("compile"):
-        if args.dynamic_batch:  # one plan per gear, the weights stored once
-            gp = compile_gears(path, opts, **common.tf_names(args))
-            plan, what = gp.plans[gp.gears[-1]], f"gears {list(gp.gears)} of batch '{gp.symbol}', "
+        if args.dynamic_batch or args.dynamic_dims:  # one plan per gear, the weights stored once
+            gp = compile_gears(path, opts, fallback=bool(args.dynamic_dims), **common.tf_names(args))
+            plan = gp.plans[max(gp.plans)]
+            what = (f"gears {list(gp.gears)} of batch '{gp.symbol}', " if not gp.dims else
+                    f"gears {'; '.join(','.join(map(str, g)) for g in gp.gears)} of "
+                    f"{', '.join(f'{n}[{a}]' for n, a in gp.dims)} (and the dynamic plan for other shapes), ")
         else:
             gp, plan, what = None, compile_model(path, opts, **common.tf_names(args)), ""
             check_static(plan, args.runtime)

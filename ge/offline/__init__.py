@@ -26,7 +26,8 @@ def save(plan: Plan, path: str | os.PathLike) -> str:
 
 
 def save_gears(gp: GearPlans, path: str | os.PathLike) -> str:
-    """Write batch gears (ge.compiler.compile_gears) to `path`, as `save` does a plan."""
+    """Write gears (ge.compiler.compile_gears: batch or dims gears, with their fallback plan if any) to
+    `path`, as `save` does a plan."""
     return _write(*gears_document(gp), path)
 
 
@@ -42,7 +43,8 @@ def load(path: str | os.PathLike) -> Plan | GearPlans:
     doc = parse(text, path)
     try:
         built = build(doc, arrays)
-        for plan in (built.plans.values() if isinstance(built, GearPlans) else [built]):
+        for plan in ([*built.plans.values(), *([built.fallback] if built.fallback else [])]
+                     if isinstance(built, GearPlans) else [built]):
             verify_plan(plan)
         return built
     except ModelLoadError as e:

@@ -8,9 +8,11 @@
   Control nodes (If, Loop, Scan, SequenceMap) keep their bodies as "bodies": [[attribute, plan document,
   captured inputs], ...], each body's arrays under its own key prefix; a tensor whose value is not a tensor
   (a sequence or optional of the host ops) has its value kind as a fifth entry.
-- gears document (`save_gears`, `ge compile --dynamic-batch`): {"format": "ge.gears", "version": 1, symbol,
-  batched, inputs, outputs, plans: {gear: plan document}}; every array is stored once under a digest of
-  its content ("w<sha1>"), so the gears share their weights.
+- gears document (`save_gears`, `ge compile --dynamic-batch` / `--dynamic-dims`): {"format": "ge.gears",
+  "version": 4, symbol, batched, inputs, outputs, plans: {gear: plan document}}; every array is stored once
+  under a digest of its content ("w<sha1>"), so the gears share their weights. Version 4 (GEARS_VERSION)
+  adds dims gears: "dims" [[input name, axis], ...] (input_shape's -1s), gear keys "d0,d1,..." (their
+  sizes in that order), and "fallback": the dynamic plan's document (runtime_v2 for other shapes) or null.
 The text ends with a sha256 digest of itself (`seal`): a plan.json edited after ge wrote it is refused at
 load (integrity). Reading it back (read.py, then verify.py) trusts nothing in it either, so a file whose
 digest was recomputed still cannot make a runtime read or write outside its memory (safety).
@@ -31,6 +33,7 @@ from ..plan import GearPlans, MemoryStats, Plan, TensorMemory
 
 FORMAT, GEARS, VERSION = "ge.plan", "ge.gears", 3
 READS = (2, 3)   # version 2: no bodies, no value kinds
+GEARS_VERSION, GEARS_READS = 4, (2, 3, 4)   # gears documents; version 4: dims gears and their fallback
 _TAIL = '"digest":"'   # plan.json ends with ,"digest":"<sha256 hex>"}
 
 
@@ -130,20 +133,24 @@ def plan_document(plan: Plan, enc: _Encoder | None = None, prefix: str = "") -> 
 def gears_document(gp: GearPlans) -> tuple[dict, dict[str, np.ndarray]]:
     """Batch gears as one document: each gear's plan document, every array stored once under a digest of
     its content (the gears' weights are the same arrays)."""
-    arrays, plans = {}, {}
-    for gear, plan in gp.plans.items():
+    arrays = {}
+
+    def shared(plan: Plan) -> dict:
         doc, own = plan_document(plan)
         key = {}
         for k, a in own.items():
-            a = np.ascontiguousarray(a)
+            a = np.asarray(a)   # (np.ascontiguousarray makes a 0-d constant 1-d: refused at load)
             key[k] = "w" + hashlib.sha1(f"{a.dtype.str}{a.shape}".encode() + a.tobytes()).hexdigest()[:20]
             arrays.setdefault(key[k], a)
         doc["constants"] = {i: key[k] for i, k in doc["constants"].items()}
-        plans[str(gear)] = _rekey(doc, key)
+        return _rekey(doc, key)
+
+    plans = {(",".join(map(str, g)) if isinstance(g, tuple) else str(g)): shared(p) for g, p in gp.plans.items()}
     spec = lambda t: [t.name, TOKEN[t.dtype], list(t.shape), t.kind]  # noqa: E731
-    return {"format": GEARS, "version": VERSION, "symbol": gp.symbol, "batched": list(gp.batched),
+    return {"format": GEARS, "version": GEARS_VERSION, "symbol": gp.symbol, "batched": list(gp.batched),
             "inputs": [spec(t) for t in gp.inputs], "outputs": [spec(t) for t in gp.outputs],
-            "plans": plans}, arrays
+            "plans": plans, "dims": [list(d) for d in gp.dims],
+            "fallback": shared(gp.fallback) if gp.fallback is not None else None}, arrays
 
 
 def _rekey(v, key: dict):

@@ -22,9 +22,10 @@ from ..kernels import sequence
 from ..kernels.bind import prepare_launch
 from ..kernels.registry import TensorSpec, lookup
 from ..npu.engines import ENGINES
+from ..option_values import MAX_GEARS
 from ..options import Options
 from ..plan import GearPlans, MemoryPlan, MemoryStats, Plan, PlanNode, PlanTensor, SyncEvent, TensorMemory
-from .format import FORMAT, GEARS, READS, VERSION, digest_matches
+from .format import FORMAT, GEARS, GEARS_READS, GEARS_VERSION, READS, VERSION, digest_matches
 
 DTYPES = FROM_TOKEN   # the element types ge computes in, by their .str (bfloat16 by name)
 KINDS = ("input", "const", "activation")
@@ -45,9 +46,10 @@ def parse(text: bytes, path: str) -> dict:
     if not isinstance(doc, dict) or doc.get("format") not in (FORMAT, GEARS):
         raise ModelLoadError(f"offline model '{path}' is not a ge plan (format "
                              f"{doc.get('format') if isinstance(doc, dict) else None!r})")
-    if doc.get("version") not in READS:
+    reads, top = (READS, VERSION) if doc.get("format") == FORMAT else (GEARS_READS, GEARS_VERSION)
+    if doc.get("version") not in reads:
         raise ModelLoadError(f"offline model '{path}' has format version {doc.get('version')!r}; this ge "
-                             f"reads versions {READS[0]}-{VERSION}: compile the model again")
+                             f"reads versions {reads[0]}-{top}: compile the model again")
     if not digest_matches(text):
         raise ModelLoadError(f"offline model '{path}': plan.json was changed after ge wrote it (its digest does "
                              "not match its text); an edited plan is refused: compile the model again")
@@ -153,12 +155,18 @@ def _build_gears(doc: dict, arrays: dict) -> GearPlans:
     raw = field(doc, "plans", "gears")
     if not isinstance(raw, dict) or not raw:
         raise _bad("plans", "expected an object of gear -> plan")
+    dims = _dims(doc)
     plans = {}
     for g, d in raw.items():
-        if not g.isdigit() or not 1 <= int(g) <= 1 << 20:
-            raise _bad(f"plans[{g[:20]!r}]", "a gear is a positive batch size")
-        plans[int(g)] = build_plan(d, arrays, f"plans[{g}].")
-    plans = dict(sorted(plans.items()))
+        parts = g.split(",") if isinstance(g, str) and len(g) < 400 else ["?"]
+        if not all(p.isdigit() and 1 <= int(p) <= 1 << 20 for p in parts) or len(parts) != max(len(dims), 1) \
+                or (not dims and "," in g):
+            raise _bad(f"plans[{g[:20]!r}]", f"a gear is {len(dims)} positive sizes joined by ','" if dims
+                       else "a gear is a positive batch size")
+        plans[tuple(map(int, parts)) if dims else int(g)] = build_plan(d, arrays, f"plans[{g}].")
+    if len(plans) > MAX_GEARS:
+        raise _bad("plans", f"{len(plans)} gears; at most {MAX_GEARS}")
+    plans = dict(plans if dims else sorted(plans.items()))
     top = plans[max(plans)]
     ins = tuple(_spec(t, f"inputs[{k}]") for k, t in enumerate(array(field(doc, "inputs", "gears"), "inputs")))
     outs = tuple(_spec(t, f"outputs[{k}]") for k, t in enumerate(array(field(doc, "outputs", "gears"), "outputs")))
@@ -168,7 +176,45 @@ def _build_gears(doc: dict, arrays: dict) -> GearPlans:
         raise ModelLoadError("the gears' inputs and outputs do not match their plans")
     ins = tuple(dataclasses.replace(t, index=top.inputs[k]) for k, t in enumerate(ins))
     outs = tuple(dataclasses.replace(t, index=top.outputs[k]) for k, t in enumerate(outs))
-    return GearPlans(text(field(doc, "symbol", "gears"), "symbol"), MappingProxyType(plans), ins, outs, batched)
+    fallback = doc.get("fallback")
+    fallback = None if fallback is None else build_plan(fallback, arrays, "fallback.")
+    if dims:
+        _check_dims_gears(dims, plans, ins, outs, fallback)
+    elif fallback is not None:
+        raise _bad("fallback", "only dims gears carry a fallback plan")
+    return GearPlans(text(field(doc, "symbol", "gears"), "symbol"), MappingProxyType(plans), ins, outs, batched,
+                     dims=dims, fallback=fallback)
+
+
+def _dims(doc: dict) -> tuple:
+    """Dims gears' varying dims: [[input name, axis], ...] (absent or [] for batch gears)."""
+    raw = doc.get("dims") or []
+    out = []
+    for k, d in enumerate(array(raw, "dims")):
+        d = array(d, f"dims[{k}]", 2)
+        out.append((text(d[0], f"dims[{k}].name"), integer(d[1], f"dims[{k}].axis", 0, MAX_RANK - 1)))
+    if len(set(out)) != len(out):
+        raise _bad("dims", "a dim is named twice")
+    return tuple(out)
+
+
+def _check_dims_gears(dims, plans, ins, outs, fallback) -> None:
+    """Every gear's plan has the declared inputs, each the gear's sizes on the varying dims and the declared
+    size elsewhere (a run picks a gear by these shapes); the fallback plan has the same inputs and outputs."""
+    by_name = {t.name: k for k, t in enumerate(ins)}
+    for k, (name, axis) in enumerate(dims):
+        if name not in by_name or axis >= len(ins[by_name[name]].shape):
+            raise _bad(f"dims[{k}]", f"{name[:40]}[{axis}] is not a dim of an input")
+    for g, p in plans.items():
+        want = [list(t.shape) for t in ins]
+        for (name, axis), size in zip(dims, g):
+            want[by_name[name]][axis] = size
+        got = [list(p.tensors[i].shape) for i in p.inputs]
+        if want != got or len(p.outputs) != len(outs):
+            raise _bad(f"plans[{','.join(map(str, g))}]", f"its inputs are {got}, the gear's are {want}")
+    if fallback is not None and ([(fallback.tensors[i].name, fallback.tensors[i].dtype) for i in fallback.inputs]
+                                 != [(t.name, t.dtype) for t in ins] or len(fallback.outputs) != len(outs)):
+        raise _bad("fallback", "its inputs and outputs are not the gears'")
 
 
 def _spec(t, where: str, index: int = -1) -> PlanTensor:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from ..errors import ModelLoadError
 from ..memory.verify import MemoryPlanError, verify_memory
 from ..npu.memory import ALIGN, align_up
+from ..plan import static_control_reason
 from ..schedule.events import verify_events
 
 MAX_ERRORS = 12
@@ -89,12 +90,16 @@ def _streams(plan, errors) -> None:
 def _memory(plan, errors) -> None:
     mem = plan.memory
     names = {t.name for t in plan.tensors}
+    # the planner keeps a dynamic node's outputs (and their views) off the static segments even when their
+    # shapes are static (Shape's [rank]): runtime_v2 allocates them, runtime_v1 never runs such a plan
+    hosted = {plan.tensors[t].name for n in plan.nodes if n.is_dynamic and (not n.bodies or
+              static_control_reason(plan, n)) for t in n.outputs if t >= 0}
     for m in mem.tensors:
         for what, ref in (("alias_of", m.alias_of), ("part_of", m.part_of)):
             if ref is not None and ref not in names:
                 errors.append(f"tensor '{m.name}': {what} '{ref}' is not a tensor of the plan")
         t = plan.tensors[m.index]
-        if t.is_static and m.segment == "dynamic":
+        if t.is_static and m.segment == "dynamic" and m.name not in hosted and m.alias_of not in hosted:
             errors.append(f"static tensor '{m.name}' has no place (segment dynamic)")
         if t.is_static and m.bytes is not None and m.bytes != t.nbytes:
             errors.append(f"tensor '{m.name}' has {m.bytes} bytes in the memory plan, its shape needs {t.nbytes}")

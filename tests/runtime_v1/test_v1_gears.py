@@ -2,6 +2,8 @@
 smallest gear >= the batch runs (inputs zero-padded, batched outputs sliced back), one feature map of the
 largest gear's size and one copy of the weights shared by all gears, safe under concurrent runs."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -121,8 +123,10 @@ def test_squeezenet_gears_match_onnxruntime():
     assert st["feature_map_bytes"] == max(per_gear.values()) and st["weight_copies"] == 1
 
 
-def test_batch_dependent_constants_get_their_own_weights():
-    """Reshape(x, [Shape(x)[0], -1]): folding makes the shape a constant that differs per gear."""
+def test_batch_dependent_constants_share_one_weight_image():
+    """Reshape(x, [Shape(x)[0], -1]): folding makes the shape a constant that differs per gear. compile_gears
+    lays the gears' constants out as one image (ge/memory/gear_weights.py): one copy; plans laid out alone
+    (gears saved before that layout) get a copy each where their constants differ."""
     vi, arr = helper.make_tensor_value_info, numpy_helper.from_array
     inits = [arr(np.array([-1], np.int64), "m1"), arr(np.array([0], np.int64), "z"),
              arr(np.array([1], np.int64), "o"), arr(np.arange(6, dtype=np.float32), "b")]
@@ -133,9 +137,17 @@ def test_batch_dependent_constants_get_their_own_weights():
                                             [vi("y", TensorProto.FLOAT, None)], inits),
                           opset_imports=[helper.make_opsetid("", 13)])
     sess = ge.Session(m, runtime="v1", options={"dynamic_batch": [1, 2, 4]})
-    assert sess._executor.stats()["weight_copies"] == 3
-    x = np.random.default_rng(0).standard_normal((3, 2, 3)).astype(np.float32)
-    np.testing.assert_allclose(sess.run(None, {"x": x})[0], x.reshape(3, 6) + np.arange(6), rtol=1e-6)
+    assert sess._executor.stats()["weight_copies"] == 1
+    x = np.random.default_rng(0).standard_normal((4, 2, 3)).astype(np.float32)
+    for g in (1, 2, 3, 4):
+        np.testing.assert_allclose(sess.run(None, {"x": x[:g]})[0], x[:g].reshape(g, 6) + np.arange(6), rtol=1e-6)
+    x = x[:3]
+    gp = sess.gear_plans
+    alone = {g: ge.compile(m, {"input_shape": {"x": [g, 2, 3]}}) for g in gp.gears}
+    import runtime_v1
+    ex = runtime_v1.load(dataclasses.replace(gp, plans=alone))
+    assert ex.stats()["weight_copies"] == 3
+    np.testing.assert_allclose(ex.run({gp.inputs[0].index: x})[0], x.reshape(3, 6) + np.arange(6), rtol=1e-6)
 
 
 def test_batch_past_the_largest_gear_is_refused(sess):
