@@ -88,7 +88,7 @@ class Instance:
         self.queues = queues_for(ex, self) if self.stream_allocs else None
         # recorded shapes replayed from native tables (replay.py): one thread, no state carried run to run
         limit = capture_limit(ex.plan.options) if ex.programs is None and ex._states is None else 0
-        self.replays = Replays(ex, self, limit) if limit else None
+        self.replays = Replays(ex.device, limit) if limit else None
         self.stable_regions = _stable_regions(ex, self.steps) if limit else ()
 
     def core(self, ex, step: int):
@@ -303,7 +303,7 @@ class Executor:
         if inst.runner is not None:
             return self._run_streams(inst, bufs, shapes, bound)
         if inst.replays is not None and not bound and not inner:
-            return inst.replays.run(feeds, bufs, shapes, lambda: self._loop(inst, bufs, shapes, None))
+            return inst.replays.run(self, inst, feeds, bufs, shapes, lambda: self._loop(inst, bufs, shapes, None))
         self.last_run = "host"
         return self._loop(inst, bufs, shapes, bound)
 

@@ -434,8 +434,8 @@ def plan_temps(log) -> tuple[dict, int]:
 class Replays:
     """An instance's recorded shapes (LRU, at most `limit`), their shared arena, and its counters."""
 
-    def __init__(self, ex, inst, limit: int):
-        self.ex, self.inst, self.limit = ex, inst, limit
+    def __init__(self, device, limit: int):
+        self.device, self.limit = device, limit   # no executor reference: no executor <-> instance cycle
         self.entries: OrderedDict = OrderedDict()
         self.refused: OrderedDict = OrderedDict()   # key -> why (bounded like the entries)
         self.seen: OrderedDict = OrderedDict()      # key -> runs so far (until recorded)
@@ -443,24 +443,25 @@ class Replays:
         self.counters = dict.fromkeys(("replayed_runs", "recorded_shapes", "host_runs", "evicted_shapes",
                                        "replay_fallbacks"), 0)
 
-    def run(self, feeds, bufs, shapes, host):
-        """The outputs of one run: replayed, recorded, or host-driven (`host()`), as the key allows."""
+    def run(self, ex, inst, feeds, bufs, shapes, host):
+        """The outputs of one run of executor `ex` on instance `inst` (whose replays these are): replayed,
+        recorded, or host-driven (`host()`), as the key allows."""
         key = tuple([(shapes[t], bufs[t].dtype.char) if isinstance(bufs[t], np.ndarray) else None for t in feeds])
         c = self.counters
         e = self.entries.get(key)
         if e is not None:
             self.entries.move_to_end(key)
-            out = e.run(self.inst, bufs, self.arena_base)
+            out = e.run(inst, bufs, self.arena_base)
             if out is not None:
                 c["replayed_runs"] += 1
-                self.ex.last_run = "replayed"
+                ex.last_run = "replayed"
                 return out
             c["replay_fallbacks"] += 1   # a guard or a kernel stopped it: the host loop (which raises, named)
             if e.addrs[e.failed] == GUARD:
                 self._drop(key)
                 self._refuse(key, f"the values step {e.steps[e.failed]} reads follow the data, not the shapes")
         elif key not in self.refused and None not in key and self._again(key):
-            out, got = record(self.ex, self.inst, bufs, shapes, feeds)
+            out, got = record(ex, inst, bufs, shapes, feeds)
             if isinstance(got, Entry) and self._fit(got):
                 self.entries[key] = got
                 c["recorded_shapes"] += 1
@@ -470,10 +471,10 @@ class Replays:
                 self._shrink()
             elif not isinstance(got, Entry):
                 self._refuse(key, got)
-            self.ex.last_run = "recorded" if isinstance(got, Entry) else "host"
+            ex.last_run = "recorded" if isinstance(got, Entry) else "host"
             return out
         c["host_runs"] += 1
-        self.ex.last_run = "host"
+        ex.last_run = "host"
         return host()
 
     def _again(self, key) -> bool:
@@ -487,7 +488,7 @@ class Replays:
 
     @property
     def arena_base(self) -> int:
-        return _addr(self.ex.device.buffer) + self.arena[0] if self.arena else 0
+        return _addr(self.device.buffer) + self.arena[0] if self.arena else 0
 
     def _refuse(self, key, why: str) -> None:
         self.refused[key] = why
@@ -503,7 +504,7 @@ class Replays:
         have = self.arena[1] if self.arena else 0
         if e.arena_bytes <= have:
             return True
-        dev = self.ex.device
+        dev = self.device
         off = dev.try_reserve(e.arena_bytes)
         if off is None:
             return False
@@ -517,7 +518,7 @@ class Replays:
         if self.arena and need < self.arena[1]:
             self.release()
             if need:
-                off = self.ex.device.try_reserve(need)
+                off = self.device.try_reserve(need)
                 if off is None:   # cannot happen (we just gave back more); stay correct anyway
                     self.entries.clear()
                 else:
@@ -525,7 +526,7 @@ class Replays:
 
     def release(self) -> None:
         if self.arena is not None:
-            self.ex.device.release(*self.arena)
+            self.device.release(*self.arena)
             self.arena = None
 
     def close(self) -> None:
