@@ -89,7 +89,7 @@ class Instance:
         # recorded shapes replayed from native tables (replay.py): one thread, no state carried run to run
         limit = capture_limit(ex.plan.options) if ex.programs is None and ex._states is None else 0
         self.replays = Replays(ex.device, limit) if limit else None
-        self.stable_regions = _stable_regions(ex, self.steps) if limit else ()
+        self.stable_regions = _stable_regions(ex, self.steps) if limit else ((), ())
 
     def core(self, ex, step: int):
         """(team, slot) of the thread that runs `step`, or None when the plan launches nothing tiled."""
@@ -469,6 +469,8 @@ class Executor:
                     "device_peak": self.device.peak, "arena_bytes": self.arena_bytes,
                     "instances": len(pool.all), "idle_instances": len(pool.idle),
                     "stream_threads": self.stream_threads,
+                    "replay_arena_bytes": sum(i.replays.arena[1] for i in pool.all
+                                              if i.replays is not None and i.replays.arena),
                     "shared_allocator": shared, "dynamic": dyn}
 
 
@@ -480,7 +482,7 @@ def _collected(instances, device, shared: bool) -> None:
 
 
 def _stable_regions(ex, steps) -> tuple:
-    """(start, end) addresses of what lives as long as an instance outside device memory: the constants and
+    """(starts, ends), sorted, of the addresses of what lives as long as an instance outside device memory: the constants and
     the arrays bound into its steps (workspaces of static steps): a replay may keep their addresses."""
     arrays = [a for a in ex._consts if isinstance(a, np.ndarray)]
     for kind, _, _, tail, _ in steps:
@@ -488,11 +490,8 @@ def _stable_regions(ex, steps) -> tuple:
             arrays += [a for a in tail if isinstance(a, np.ndarray)]
         elif kind == STATIC:
             arrays += [a for a in tail[1] if isinstance(a, np.ndarray)]
-    out = []
-    for a in arrays:
-        at = a.__array_interface__["data"][0]
-        out.append((at, at + a.nbytes))
-    return tuple(out)
+    spans = sorted((a.__array_interface__["data"][0], a.__array_interface__["data"][0] + a.nbytes) for a in arrays)
+    return tuple(s for s, _ in spans), tuple(e for _, e in spans)
 
 
 def _weak(method):

@@ -24,7 +24,9 @@ shapes and dtypes:
   3. Replay. Bind the feeds and fresh outputs into the entry's base table, then one native call runs every
      row (`run_table`: thunks with the recorded block_dim, the AI cores when the instance has a team, atomic
      outputs zeroed by a fill row before their task) with the GIL released: no Python per node.
-  4. Limits. At most `Options.capture_limit` entries per instance, least recently used evicted first; every
+  4. Limits. At most `Options.capture_limit` entries per instance, least recently used evicted first (an entry
+     evicted before it ever replayed refuses its key: shapes that cycle through more than the limit, as a
+     decode loop's growing past, would otherwise be recorded again each time round); every
      entry's temps are offsets into ONE replay arena per instance, sized for the largest live entry (the
      entries share the pool: runs on an instance never overlap), reserved on the device and given back
      when the entries that needed it are gone. capture_limit 0 or GE_V2_REPLAY=0 turns replays off.
@@ -33,6 +35,7 @@ shapes and dtypes:
 """
 from __future__ import annotations
 
+import bisect
 import os
 from collections import OrderedDict
 
@@ -45,7 +48,7 @@ from ge.kernels.tensor import fill
 from ge.npu.aicore import hold, launch, unhold
 from ge.npu.memory import ALIGN
 from ge.npu.native import STATUS, as_pointer, call_thunk
-from ge.npu.thunks import ThunkError, task_args, thunk_address
+from ge.npu.thunks import BUF, INT, ThunkError, layout, task_args, thunk_address, widths
 
 from .dynamic import DynamicNode
 from .launcher import run_static
@@ -59,6 +62,7 @@ FEED, OUT, TEMP = 1, 2, 3
 RECORD_AT = 2                # a key is recorded on its second run (`Replays._again`)
 _NO_TEAM = np.zeros(1, np.int64)
 _EMPTY = np.zeros(8, np.uint8)   # where an empty buffer points (never read)
+_CLEAN, _U8 = Launch(fill, (0,), inputs=()), np.dtype(np.uint8)   # an atomic output's zeroing (runtime_v1's too)
 
 
 def capture_limit(options) -> int:
@@ -164,7 +168,11 @@ class Notes:
         for j, s, e in self.tap.live.values():
             if s <= at and end <= e:
                 return TEMP, j, at - s
-        if self.device[0] <= at and end <= self.device[1] or any(s <= at and end <= e for s, e in self.stable):
+        if self.device[0] <= at and end <= self.device[1]:
+            return ABS, 0, at
+        starts, ends = self.stable
+        k = bisect.bisect_right(starts, at) - 1
+        if k >= 0 and end <= ends[k]:
             return ABS, 0, at
         raise Refused(f"a buffer of step {step} lives in memory a replay cannot bind")
 
@@ -279,6 +287,45 @@ def _dynamic(ex, inst, notes, node: DynamicNode, k, bufs, shapes, spans, tap):
     return None
 
 
+_KINDS: dict = {}   # (kernel, tiled, buffer dtypes, argument types) -> (kinds, thunk address, widths, layout)
+
+
+def encode(launch_: Launch, buffers, place_array) -> tuple:
+    """(thunk address, int row, float row) of a launch on `buffers` [(slot, offset, count, dtype)]: the rows
+    ge.npu.thunks.task_args writes, with the kinds and the thunk looked up once per kernel and argument types
+    (task_args per launch made a GPT-2 step's recording 3x its host-driven run; decided per dtype it is
+    mostly numpy's dtype names)."""
+    args = launch_.args
+    key = (launch_.fn, launch_.tiled, tuple([b[3] for b in buffers]),
+           tuple([(a.dtype, a.ndim) if isinstance(a, np.ndarray) else
+                  (type(a), isinstance(a, int) and not -(1 << 63) <= a < 1 << 63) for a in args]))
+    hit = _KINDS.get(key)
+    if hit is None:
+        ta = task_args(launch_, [(0, 0, count, dtype) for _, _, count, dtype in buffers], lambda a: (0, 0))
+        hit = (ta.reason,) if ta.sig is None else (ta.kinds, thunk_address(ta.sig), widths(ta.kinds),
+                                                   layout(ta.kinds))
+        _KINDS[key] = hit
+    if len(hit) == 1:
+        raise Refused(f"a launch of {getattr(launch_.fn, '__name__', launch_.fn)} has no table encoding ({hit[0]})")
+    kinds, addr, (wi, wf), lay = hit
+    irow, frow = np.zeros(wi, np.int64), np.zeros(wf, np.float64)
+    for k, (slot, off, count, _) in enumerate(buffers):
+        i = lay[k][0]
+        irow[i], irow[i + 1], irow[i + 2] = slot, off, count
+    n = len(buffers)
+    for j, a in enumerate(args):
+        kind = kinds[n + j][0]
+        i, f = lay[n + j]
+        if kind == BUF:
+            slot, off = place_array(a)
+            irow[i], irow[i + 1], irow[i + 2] = slot, off, a.size
+        elif kind == INT:
+            irow[i] = int(a)
+        else:
+            frow[f] = float(a)
+    return addr, irow, frow
+
+
 class Entry:
     """A recorded shape: its native table, base template, TEMP plan, guards and outputs."""
 
@@ -324,19 +371,13 @@ class Entry:
             n_in = len(places) - len(launch_.workspaces) - len(ex.plan.nodes[step].outputs)
             for a in launch_.atomic:   # zeroed first, as cleaning() does for the host loop
                 slot, off, count, dtype = buffers[n_in + a]
-                clean = Launch(fill, (0,), inputs=())
-                tasks.append((clean, task_args(clean, [(slot, off, count * np.dtype(dtype).itemsize, np.uint8)],
-                                               place_array)))
-            tasks.append((launch_, task_args(launch_, buffers, place_array)))
-            for ln, args in tasks:
-                if args.sig is None:
-                    raise Refused(f"{ex.plan.nodes[step].op_type} node '{ex.plan.nodes[step].name}' has no "
-                                  f"table encoding ({args.reason})")
-                irow, frow = args.rows()
-                addrs.append(thunk_address(args.sig))
+                tasks.append((1, encode(_CLEAN, [(slot, off, count * np.dtype(dtype).itemsize, _U8)], place_array)))
+            tasks.append((launch_.block_dim, encode(launch_, buffers, place_array)))
+            for block_dim, (addr, irow, frow) in tasks:
+                addrs.append(addr)
                 ioffs.append(n_i)
                 foffs.append(n_f)
-                blocks.append(ln.block_dim)
+                blocks.append(block_dim)
                 irows.append(irow)
                 frows.append(frow)
                 self.steps.append(step)
@@ -347,6 +388,7 @@ class Entry:
         self.ftab = np.concatenate(frows + [np.zeros(1, np.float64)])
         self.guards = np.concatenate(gbytes + [np.zeros(1, np.uint8)])
         self.tasks = sum(1 for a in addrs if a != GUARD)
+        self.replays = 0
         self.outputs = tuple(self._output(notes, bufs[t], shapes[t], copy, k) for k, (t, copy) in
                              enumerate(ex._outputs))
 
@@ -453,6 +495,7 @@ class Replays:
             self.entries.move_to_end(key)
             out = e.run(inst, bufs, self.arena_base)
             if out is not None:
+                e.replays += 1
                 c["replayed_runs"] += 1
                 ex.last_run = "replayed"
                 return out
@@ -462,12 +505,15 @@ class Replays:
                 self._refuse(key, f"the values step {e.steps[e.failed]} reads follow the data, not the shapes")
         elif key not in self.refused and None not in key and self._again(key):
             out, got = record(ex, inst, bufs, shapes, feeds)
-            if isinstance(got, Entry) and self._fit(got):
+            if isinstance(got, Entry) and self._fit(got, inst.alloc):
                 self.entries[key] = got
                 c["recorded_shapes"] += 1
                 while len(self.entries) > self.limit:
-                    self.entries.popitem(last=False)
+                    old, gone = self.entries.popitem(last=False)
                     c["evicted_shapes"] += 1
+                    if not gone.replays:   # more shapes take turns than the limit holds: recording each costs
+                        self._refuse(old, "evicted before its first replay (more shapes in turn than "
+                                          "capture_limit)")
                 self._shrink()
             elif not isinstance(got, Entry):
                 self._refuse(key, got)
@@ -499,13 +545,16 @@ class Replays:
         self.entries.pop(key, None)
         self._shrink()
 
-    def _fit(self, e: Entry) -> bool:
-        """The arena holds e's temps (grown when not; False when the device has no room)."""
+    def _fit(self, e: Entry, alloc) -> bool:
+        """The arena holds e's temps (grown when not; False when the device has no room even after the
+        instance's allocator gave back its idle spans: the key stays host-driven)."""
         have = self.arena[1] if self.arena else 0
         if e.arena_bytes <= have:
             return True
-        dev = self.device
-        off = dev.try_reserve(e.arena_bytes)
+        off = self.device.try_reserve(e.arena_bytes)
+        if off is None:
+            alloc.empty_cache()
+            off = self.device.try_reserve(e.arena_bytes)
         if off is None:
             return False
         self.release()
