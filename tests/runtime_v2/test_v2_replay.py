@@ -100,13 +100,26 @@ def test_lru_eviction_at_capture_limit():
         y = sess.run(None, {"x": x[n]})[0]
         np.testing.assert_array_equal(y, -np.maximum(x[n], 0))
         return sess.stats()["last_run"]
-    assert [run(1), run(1), run(2), run(2), run(1)] == ["host", "recorded", "host", "recorded", "replayed"]
+    assert [run(1), run(1), run(2), run(2), run(2), run(1)] == ["host", "recorded", "host", "recorded",
+                                                                   "replayed", "replayed"]
     assert [run(3), run(3)] == ["host", "recorded"]   # evicts 2, the least recently used
     st = sess.stats()
     assert st["evicted_shapes"] == 1 and st["recorded_shapes"] == 3
     assert run(1) == "replayed" and run(3) == "replayed"
     assert run(2) == "recorded"                       # seen before: recorded again at once, evicting 1
     assert sess.stats()["evicted_shapes"] == 2 and run(1) == "recorded"
+
+
+def test_shapes_cycling_past_the_limit_are_not_recorded_again():
+    """An entry evicted before it ever replayed refuses its key (a decode loop's growing past)."""
+    sess = ge.Session(_relu_model(), runtime="v2", options={"capture_limit": 1, "executor_instances": 1})
+    x = {n: np.full((n, 4), n - 2.5, np.float32) for n in (1, 2)}
+    how = []
+    for n in (1, 1, 2, 2, 1, 1):
+        np.testing.assert_array_equal(sess.run(None, {"x": x[n]})[0], -np.maximum(x[n], 0))
+        how.append(sess.stats()["last_run"])
+    assert how == ["host", "recorded", "host", "recorded", "host", "host"]
+    assert "before its first replay" in " ".join(sess.stats()["replay_refused"].values())
 
 
 def test_turned_off_by_option_and_environment(monkeypatch):
