@@ -43,6 +43,7 @@ from .dynamic import DynamicNode
 from .launcher import launch_table, queues_for, run_launched, run_static
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST, STATIC, lower
 from .mif import MultiStreamAllocator
+from .record import stable_regions
 from .replay import Replays, capture_limit
 from .states import States
 from .stream_memory import StreamAlloc, stream_tables
@@ -89,7 +90,7 @@ class Instance:
         # recorded shapes replayed from native tables (replay.py): one thread, no state carried run to run
         limit = capture_limit(ex.plan.options) if ex.programs is None and ex._states is None else 0
         self.replays = Replays(ex.device, limit) if limit else None
-        self.stable_regions = _stable_regions(ex, self.steps) if limit else ((), ())
+        self.stable_regions = stable_regions(ex, self.steps) if limit else ((), ())
 
     def core(self, ex, step: int):
         """(team, slot) of the thread that runs `step`, or None when the plan launches nothing tiled."""
@@ -479,19 +480,6 @@ def _collected(instances, device, shared: bool) -> None:
     threads stopped, launch slots and arenas given back)."""
     for inst in list(instances):
         inst.release(device, shared)
-
-
-def _stable_regions(ex, steps) -> tuple:
-    """(starts, ends), sorted, of the addresses of what lives as long as an instance outside device memory: the constants and
-    the arrays bound into its steps (workspaces of static steps): a replay may keep their addresses."""
-    arrays = [a for a in ex._consts if isinstance(a, np.ndarray)]
-    for kind, _, _, tail, _ in steps:
-        if kind == BOUND:
-            arrays += [a for a in tail if isinstance(a, np.ndarray)]
-        elif kind == STATIC:
-            arrays += [a for a in tail[1] if isinstance(a, np.ndarray)]
-    spans = sorted((a.__array_interface__["data"][0], a.__array_interface__["data"][0] + a.nbytes) for a in arrays)
-    return tuple(s for s, _ in spans), tuple(e for _, e in spans)
 
 
 def _weak(method):

@@ -5,7 +5,7 @@ sink, runtime_v1/sink.py, whose thunk ABI and row encoding this reuses).
 Per executor instance (one thread runs it at a time, so a recording needs no lock), keyed by the feeds'
 shapes and dtypes:
   1. Record. The second run of a key (RECORD_AT: a shape seen once, as each step of a decode loop whose past
-     grows, is never recorded) runs host-driven as always (`record`: the executor's loop with a tap on the
+     grows, is never recorded) runs host-driven as always (record.py: the executor's loop with a tap on the
      caching allocator), and notes per launched step its launch and where each buffer it was given lives:
        FEED  the caller's input k (its address is patched per run, as runtime_v1 binds inputs: zero copy),
        OUT   an array made for the caller (a graph output): a fresh one per replay, so a result handed out is
@@ -35,14 +35,12 @@ shapes and dtypes:
 """
 from __future__ import annotations
 
-import bisect
 import os
 from collections import OrderedDict
 
 import numpy as np
 from numba import njit
 
-from ge.errors import GEError
 from ge.kernels.registry import Launch
 from ge.kernels.tensor import fill
 from ge.npu.aicore import hold, launch, unhold
@@ -50,18 +48,13 @@ from ge.npu.memory import ALIGN
 from ge.npu.native import STATUS, as_pointer, call_thunk
 from ge.npu.thunks import BUF, INT, ThunkError, layout, task_args, thunk_address, widths
 
-from .dynamic import DynamicNode
-from .launcher import run_static
-from .lowering import ALIAS, BOUND, DYNAMIC, HOST, STATIC
+from .record import ABS, FEED, OUT, TEMP, Notes, Refused, record
 
-ABS, ARENA = 0, 1            # base slots: ABS holds 0 (a row's offset is the address), ARENA the replay arena
+ARENA = 1                    # base slots: ABS (0) holds 0 (a row's offset is the address), ARENA the replay arena
 SLOT0 = STATUS + 1           # then one slot per feed, then one per output array
 GUARD = -7                   # a row that compares bytes (step 2); thunk addresses are > 0
-GUARD_BYTES = 4096           # value inputs larger than this are data, not shapes: the key is refused
-FEED, OUT, TEMP = 1, 2, 3
 RECORD_AT = 2                # a key is recorded on its second run (`Replays._again`)
 _NO_TEAM = np.zeros(1, np.int64)
-_EMPTY = np.zeros(8, np.uint8)   # where an empty buffer points (never read)
 _CLEAN, _U8 = Launch(fill, (0,), inputs=()), np.dtype(np.uint8)   # an atomic output's zeroing (runtime_v1's too)
 
 
@@ -104,189 +97,6 @@ def run_table(addrs, ioffs, foffs, blocks, itab, ftab, bases, guards, team, slot
     return failed
 
 
-def _addr(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]
-
-
-class Refused(Exception):
-    """This key cannot be replayed (the message says why)."""
-
-
-class Tap:
-    """The instance's allocator, with every alloc and free of one run noted in order (step 1's TEMPs)."""
-
-    def __init__(self, alloc, base: int):
-        self.alloc_, self.base = alloc, base
-        self.log: list = []          # (id, nbytes) for an alloc, (id, -1) for a free
-        self.live: dict = {}         # span -> (id, start address, end address)
-        self.ids: dict = {}          # id(span) of a freed span -> its temp id (ws of a dynamic node)
-
-    def alloc(self, nbytes: int):
-        sp = self.alloc_.alloc(nbytes)
-        j = len(self.log)
-        start = self.base + sp.offset
-        self.live[sp] = (j, start, start + max(nbytes, 1))
-        self.log.append((j, nbytes))
-        return sp
-
-    def free(self, sp) -> None:
-        j = self.live.pop(sp, (None,))[0]
-        if j is not None:
-            self.log.append((j, -1))
-        self.alloc_.free(sp)
-
-    def __getattr__(self, name):   # mif etc. are never asked for: one thread only
-        return getattr(self.alloc_, name)
-
-
-class Notes:
-    """What a recording run saw: launches with their buffers' places, guards, output arrays."""
-
-    def __init__(self, ex, inst, bufs, feeds, tap: Tap):
-        self.ex, self.inst, self.tap = ex, inst, tap
-        self.feeds = [(t, _addr(bufs[t]), _addr(bufs[t]) + bufs[t].nbytes) for t in feeds]
-        self.outs: list = []       # (start, end, count, dtype) per output array
-        self.rows: list = []       # ("launch", step, launch, [(place, count, dtype)]) | ("guard", step, place, bytes)
-        dev = ex.device.buffer
-        self.device = (_addr(dev), _addr(dev) + dev.nbytes)
-        self.stable = inst.stable_regions
-
-    def place(self, a, step: int):
-        """(kind, key, byte offset) of the array a step is given; Refused when it lives nowhere known."""
-        if not isinstance(a, np.ndarray):
-            raise Refused(f"step {step} gets a host value ({type(a).__name__})")
-        if a.nbytes == 0:
-            return ABS, 0, _addr(_EMPTY)
-        at = _addr(a)
-        end = at + a.nbytes
-        for k, (_, s, e) in enumerate(self.feeds):
-            if s <= at and end <= e:
-                return FEED, k, at - s
-        for k, (s, e, _, _) in enumerate(self.outs):
-            if s <= at and end <= e:
-                return OUT, k, at - s
-        for j, s, e in self.tap.live.values():
-            if s <= at and end <= e:
-                return TEMP, j, at - s
-        if self.device[0] <= at and end <= self.device[1]:
-            return ABS, 0, at
-        starts, ends = self.stable
-        k = bisect.bisect_right(starts, at) - 1
-        if k >= 0 and end <= ends[k]:
-            return ABS, 0, at
-        raise Refused(f"a buffer of step {step} lives in memory a replay cannot bind")
-
-    def output(self, a) -> None:
-        """An array made for the caller this run (a HOST output): a fresh one per replay."""
-        if isinstance(a, np.ndarray) and a.nbytes and not any(s <= _addr(a) < e for s, e, _, _ in self.outs):
-            self.outs.append((_addr(a), _addr(a) + a.nbytes, a.size, a.dtype))
-
-    def launch(self, step: int, launch_: Launch, buffers) -> None:
-        self.rows.append(("launch", step, launch_, [(self.place(a, step), a.size, a.dtype) for a in buffers]))
-
-    def guard(self, step: int, arrays) -> None:
-        for a in arrays:
-            if a.nbytes > GUARD_BYTES:
-                raise Refused(f"step {step} reads {a.nbytes} bytes of values (data, not shapes)")
-            self.rows.append(("guard", step, self.place(a, step), a.tobytes()))
-
-
-def record(ex, inst, bufs, shapes, feeds) -> tuple[list, object]:
-    """One host-driven run (the executor's loop, the same calls) that also notes what it ran: (outputs, an
-    Entry or the reason the key is refused)."""
-    tap = Tap(inst.alloc, _addr(ex.device.buffer))
-    notes = Notes(ex, inst, bufs, feeds, tap)
-    why = None
-    spans = [None] * len(bufs)
-    k = -1
-    if inst.team is not None:
-        hold(inst.team)
-    try:
-        for k, (kind, fn, ins, tail, release) in enumerate(inst.steps):
-            s = ex.lowered.steps[k]
-            if kind == ALIAS:
-                bufs[tail] = bufs[ins]
-            elif kind == BOUND:
-                fn(*[bufs[i] for i in ins], *tail)
-                if why is None:
-                    n = len(s.outs) + len(s.node.launch.workspaces)
-                    why = _note(notes.launch, k, s.node.launch, [bufs[i] for i in ins] + list(tail[:n]))
-            elif kind == STATIC:
-                run_static(fn, ins, tail, bufs, spans, tap)
-                if why is None:
-                    for o in s.outs:
-                        if o.place == HOST or o.nbytes == 0:
-                            notes.output(bufs[o.tensor])
-                    ws = tail[1][:len(s.node.launch.workspaces)]
-                    why = _note(notes.launch, k, s.node.launch,
-                                [bufs[i] for i in ins] + [bufs[o.tensor] for o in s.outs] + list(ws))
-            elif type(fn) is not DynamicNode:   # a host op: control flow, sequences
-                fn(bufs, shapes, spans, tap, inst.core(ex, k))
-                why = why or f"{s.node.op_type} node '{s.node.name}' runs on the host"
-            else:
-                why = _dynamic(ex, inst, notes, fn, k, bufs, shapes, spans, tap) if why is None else \
-                    fn(bufs, shapes, spans, tap, inst.core(ex, k)) or why
-            for t in release or ():
-                sp = spans[t]
-                if sp is not None:
-                    tap.free(sp)
-                    spans[t] = None
-        out = ex._collect(bufs, shapes, None)
-    except Exception as e:
-        if k < 0:
-            raise
-        raise ex._error(k, e) from e
-    finally:
-        if inst.team is not None:
-            unhold(inst.team)
-        for sp in spans:
-            if sp is not None:
-                tap.free(sp)
-    if why is None:
-        try:
-            return out, Entry(ex, notes, bufs, shapes)
-        except (Refused, ThunkError) as e:
-            why = str(e)
-    return out, why
-
-
-def _note(fn, *args):
-    try:
-        fn(*args)
-    except Refused as e:
-        return str(e)
-    return None
-
-
-def _dynamic(ex, inst, notes, node: DynamicNode, k, bufs, shapes, spans, tap):
-    """A dynamic node run as the loop runs it, its launch and guards noted; None, or why the key is refused."""
-    try:
-        if node.values:
-            notes.guard(k, [bufs[t] for t in node.values])
-        _, hit = node._hit(bufs, shapes)
-    except Refused as e:
-        node(bufs, shapes, spans, tap, inst.core(ex, k))
-        return str(e)
-    mark = len(tap.log)
-    node(bufs, shapes, spans, tap, inst.core(ex, k))
-    if hit[6] >= 0:   # an alias: a view, nothing launched
-        return None
-    for o in node.outs:
-        if o.place == HOST or bufs[o.tensor].nbytes == 0:
-            notes.output(bufs[o.tensor])
-    launch_, ins, ws = hit[8], hit[2], hit[4]
-    allocs = [j for j, n in tap.log[mark:] if n >= 0]   # its ALLOC outputs, then its workspaces
-    held = allocs[len(allocs) - len(ws):] if ws else []
-    try:
-        places = [(notes.place(bufs[t], k), bufs[t].size, bufs[t].dtype) for t in ins]
-        places += [(notes.place(bufs[o.tensor], k), bufs[o.tensor].size, bufs[o.tensor].dtype) for o in node.outs]
-    except Refused as e:
-        return str(e)
-    places += [((TEMP, j, 0), n, dt) for j, (n, dt, _) in zip(held, ws)]
-    notes.rows.append(("launch", k, launch_, places))
-    return None
-
-
 _KINDS: dict = {}   # (kernel, tiled, buffer dtypes, argument types) -> (kinds, thunk address, widths, layout)
 
 
@@ -324,6 +134,10 @@ def encode(launch_: Launch, buffers, place_array) -> tuple:
         else:
             frow[f] = float(a)
     return addr, irow, frow
+
+
+def _addr(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
 
 
 class Entry:
@@ -505,6 +319,11 @@ class Replays:
                 self._refuse(key, f"the values step {e.steps[e.failed]} reads follow the data, not the shapes")
         elif key not in self.refused and None not in key and self._again(key):
             out, got = record(ex, inst, bufs, shapes, feeds)
+            if isinstance(got, Notes):
+                try:
+                    got = Entry(ex, got, bufs, shapes)
+                except (Refused, ThunkError) as e:
+                    got = str(e)
             if isinstance(got, Entry) and self._fit(got, inst.alloc):
                 self.entries[key] = got
                 c["recorded_shapes"] += 1
@@ -581,9 +400,3 @@ class Replays:
     def close(self) -> None:
         self.entries.clear()
         self.release()
-
-
-def check_limit(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise GEError(f"option capture_limit must be an integer >= 0, got {value!r:.40}")
-    return value
