@@ -41,6 +41,7 @@ from collections import OrderedDict
 import numpy as np
 from numba import njit
 
+from ge.errors import DeviceMemoryError
 from ge.kernels.registry import Launch
 from ge.kernels.tensor import fill
 from ge.npu.aicore import hold, launch, unhold
@@ -318,7 +319,7 @@ class Replays:
                 self._drop(key)
                 self._refuse(key, f"the values step {e.steps[e.failed]} reads follow the data, not the shapes")
         elif key not in self.refused and None not in key and self._again(key):
-            out, got = record(ex, inst, bufs, shapes, feeds)
+            out, got = self._roomy(lambda: record(ex, inst, bufs, shapes, feeds))
             if isinstance(got, Notes):
                 try:
                     got = Entry(ex, got, bufs, shapes)
@@ -336,11 +337,22 @@ class Replays:
                 self._shrink()
             elif not isinstance(got, Entry):
                 self._refuse(key, got)
-            ex.last_run = "recorded" if isinstance(got, Entry) else "host"
+            ex.last_run = "recorded" if key in self.entries else "host"
             return out
         c["host_runs"] += 1
         ex.last_run = "host"
-        return host()
+        return self._roomy(host)
+
+    def _roomy(self, run):
+        """run(); out of device memory while the replay arena holds some, the arena (and every entry) goes
+        back and run() is tried again (kernels write only their outputs: a run may start over)."""
+        try:
+            return run()
+        except DeviceMemoryError:
+            if self.arena is None:
+                raise
+            self.close()
+            return run()
 
     def _again(self, key) -> bool:
         """The key ran before (RECORD_AT runs of it, counting this one): a shape seen once is not recorded,

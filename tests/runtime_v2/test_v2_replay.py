@@ -204,3 +204,20 @@ def test_threads_replaying_one_session_match_serial_runs():
     st = sess.stats()
     assert st["replayed_runs"] > 0 and st["replay_fallbacks"] == 0
     sess.close()
+
+
+def test_the_replay_arena_gives_way_to_a_host_run_short_of_memory():
+    """A recorded shape's arena (600 KB) and a bigger shape's host run (two 400 KB tensors) do not both fit a
+    1 MiB device: the arena and its entries go back and the run goes through."""
+    nodes = [h.make_node("Relu" if i % 2 == 0 else "Sigmoid", [f"t{i}"], [f"t{i + 1}"]) for i in range(4)]
+    g = h.make_graph(nodes, "m", [h.make_tensor_value_info("t0", T.FLOAT, ["N", 256])],
+                     [h.make_tensor_value_info("t4", T.FLOAT, None)])
+    sess = ge.Session(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), runtime="v2",
+                      options=ge.Options(device_memory_bytes=1 << 20))
+    small, big = np.ones((300, 256), np.float32), np.full((400, 256), -1, np.float32)
+    for _ in range(3):
+        sess.run(None, {"t0": small})
+    assert sess.stats()["last_run"] == "replayed" and sess.allocator_stats()["replay_arena_bytes"] >= 600_000
+    want = 1 / (1 + np.exp(-np.maximum(1 / (1 + np.exp(-np.maximum(big, 0))), 0)))
+    np.testing.assert_allclose(sess.run(None, {"t0": big})[0], want, rtol=1e-6)
+    assert sess.allocator_stats()["replay_arena_bytes"] == 0 and sess.stats()["last_run"] == "host"
