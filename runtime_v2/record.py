@@ -44,7 +44,6 @@ class Tap:
         self.alloc_, self.base = alloc, base
         self.log: list = []          # (id, nbytes) for an alloc, (id, -1) for a free
         self.live: dict = {}         # span -> (id, start address, end address)
-        self.ids: dict = {}          # id(span) of a freed span -> its temp id (ws of a dynamic node)
 
     def alloc(self, nbytes: int):
         sp = self.alloc_.alloc(nbytes)
@@ -121,7 +120,9 @@ def record(ex, inst, bufs, shapes, feeds) -> tuple[list, object]:
     Notes or the reason the key is refused)."""
     tap = Tap(inst.alloc, _addr(ex.device.buffer))
     notes = Notes(ex, inst, bufs, feeds, tap)
-    why = None
+    regions = sorted((s, e) for _, s, e in notes.feeds)
+    # one array fed as two inputs: a table would read both from the first's slot, so other arrays later fail
+    why = next(("two feeds share memory" for (_, e), (s, _) in zip(regions, regions[1:]) if s < e), None)
     spans = [None] * len(bufs)
     k = -1
     if inst.team is not None:
