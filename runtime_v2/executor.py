@@ -303,7 +303,7 @@ class Executor:
             self._states.bind(feeds, bufs, shapes, bound)
         if inst.runner is not None:
             return self._run_streams(inst, bufs, shapes, bound)
-        if inst.replays is not None and not bound and not inner:
+        if inst.replays is not None and not bound:
             return inst.replays.run(self, inst, feeds, bufs, shapes, lambda: self._loop(inst, bufs, shapes, None))
         self.last_run = "host"
         return self._loop(inst, bufs, shapes, bound)

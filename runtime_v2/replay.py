@@ -30,7 +30,9 @@ shapes and dtypes:
      entry's temps are offsets into ONE replay arena per instance, sized for the largest live entry (the
      entries share the pool: runs on an instance never overlap), reserved on the device and given back
      when the entries that needed it are gone. capture_limit 0 or GE_V2_REPLAY=0 turns replays off.
-  5. Errors. A replayed kernel that raised (the thunk sets STATUS) makes the run go host-driven again, where
+  5. Bodies. A control-flow body's executor (control.py) replays as any other: the Loop itself stays on the
+     host, each iteration's body run (the same shapes, feeds bound per run) is one table.
+  6. Errors. A replayed kernel that raised (the thunk sets STATUS) makes the run go host-driven again, where
      the kernel raises in Python and the executor's ExecutionError names the node.
 """
 from __future__ import annotations

@@ -174,6 +174,16 @@ def test_loop_is_not_captured_and_stays_correct():
     assert "Loop node 'loop' runs on the host" in next(iter(on.stats()["replay_refused"].values()))
 
 
+def test_a_loop_body_replays_inside_the_host_loop():
+    """The Loop stays host-driven; its body's runs (one an iteration, the same shapes) replay."""
+    feeds = {"M": np.array(40, np.int64), "go": np.array(True), "y0": np.array([1, 2], np.float32),
+             "x": np.array([0.5, 1], np.float32), "limit": np.array(1e9, np.float32)}
+    on, off = _pair(_loop_model())
+    _runs(on, off, [feeds], times=2)
+    body = on._executor._bodies[0].stats()
+    assert body["replayed_runs"] >= 40 and body["last_run"] == "replayed" and not body["replay_refused"]
+
+
 def _gather_model():
     table = onnx.numpy_helper.from_array(np.arange(40, dtype=np.float32).reshape(10, 4), "table")
     g = h.make_graph([h.make_node("Gather", ["table", "ids"], ["y"], name="lookup")], "m",
