@@ -4,7 +4,8 @@
 
 overhead: host time per node on a 1,000-node chain of Relu/Add on 16 floats (static plan: prepared
           launches bound to the arena; dynamic plan: a symbolic batch, every node prepared from a cache
-          and every tensor on the caching allocator).
+          and every tensor on the caching allocator; both host-driven, capture_limit 0; replayed: the
+          dynamic plan's recorded shape run from its native table, runtime_v2/replay.py).
 memory:   a light model with a symbolic batch run at batch 1 on the caching allocator: peak allocated and
           peak reserved, against the static plan's feature map and its live lower bound.
 threads:  requests per second with 1 and 4 concurrent callers of one session (2 cores here).
@@ -41,11 +42,13 @@ def best_of(fn, reps=5, inner=5) -> float:
 
 def overhead():
     n = 1000
-    for label, shape in (("static", [1, 16]), ("dynamic", ["N", 16])):
-        sess = ge.Session(chain(n, shape), runtime="v2")
+    for label, shape, opts in (("static", [1, 16], {"capture_limit": 0}), ("dynamic", ["N", 16], {"capture_limit": 0}),
+                               ("replayed", ["N", 16], {})):
+        sess = ge.Session(chain(n, shape), runtime="v2", options=opts)
         feeds = sess._check_feeds({"x": np.ones((1, 16), np.float32)})
         t = best_of(lambda: sess._executor.run(feeds), reps=7, inner=20)
-        print(f"overhead {label:8s}: {t / (n + 1) * 1e6:.2f} us/node ({t * 1e3:.2f} ms per run)")
+        print(f"overhead {label:8s}: {t / (n + 1) * 1e6:.2f} us/node ({t * 1e3:.2f} ms per run, "
+              f"{sess.stats()['last_run']})")
 
 
 def _light(name):

@@ -16,12 +16,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "runti
 from test_v2_executor import chain  # noqa: E402
 
 
-@pytest.mark.parametrize("shape", [[1, 16], ["N", 16]], ids=["static", "symbolic"])
-def test_per_node_overhead(benchmark, shape):
-    """A 1,000-node chain of Relu/Add on 16 floats: the time is host overhead (us/node in extra_info)."""
-    sess = ge.Session(chain(1000, shape), runtime="v2")
+@pytest.mark.parametrize("shape,limit", [([1, 16], 0), (["N", 16], 0), (["N", 16], 8)],
+                         ids=["static", "symbolic", "symbolic-replayed"])
+def test_per_node_overhead(benchmark, shape, limit):
+    """A 1,000-node chain of Relu/Add on 16 floats: the time is host overhead (us/node in extra_info); host-driven
+    (capture_limit 0) or replayed from the recorded table (runtime_v2/replay.py)."""
+    sess = ge.Session(chain(1000, shape), runtime="v2", options={"capture_limit": limit})
     feeds = sess._check_feeds({"x": np.ones((1, 16), np.float32)})
     run = sess._executor.run
+    run(feeds)
     run(feeds)
     benchmark.group = "runtime_v2 per-node overhead"
     benchmark.pedantic(run, (feeds,), rounds=20, iterations=5)

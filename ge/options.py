@@ -28,7 +28,7 @@ RANGES = {"max_streams": (1, MAX_STREAMS), "thread_budget": (0, 1 << 12), "aicor
           "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
           "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30), "max_events": (0, 1 << 30),
           "gear_memory_split_bytes": (0, 1 << 50), "max_notifies": (1, 1024),
-          "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16)}
+          "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16), "capture_limit": (0, 1 << 12)}
 PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable", "event_multiplexing", "enable_dynamic_shape_multi_stream",
@@ -114,6 +114,10 @@ class Options:
     # runtime_v2: modelled device memory (planned arenas + caching allocator), concurrent instances
     device_memory_bytes: int = 4 << 30
     executor_instances: int = 8
+    # runtime_v2 replays (CANN's aclgraph capture, TorchAir's reduce-overhead): the shapes (of the feeds) an
+    # executor instance keeps recorded as native tables, least recently used evicted first; 0 = no replays
+    # (so does the environment's GE_V2_REPLAY=0). See runtime_v2/replay.py
+    capture_limit: int = 8
     # runtime_v1: the feature-map segment may be re-bound to a caller's buffer between runs
     feature_base_refreshable: bool = False
     # runtime_v1: a static If / Loop / Scan body of several streams runs them side by side as activated streams

@@ -43,6 +43,8 @@ from .dynamic import DynamicNode
 from .launcher import launch_table, queues_for, run_launched, run_static
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST, STATIC, lower
 from .mif import MultiStreamAllocator
+from .record import stable_regions
+from .replay import Replays, capture_limit
 from .states import States
 from .stream_memory import StreamAlloc, stream_tables
 from .streams import StreamRunner
@@ -85,6 +87,10 @@ class Instance:
                                    memory=alloc if self.stream_allocs else None) if ex.programs else None
         # a dynamic plan's other threads as native loops fed by the caller (launcher.py), when they can wait
         self.queues = queues_for(ex, self) if self.stream_allocs else None
+        # recorded shapes replayed from native tables (replay.py): one thread, no state carried run to run
+        limit = capture_limit(ex.plan.options) if ex.programs is None and ex._states is None else 0
+        self.replays = Replays(ex.device, limit) if limit else None
+        self.stable_regions = stable_regions(ex, self.steps) if limit else ((), ())
 
     def core(self, ex, step: int):
         """(team, slot) of the thread that runs `step`, or None when the plan launches nothing tiled."""
@@ -142,6 +148,8 @@ class Instance:
         if self.runner is not None:
             self.runner.close()
             self.runner = None
+        if self.replays is not None:
+            self.replays.close()
         if self.queues is not None:
             self.queues.close()
             self.queues = None
@@ -175,6 +183,7 @@ class Executor:
         self._dynamic = {s.node.step: HostNode(plan, s, self._body_executor) if s.node.kernel.host
                          else DynamicNode(plan, s) for s in self.lowered.steps if s.kind == DYNAMIC}
         self._outputs = tuple((t, t in self.lowered.copy_out) for t in plan.outputs)
+        self.last_run = "none"   # how the latest run ran: replayed, recorded or host (stats())
         self._shared = ThreadSafeScalableAllocator(self.device, on_oom=_weak(self._recycle_idle)) \
             if shared_allocator else None
         self._states = States(plan, self.device) if plan.states else None
@@ -287,8 +296,6 @@ class Executor:
     def _run(self, inst: Instance, feeds, bound=None, inner=False) -> list[np.ndarray]:
         bufs = inst.bufs.copy()
         shapes = self._shapes.copy()
-        spans = [None] * len(bufs)
-        alloc = inst.alloc
         _feed(inst, feeds, bufs, shapes, inner)
         if bound:
             bound = self._bind_outputs(bound, bufs, inst.counters)
@@ -296,6 +303,15 @@ class Executor:
             self._states.bind(feeds, bufs, shapes, bound)
         if inst.runner is not None:
             return self._run_streams(inst, bufs, shapes, bound)
+        if inst.replays is not None and not bound:
+            return inst.replays.run(self, inst, feeds, bufs, shapes, lambda: self._loop(inst, bufs, shapes, None))
+        self.last_run = "host"
+        return self._loop(inst, bufs, shapes, bound)
+
+    def _loop(self, inst: Instance, bufs, shapes, bound) -> list[np.ndarray]:
+        """The host loop: node by node on this thread."""
+        spans = [None] * len(bufs)
+        alloc = inst.alloc
         k = -1
         if inst.team is not None:   # this thread computes: it holds an AI-core token for the run
             hold(inst.team)
@@ -427,6 +443,14 @@ class Executor:
             for inst in self._instances.all:
                 for key, v in inst.counters.items():
                     out[key] = out.get(key, 0) + v
+                if inst.replays is not None:
+                    for key, v in inst.replays.counters.items():
+                        out[key] = out.get(key, 0) + v
+            reps = [i.replays for i in self._instances.all if i.replays is not None]
+            out["replays"] = bool(reps)   # replays on (Options.capture_limit, GE_V2_REPLAY)
+            out["last_run"] = self.last_run   # replayed | recorded | host: how the latest run ran
+            out["replay_refused"] = {f"{k}": why for r in reps for k, why in r.refused.items()}
+            out["replay_arena_bytes"] = sum(r.arena[1] for r in reps if r.arena)
         return out
 
     def allocator_stats(self) -> dict:
@@ -446,6 +470,8 @@ class Executor:
                     "device_peak": self.device.peak, "arena_bytes": self.arena_bytes,
                     "instances": len(pool.all), "idle_instances": len(pool.idle),
                     "stream_threads": self.stream_threads,
+                    "replay_arena_bytes": sum(i.replays.arena[1] for i in pool.all
+                                              if i.replays is not None and i.replays.arena),
                     "shared_allocator": shared, "dynamic": dyn}
 
 
