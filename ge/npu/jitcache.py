@@ -8,14 +8,31 @@ the old layout (seen while building the AI cores: blocks silently missing from t
 Groups: the kernel library (every module of ge/kernels) and the native floor (ge/npu/native.py, aicore.py,
 runtime_v1/sink.py and dispatch.py, and runtime_v2/queues.py, whose loops inline them). The cache files stay
 where Numba puts them.
+
+One compile a function across processes (`_Locks`): a cache miss of a grouped function takes an exclusive
+lock on `<its index>.lock` beside the cache files, looks again (another process may have saved it while this
+one waited), and keeps the lock until its compile is saved (or fails). Two processes that meet a cold cache at
+once (pytest-xdist's workers, `ge warmup` beside a `ge run`) then compile each kernel once, not once each,
+and never overwrite each other's index entries. Locks follow the call graph (a caller's compile takes its
+callees' locks inside its own), which has no cycles, so waits end; a wait longer than LOCK_WAIT seconds, a
+lock that cannot be made (a read-only cache folder) or a process holding it already compiles without it.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import os
+import time
 from pathlib import Path
 
-from numba.core import caching
+from numba.core import caching, event
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks here; processes may compile the same function twice
+    fcntl = None
+
+LOCK_WAIT = 1800.0   # seconds: longer than any one kernel's compile measured on a loaded 2-core machine
 
 _ROOT = Path(__file__).resolve().parents[2]
 GROUPS = {
@@ -54,5 +71,83 @@ class GroupCacheLocator(caching.InTreeCacheLocator):
         return super().from_function(py_func, py_file)
 
 
+class _Locks:
+    """Per grouped function, the lock file this process holds while it compiles (see the module doc)."""
+
+    def __init__(self):
+        self.held: dict[str, int] = {}   # lock path -> open fd
+
+    def path(self, cache) -> str | None:
+        if fcntl is None or not isinstance(getattr(cache, "_impl", None), caching.CompileResultCacheImpl) \
+                or not isinstance(cache._impl.locator, GroupCacheLocator):
+            return None
+        return cache._cache_file._index_path + ".lock"
+
+    def acquire(self, path: str) -> bool:
+        """Wait (up to LOCK_WAIT) for the lock at `path`; False: go on without it."""
+        if path in self.held:
+            return False
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            return False
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self.held[path] = fd
+                return True
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    return False
+                time.sleep(0.05)
+            except OSError:
+                os.close(fd)
+                return False
+
+    def release(self, path: str | None) -> None:
+        fd = self.held.pop(path, None) if path else None
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+_locks = _Locks()
+_load, _save = caching.Cache.load_overload, caching.Cache.save_overload
+
+
+def _load_overload(self, sig, target_context):
+    data = _load(self, sig, target_context)
+    path = _locks.path(self) if data is None and self._enabled else None
+    if path is None or not _locks.acquire(path):
+        return data
+    data = _load(self, sig, target_context)   # saved by the process that held the lock?
+    if data is not None:
+        _locks.release(path)
+    return data
+
+
+def _save_overload(self, sig, data):
+    try:
+        _save(self, sig, data)
+    finally:
+        _locks.release(_locks.path(self))
+
+
+class _FailedCompiles(event.Listener):
+    """A compile that raised saves nothing: its lock is let go at the end of its event."""
+
+    def on_start(self, ev):
+        pass
+
+    def on_end(self, ev):
+        if getattr(ev, "_exc_details", None) is not None and isinstance(ev.data, dict):   # Numba 0.68: no property
+            _locks.release(_locks.path(getattr(ev.data.get("dispatcher"), "_cache", None)))
+
+
 if GroupCacheLocator not in caching.CacheImpl._locator_classes:
     caching.CacheImpl._locator_classes.insert(0, GroupCacheLocator)
+    caching.Cache.load_overload, caching.Cache.save_overload = _load_overload, _save_overload
+    event.register("numba:compile", _FailedCompiles())
