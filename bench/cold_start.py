@@ -1,13 +1,14 @@
 """Cold start as a new user meets it: a fresh clone, empty caches, output piped; then the same warm.
 
-    python bench/cold_start.py [--cases resnet50,inception_v1,bert] [--rounds 1] [--repo PATH] [--keep DIR]
+    python bench/cold_start.py [--cases resnet50,inception_v1,bert] [--rounds 1] [--commit REV] [--keep DIR]
 
-Step 1 (the clone): `git clone` of the repo's HEAD into a temp folder: no `__pycache__` (Numba's cache lives
+Step 1 (the clone): `git clone` of the repo at --commit (HEAD) into a temp folder: no `__pycache__` (Numba's cache lives
         there, ge/npu/jitcache.py), and GE_THUNK_CACHE set to a fresh folder (runtime_v1's thunks).
 Step 2 (cold, then warm): each case runs in a child process with stdout and stderr piped to this one, which
         stamps every line as it arrives: first line, longest silence (between lines, or from the start to the
         first, or from the last to the exit), total. Cases: `ge run` (ResNet-50, the default model), `ge run
-        inception_v1`, and a BERT 4 x 256 export's first `Session(...).run` through the Python API (with
+        inception_v1` (after ResNet-50 in the same clone: the kernels they share come from the cache, as for a
+        user's second model), and a BERT 4 x 256 export's first `Session(...).run` through the Python API (with
         GE_PROGRESS=1: what a user sees who asks for it; the API is silent by default, logging aside).
         The child records Numba's compile events (numba.core.event "numba:compile": a cache miss of one
         specialization of one jitted function, callees compiled inside their caller's event) and at its exit
@@ -34,7 +35,7 @@ from pathlib import Path
 CASES = {
     "resnet50": ["-m", "ge.cli", "run"],
     "inception_v1": ["-m", "ge.cli", "run", "inception_v1"],
-    "bert": ["-c", "from bench.cold_start import bert_first_run; bert_first_run()"],
+    "bert": ["--bert"],
 }
 
 
@@ -99,7 +100,9 @@ def _child() -> None:
     out, args = sys.argv[2], sys.argv[3:]
     _record_compiles(out)
     sys.argv = [sys.executable] + args
-    if args[0] == "-m":
+    if args[0] == "--bert":
+        bert_first_run()
+    elif args[0] == "-m":
         import runpy
         sys.argv = [args[1]] + args[2:]
         try:
@@ -107,8 +110,6 @@ def _child() -> None:
         except SystemExit as e:
             if e.code:
                 raise
-    else:
-        exec(compile(args[1], "<case>", "exec"), {"__name__": "__main__"})
 
 
 # -- the parent: stamp the lines ------------------------------------------------------------------------
@@ -117,7 +118,8 @@ def run_case(clone: Path, thunks: Path, case: str, log) -> dict:
     stats = Path(tempfile.mkstemp(suffix=".json")[1])
     env = dict(os.environ, PYTHONPATH=str(clone), GE_THUNK_CACHE=str(thunks), GE_PROGRESS="1",
                PYTHONUNBUFFERED="1")
-    cmd = [sys.executable, str(clone / "bench" / "cold_start.py"), "--child", str(stats), *CASES[case]]
+    # this file runs the child (an older commit's clone may have none); the clone's ge is on the path
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(stats), *CASES[case]]
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -182,6 +184,7 @@ def main() -> int:
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--rounds", type=int, default=1, help="warm runs after the cold one (each case)")
     ap.add_argument("--repo", default=str(Path(__file__).resolve().parents[1]))
+    ap.add_argument("--commit", default="HEAD", help="the commit to clone (e.g. a baseline to compare)")
     ap.add_argument("--keep", help="clone into this folder (kept) instead of a temp one")
     ap.add_argument("--top", type=int, default=15, help="functions listed per case")
     args = ap.parse_args()
@@ -189,7 +192,7 @@ def main() -> int:
     bad = [c for c in cases if c not in CASES]
     if bad:
         ap.error(f"unknown case(s) {', '.join(bad)}: choose among {', '.join(CASES)}")
-    commit = subprocess.run(["git", "-C", args.repo, "rev-parse", "--short", "HEAD"], capture_output=True,
+    commit = subprocess.run(["git", "-C", args.repo, "rev-parse", "--short", args.commit], capture_output=True,
                             text=True).stdout.strip()
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else "?"
@@ -197,7 +200,8 @@ def main() -> int:
           f"python {platform.python_version()}")
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ge-cold-"))
     clone, thunks = base / "ge", base / "thunks"
-    subprocess.run(["git", "clone", "--quiet", args.repo, str(clone)], check=True)   # Step 1: HEAD, no caches
+    subprocess.run(["git", "clone", "--quiet", args.repo, str(clone)], check=True)   # Step 1: no caches
+    subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", commit], check=True)
     thunks.mkdir(mode=0o700)
     log_path = base / "lines.log"
     print(f"clone {clone} (its HEAD {commit}); every line stamped in {log_path}")

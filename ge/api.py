@@ -15,9 +15,9 @@ from .errors import DeviceMemoryError, GEError, InputError
 from .hccl.ops import collectives
 from .ir import Graph
 from .ir.dtypes import to_onnx
+from .npu import progress
 from .offline import is_offline_model
 from .offline import load as load_plan
-from .npu import progress
 from .options import as_options
 from .parallel.executor import join as join_group
 from .parallel.executor import resolve as resolve_group

@@ -4,6 +4,7 @@ summary's "compiled" vs "from cache"."""
 import io
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -138,3 +139,17 @@ def test_ge_run_piped_prints_lines_and_says_from_cache(tmp_path):
     assert any(ln.startswith("ge: load > import") for ln in err)
     time_line = next(ln for ln in p.stdout.splitlines() if ln.startswith("time"))
     assert "from cache)" in time_line and "compiled" not in time_line   # a second process: nothing compiles
+
+
+def test_ge_warmup_fills_the_caches_in_parallel_workers_and_says_how(tmp_path, capsys):
+    from ge.cli import main
+    a = _tiny(tmp_path)
+    (tmp_path / "b").mkdir()
+    b = _tiny(tmp_path / "b")
+    assert main(["warmup", a, b, "--jobs", "2", "--runtime", "v1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    ready = [ln for ln in out if ln.startswith("ready")]
+    assert len(ready) == 2 and all(re.search(r"kernels \d+ in [\d.]+ \(", ln) for ln in ready), out
+    assert all("compiled" in ln or "from cache" in ln for ln in ready) and out[-1].startswith("warmup    done in")
+    assert main(["warmup", "no_such_model"]) == 2   # named before any worker starts
+    assert "no_such_model" in capsys.readouterr().err
