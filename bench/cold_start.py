@@ -1,6 +1,7 @@
 """Cold start as a new user meets it: a fresh clone, empty caches, output piped; then the same warm.
 
     python bench/cold_start.py [--cases resnet50,inception_v1,bert] [--rounds 1] [--commit REV] [--keep DIR]
+    python bench/cold_start.py --report DIR       the report of a run kept in DIR (its results.json)
 
 Step 1 (the clone): `git clone` of the repo at --commit (HEAD) into a temp folder: no `__pycache__` (Numba's cache lives
         there, ge/npu/jitcache.py), and GE_THUNK_CACHE set to a fresh folder (runtime_v1's thunks).
@@ -139,6 +140,7 @@ def run_case(clone: Path, thunks: Path, case: str, log) -> dict:
             silence, last = max(silence, now - last), now
             n_lines += 1
             log.write(f"{now - t0:8.2f} {key.data} {line.decode(errors='replace').rstrip()}\n")
+            log.flush()
     p.wait()
     end = time.perf_counter()
     silence = max(silence, end - last)
@@ -180,6 +182,9 @@ def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         _child()
         return 0
+    if len(sys.argv) > 2 and sys.argv[1] == "--report":   # a run's results.json again (e.g. one cut short)
+        report(json.loads((Path(sys.argv[2]) / "results.json").read_text()), 15)
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--rounds", type=int, default=1, help="warm runs after the cold one (each case)")
@@ -214,6 +219,7 @@ def main() -> int:
                 log.flush()
                 r = run_case(clone, thunks, case, log)
                 results.setdefault(case, []).append((label, r))
+                (base / "results.json").write_text(json.dumps(results))   # kept as it grows: --report BASE
                 print(f"{case:14s} {label}: first line {r['first'] or 0:.2f} s, longest silence "
                       f"{r['silence']:.2f} s, total {r['total']:.2f} s (rc {r['rc']})", flush=True)
     report(results, args.top)   # Step 3
