@@ -9,6 +9,13 @@ Groups: the kernel library (every module of ge/kernels) and the native floor (ge
 runtime_v1/sink.py and dispatch.py, and runtime_v2/queues.py, whose loops inline them). The cache files stay
 where Numba puts them.
 
+Within the kernel library a module's stamp covers only the kernel modules it can reach by importing
+(`kernel_closure`: its `from .x import ...` / `from . import x` lines, followed transitively): a jitted
+function can call, and so compile into itself, only what its module's globals hold, and a kernel module's
+globals come from those imports. An edit of attention.py then recompiles attention's kernels and their
+importers, not the GEMM's or the convs' (every kernel, minutes, before). A module every kernel imports
+(registry.py, tiling.py) still recompiles them all.
+
 One compile a function across processes (`_Locks`): a cache miss of a grouped function takes an exclusive
 lock on `<its index>.lock` beside the cache files, looks again (another process may have saved it while this
 one waited), and keeps the lock until its compile is saved (or fails). Two processes that meet a cold cache at
@@ -51,18 +58,63 @@ def _group_of(py_file: str) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def group_stamp(group: str) -> str:
+    return _stamp(GROUPS[group]())
+
+
+def _stamp(files) -> str:
     h = hashlib.sha1()
-    for f in GROUPS[group]():
+    for f in files:
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()
 
 
+def _kernel_imports(path: Path) -> set[Path]:
+    """The ge/kernels modules `path` imports (anywhere in it: inside functions too)."""
+    import ast
+    here, out = path.parent, set()
+    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1:
+                names = [node.module] if node.module else [a.name for a in node.names]
+            elif node.level == 0 and (node.module or "").startswith("ge.kernels"):
+                rest = node.module.removeprefix("ge.kernels").lstrip(".")
+                names = [rest] if rest else [a.name for a in node.names]
+            else:
+                continue
+        elif isinstance(node, ast.Import):
+            names = [a.name.removeprefix("ge.kernels.") for a in node.names if a.name.startswith("ge.kernels.")]
+        else:
+            continue
+        out.update(here / f"{n.split('.')[0]}.py" for n in names if (here / f"{n.split('.')[0]}.py").exists())
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_closure(path: Path) -> tuple[Path, ...]:
+    """`path` and every ge/kernels module it reaches by imports, sorted."""
+    seen, todo = {path}, [path]
+    while todo:
+        for p in _kernel_imports(todo.pop()):
+            if p not in seen:
+                seen.add(p)
+                todo.append(p)
+    return tuple(sorted(seen))
+
+
+@functools.lru_cache(maxsize=None)
+def source_stamp(py_file: str) -> str:
+    """The stamp of a grouped module's cache: its import closure's for a kernel module, else its group's."""
+    path, group = Path(py_file).resolve(), _group_of(py_file)
+    return _stamp(kernel_closure(path)) if group == "kernels" else group_stamp(group)
+
+
 class GroupCacheLocator(caching.InTreeCacheLocator):
-    """In the module's __pycache__ as usual, stamped with its group's hash instead of its own file's."""
+    """In the module's __pycache__ as usual, stamped with its import closure's (kernels) or its group's hash
+    instead of its own file's."""
 
     def get_source_stamp(self):
-        return group_stamp(_group_of(self._py_file))
+        return source_stamp(self._py_file)
 
     @classmethod
     def from_function(cls, py_func, py_file):

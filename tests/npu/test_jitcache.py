@@ -64,3 +64,26 @@ def test_two_processes_on_a_cold_cache_compile_once(tmp_path):
     (tmp_path / "go").unlink()
     again = _run_two(tmp_path)   # warm: both load, the index kept its one entry
     assert [(r["misses"], r["hits"]) for r in again] == [(0, 1), (0, 1)]
+
+
+def test_a_kernel_module_is_stamped_by_the_kernel_modules_it_imports(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from ge.npu import jitcache
+    kernels = Path(jitcache.__file__).resolve().parents[1] / "kernels"
+    for f in kernels.glob("*.py"):
+        shutil.copy(f, tmp_path / f.name)
+    closure = {m: {p.stem for p in jitcache.kernel_closure(tmp_path / f"{m}.py")} for m in ("conv", "gemm", "attention")}
+    assert {"conv", "conv_lowering", "conv_implicit", "conv_depthwise", "gemm", "microkernel"} <= closure["conv"]
+    assert "conv" not in closure["gemm"] and "gemm" not in closure["attention"]
+    stamps = {m: jitcache._stamp(jitcache.kernel_closure(tmp_path / f"{m}.py")) for m in closure}
+    with open(tmp_path / "gemm.py", "a") as f:   # an edit of the GEMM: the convs compile it in, attention does not
+        f.write("\n# edited\n")
+    after = {m: jitcache._stamp(jitcache.kernel_closure(tmp_path / f"{m}.py")) for m in closure}
+    assert after["gemm"] != stamps["gemm"] and after["conv"] != stamps["conv"]
+    assert after["attention"] == stamps["attention"]
+    # every module of the library is stamped by its closure, itself included
+    real = [f for f in kernels.glob("*.py") if f.name != "__init__.py"]
+    assert all(f in jitcache.kernel_closure(f) for f in real)
+    assert jitcache.source_stamp(str(kernels / "gemm.py")) == jitcache._stamp(jitcache.kernel_closure(kernels / "gemm.py"))
