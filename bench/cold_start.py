@@ -19,6 +19,17 @@ Step 3 (report): date, CPU, commit, load average before and after each run; per 
         case the functions that took the most compile time, and the share of the total spent compiling.
 The cold runs are CPU-heavy (minutes on 2 cores): run this a couple of times, not in a loop, and read the
 load averages printed with it (the machine is shared).
+
+Measured 2026-12-07 (AMD EPYC, 2 CPUs shared by ~6 sessions compiling: load average 6-17 throughout, so
+seconds are 3-10x a quiet machine's; compare shares, not totals), `ge run` piped, fresh clone:
+  4f49346 (before)  first line 9.5 s, longest silence 1679.5 s, total 1730.5 s; Numba compiled 82 functions
+                    (97 specializations) for 1539 s: conv.conv 1293 s with its callees, of which the depthwise
+                    path 407 s and the GEMM lowerings 690 s that ResNet-50 (every conv PACKED) never runs.
+  c657915 (after)   first line 15.9 s (importing ge under load 16), longest silence 24.1 s (progress lines
+                    every 2.1 s median), total 1481.6 s; 65 functions (79 specializations) for 1316 s under a
+                    heavier load (the GEMM's unchanged _streamed/_blocked took 1.31x their before-time):
+                    conv.conv 216 s; the GEMM (gemm_block 813 s with callees) now compiles for the FC alone.
+Each ge kernel compiled one specialization; only Numba's own overloads (min, max, np.empty) several.
 """
 from __future__ import annotations
 
