@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import time
 from pathlib import Path
@@ -39,6 +40,7 @@ try:
 except ImportError:  # Windows: no advisory locks here; processes may compile the same function twice
     fcntl = None
 
+log = logging.getLogger("ge")
 LOCK_WAIT = 1800.0   # seconds: longer than any one kernel's compile measured on a loaded 2-core machine
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -144,13 +146,16 @@ class _Locks:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError:
             return False
-        deadline = time.monotonic() + LOCK_WAIT
+        deadline, said = time.monotonic() + LOCK_WAIT, False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 self.held[path] = fd
                 return True
             except BlockingIOError:
+                if not said:   # the wait shows in the logs (the bar shows the kernel and its clock meanwhile)
+                    log.info("waiting for another process compiling %s", Path(path).name.split(".py")[0])
+                    said = True
                 if time.monotonic() > deadline:
                     os.close(fd)
                     return False
