@@ -72,11 +72,12 @@ def _counts(fn) -> tuple[int, int]:
 
 
 def before_first_run(sess) -> int:
-    """Compile (or load) what a session's first run would, reported kernel by kernel: runtime_v1 compiled
-    its thunks at load and calls kernels from Python only for its fallback tasks; runtime_v2 calls every
-    kernel from Python. A specialization warm-up cannot type is left to the run (it compiles it, or says
-    why it cannot); returns how many were compiled or loaded here."""
-    if sess.runtime == "v1" and sess.stats().get("fallback_tasks", 1) == 0:
+    """Compile (or load) what a session's first run would, reported kernel by kernel: runtime_v2 calls every
+    kernel from Python. runtime_v1 compiled its thunks at load; its few fallback tasks compile at their first
+    call (named by the progress's Numba listener): typed here, every kernel reading a constant would get a
+    second, read-only specialization that no thunk uses. A specialization warm-up cannot type is left to
+    the run (it compiles it, or says why it cannot); returns how many were compiled or loaded here."""
+    if sess.runtime == "v1":
         return 0
     try:
         return compile_kernels(sess.plan)
