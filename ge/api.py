@@ -16,12 +16,15 @@ from .gear_fallback import GearsOrV2
 from .hccl.ops import collectives
 from .ir import Graph
 from .ir.dtypes import to_onnx
+from .npu import progress
 from .offline import is_offline_model
 from .offline import load as load_plan
 from .options import as_options
 from .parallel.executor import join as join_group
 from .parallel.executor import resolve as resolve_group
 from .plan import Executor, GearPlans, Plan, runs_on_v1
+from .progress import reporting
+from .warmup import before_first_run
 
 RUNTIMES = ("v1", "v2")
 _ONNX_TYPE_NAMES = {"float32": "float", "float64": "double", "bool": "bool"}
@@ -90,6 +93,12 @@ class Session:
 
     def __init__(self, model, runtime: str = "auto", options=None, *, inputs=None, outputs=None):
         self.options = as_options(options)
+        self._warm = False   # the first run may compile kernels: it reports (ge.progress.reporting)
+        self._warmable = False   # a plain executor of self.plan: its kernels can be compiled before that run
+        with reporting(self.options):   # logger "ge"; a bar with Options(progress=True) or GE_PROGRESS=1
+            self._init(model, runtime, inputs, outputs)
+
+    def _init(self, model, runtime, inputs, outputs) -> None:
         if is_offline_model(model):  # a saved plan (ge.save): its compile options come from the file
             model = load_plan(model)
         self.gear_plans = None  # ge.plan.GearPlans when runtime_v1 runs gears (dynamic_batch, dynamic_dims)
@@ -139,7 +148,9 @@ class Session:
                 ins = [dataclasses.replace(t, shape=(t.shape[0] * options.device_count, *t.shape[1:]))
                        for t in ins]
         else:
-            self._executor = _load(self.runtime, self.plan)
+            with progress.phase("runtime load"):
+                self._executor = _load(self.runtime, self.plan)
+            self._warmable = True
         self._describe(ins, [self.plan.tensors[i] for i in self.plan.outputs])
 
     def _init_geared(self, gp: GearPlans, auto: bool = False) -> None:
@@ -213,6 +224,14 @@ class Session:
     def get_outputs(self) -> list[NodeArg]:
         return [_node_arg(t) for t in self._outputs]
 
+    def warm_up(self) -> None:
+        """Compile (or load from the disk cache) the kernels the first run would call, once, reported kernel
+        by kernel (ge.warmup.before_first_run); the first run does it when nobody did."""
+        if self._warmable:
+            self._warmable = False
+            with reporting(self.options), progress.phase("warm-up"):
+                before_first_run(self)
+
     def run(self, output_names, feeds: dict, outputs: dict | None = None, *, feature_base=None) -> list[np.ndarray]:
         """Outputs named in output_names (all when None), computed from feeds {input name: array}.
 
@@ -221,6 +240,16 @@ class Session:
         compute their refreshable feature map in the caller's array (GE's
         UpdateGraphRefreshableFeatureMemoryBase); the fixed part (Options.fixed_address_ops) stays resident.
         """
+        if not self._warm:   # the first run compiles what is not compiled yet: said (ge.progress)
+            with reporting(self.options):
+                self.warm_up()
+                with progress.phase("first run"):
+                    out = self._run(output_names, feeds, outputs, feature_base)
+            self._warm = True
+            return out
+        return self._run(output_names, feeds, outputs, feature_base)
+
+    def _run(self, output_names, feeds, outputs, feature_base) -> list[np.ndarray]:
         if feature_base is not None:
             rebase = getattr(self._executor, "update_feature_memory_base", None)
             if rebase is None:

@@ -12,7 +12,7 @@ import difflib
 import numbers
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import GEError
 from .option_values import (  # noqa: F401 - the value parsers; GE_ENGINE_NAMES, MEMORY_POLICY re-exported
@@ -163,6 +163,10 @@ class Options:
     # GE's AllReduce-parallel pass (ge.hcomParallel): an AllReduce's data successors move to a stream of
     # their own, so compute that does not need it runs on meanwhile (ge/schedule/streams.py, Step 2c)
     hcom_parallel: bool = False
+    # the Python API draws its progress on stderr (a bar on a terminal, plain lines when piped) while a
+    # Session compiles and runs the first time, as `ge run` does (also the environment's GE_PROGRESS=1);
+    # records go to the logger "ge" either way (ge/progress.py)
+    progress: bool = field(default=False, compare=False)   # how it is told, not what is compiled
 
     def __init__(self, **kw):
         fields = {f.name: f for f in dataclasses.fields(self)}

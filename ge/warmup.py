@@ -7,12 +7,16 @@ read-only flag), then the launch's static arguments.
 from __future__ import annotations
 
 import inspect
+import logging
 
 import numpy as np
 from numba import typeof
+from numba.core.errors import NumbaError
 from numba.core.types import BaseTuple
 
 from .npu import progress
+
+log = logging.getLogger("ge")
 
 
 def _buffer_type(plan, t: int):
@@ -65,3 +69,18 @@ def _counts(fn) -> tuple[int, int]:
     """Numba's disk-cache hits and misses of a dispatcher (neither moves for a specialization in memory)."""
     st = fn.stats
     return sum(st.cache_hits.values()), sum(st.cache_misses.values())
+
+
+def before_first_run(sess) -> int:
+    """Compile (or load) what a session's first run would, reported kernel by kernel: runtime_v2 calls every
+    kernel from Python. runtime_v1 compiled its thunks at load; its few fallback tasks compile at their first
+    call (named by the progress's Numba listener): typed here, every kernel reading a constant would get a
+    second, read-only specialization that no thunk uses. A specialization warm-up cannot type is left to
+    the run (it compiles it, or says why it cannot); returns how many were compiled or loaded here."""
+    if sess.runtime == "v1":
+        return 0
+    try:
+        return compile_kernels(sess.plan)
+    except NumbaError as e:   # the run itself reports a kernel that cannot compile, with its node
+        log.debug("warm-up left the kernels to the first run: %s", str(e).splitlines()[0] if str(e) else e)
+        return 0

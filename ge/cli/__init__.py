@@ -7,6 +7,7 @@
     ge bench [MODEL] --runtime v1,v2 --streams 1,2 --vs onnxruntime [--plot F.png]
     ge compile [MODEL] -o F.gem [--dynamic-batch 1,2,4,8 | --dynamic-dims "32;64" | --data-parallel N | --tensor-parallel N]  compile once, save plan(s) + weights
     ge report [MODEL] -o report.html                        one self-contained page: plan, memory, streams, ops
+    ge warmup [MODEL ... | all] [--jobs N]                  fill the kernel caches ahead of first runs
 """
 from __future__ import annotations
 
@@ -138,6 +139,15 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("-o", "--output", default="report.html", metavar="F.html", help="default report.html")
     h.add_argument("--repeat", type=int, default=5, help="traced runs for the measured per-op times (default 5)")
     h.set_defaults(fn="report:cmd_report")
+
+    w = sub.add_parser("warmup", help="fill the kernel caches for models ahead of their first run, in "
+                       "parallel worker processes (a kernel two need is compiled once)")
+    w.add_argument("models", nargs="*", metavar="MODEL", help="models as `ge run` takes them, or 'all' for "
+                   "every light model (default: the light ResNet-50)")
+    w.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 4), metavar="N",
+                   help="worker processes at once (default: the CPUs, at most 4)")
+    w.add_argument("--runtime", default="auto", type=_runtime_choice, help="v1, v2 or auto (default)")
+    w.set_defaults(fn="warmup:cmd_warmup")
 
     for cmd in (r, q, c, f, h):   # one runtime each: checked by argparse, before any work
         for a in cmd._actions:

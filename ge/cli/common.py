@@ -13,7 +13,7 @@ from ..extras import require
 from ..offline import is_offline_model
 from ..offline import load as load_offline
 from ..options import Options
-from ..progress import Progress
+from ..progress import Progress, how
 from ..zoo import DEFAULT_MODEL, LIGHT_MODELS, light_model_path
 
 RUNTIME_CHOICES = ("auto",) + RUNTIMES
@@ -107,13 +107,8 @@ def open_session(path: str, args, progress: Progress, runtime: str | None = None
 
 
 def compile_kernels(sess, progress: Progress) -> None:
-    """Compile what the first run would: runtime_v1 compiled its thunks at load, and calls kernels from
-    Python only for its fallback tasks; runtime_v2 calls every kernel from Python."""
-    from ..warmup import compile_kernels as warm
-    if sess.runtime == "v1" and sess.stats().get("fallback_tasks", 1) == 0:
-        return
-    with progress.phase("warm-up"):
-        warm(sess.plan)
+    """Compile what the first run would (Session.warm_up: the phase "warm-up"), under `progress`."""
+    sess.warm_up()
 
 
 def warm_session(path: str, args) -> tuple:
@@ -123,7 +118,7 @@ def warm_session(path: str, args) -> tuple:
         sess = open_session(path, args, progress)
         compile_kernels(sess, progress)
         inputs = feeds(sess, args)
-        with progress.phase("first run"):
+        with progress.phase("warm-up runs"):   # the first is the session's "first run"
             for _ in range(max(args.warmup, 1)):
                 sess.run(None, inputs)
     return sess, inputs
@@ -219,10 +214,11 @@ def where_time_went(progress: Progress, import_s: float, first_run_s: float | No
             parts.append(f"{'model import' if phase == 'import' else phase} {t.seconds:.2f}")
     k = progress.total("compiling kernels")
     if k.total:
-        how = ", ".join(x for x in (f"{k.compiled} compiled" if k.compiled else "",
-                                    f"{k.cached} from cache" if k.cached else "") if x) or "in memory"
-        parts.append(f"kernels {k.total} in {k.seconds:.2f} ({how})")
-    load = progress.total("load").own + progress.total("warm-up").own
+        parts.append(f"kernels {k.total} in {k.seconds:.2f} ({how(k)})")
+    n, seconds = progress.numba_seconds()
+    if n:   # every Numba compile of the process, whatever triggered it (a thunk, a pass, a first call)
+        parts.append(f"numba compiled {plural(n, 'kernel')} in {seconds:.2f}")
+    load = progress.total("load").own + progress.total("runtime load").own + progress.total("warm-up").own
     parts.append(f"load {load:.2f}")
     if first_run_s is not None:
         parts.append(f"first run {first_run_s:.2f}")

@@ -25,8 +25,7 @@ def cmd_run(args) -> int:
         sess = common.open_session(path, args, progress)
         common.compile_kernels(sess, progress)
         feeds = common.feeds(sess, args)
-        with progress.phase("first run"):
-            outs = sess.run(None, feeds)   # includes what nothing compiled ahead (v1's native loop)
+        outs = sess.run(None, feeds)   # the phase "first run": includes what nothing compiled ahead (v1's native loop)
     first_s = progress.total("first run").seconds
     ready_s = time.perf_counter() - t_start   # to the first outputs: what a user waits for
     for _ in range(max(args.warmup - 1, 0)):   # the first run above is a warm-up run

@@ -126,21 +126,26 @@ def _block(ws, y, geom, mode, split, block_idx, block_dim):
 
 @njit(nogil=True, cache=True)
 def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim):
-    """y = act(conv(x, w) + b + z), block block_idx's share. geom: N C D H W, M OD OH OW, KD KH KW,
-    strides, pads, dilations, G. tile: output rows per GEMM (IM2COL, SHIFTED); lw: a block's workspace
-    for the lowering (its GEMM packs B after it)."""
-    if mode != PACKED and mode != DEPTHWISE:
-        lowered(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim)
-        return
+    """y = act(conv(x, w) + b + z) in mode PACKED, block block_idx's share. geom: N C D H W, M OD OH OW, KD KH
+    KW, strides, pads, dilations, G. tile: output rows per GEMM tile; lw: a block's workspace for the
+    lowering. DEPTHWISE (depthwise_conv) and the others (lowered) are kernels of their own, with the same
+    arguments: a model compiles only the modes it runs (one kernel choosing by `mode` at run time compiled
+    them all: ResNet-50, PACKED only, compiled the depthwise and GEMM lowerings too; issue 44)."""
     C, H, W, M, OH, OW = geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
     KH, KW, sh, sw, ph, pw, dh, dw, G = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17], geom[19], geom[20], geom[21]
     wsb, q0, q1, c0, c1, s0, s1 = _block(ws, y, geom, mode, split, block_idx, block_dim)
-    if mode == PACKED:
-        implicit(x, w, b, z, y, wsb, lw, q0, q1, c0, c1, s0, s1, G, C // G, M // G, H, W, OH, OW, KH, KW,
-                 sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1)
-    else:  # one call for all the block's planes (see conv_depthwise's doc)
-        depthwise(x, w, b, z, y, wsb, np.empty(KH * KW, np.int64), q0, q1, G, M // G, H, W, OH, OW, KH, KW, sh, sw,
-                  ph, pw, tile, has_b, has_z, act, p0, p1)
+    implicit(x, w, b, z, y, wsb, lw, q0, q1, c0, c1, s0, s1, G, C // G, M // G, H, W, OH, OW, KH, KW,
+             sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1)
+
+
+@njit(nogil=True, cache=True)
+def depthwise_conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim):
+    """conv in mode DEPTHWISE: one call for all the block's planes (see conv_depthwise's doc)."""
+    H, W, M, OH, OW = geom[3], geom[4], geom[5], geom[7], geom[8]
+    KH, KW, sh, sw, ph, pw, G = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17], geom[21]
+    wsb, q0, q1, c0, c1, s0, s1 = _block(ws, y, geom, mode, split, block_idx, block_dim)
+    depthwise(x, w, b, z, y, wsb, np.empty(KH * KW, np.int64), q0, q1, G, M // G, H, W, OH, OW, KH, KW, sh, sw,
+              ph, pw, tile, has_b, has_z, act, p0, p1)
 
 
 @njit(nogil=True, cache=True)
@@ -451,7 +456,8 @@ def _prepare_conv(ctx: KernelContext) -> Launch:
     inputs = (0, 1, 2 if has_b else 1, 3 if has_z else 0)
     if has_z and ctx.inputs[3].shape != ctx.outputs[0].shape:
         raise ctx.error(f"Z has shape {ctx.inputs[3].shape}, expected the output's {ctx.outputs[0].shape}")
-    return Launch(direct if double else conv, (geom, mode, int(has_b), int(has_z), act, p0, p1, tile, split, lw),
+    fn = direct if double else conv if mode == PACKED else depthwise_conv if mode == DEPTHWISE else lowered
+    return Launch(fn, (geom, mode, int(has_b), int(has_z), act, p0, p1, tile, split, lw),
                   (TensorSpec((bd * max(per, 1),), dtype),), inputs, tiled=True, block_dim=bd)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .conv import DEPTHWISE, PACKED, _infer_conv, _prepare_conv, conv as conv_fn, lowered
+from .conv import _infer_conv, _prepare_conv, lowered
 from .registry import KernelContext, Launch, TensorSpec, register
 
 SCALE = 4   # the input holding s
@@ -64,8 +64,7 @@ def _prepare(ctx: KernelContext) -> Launch:
     if ctx.attr("weight_shape") is not None:
         raise ctx.error("ScaledConv reads unpacked weights (no weight_shape)")
     inner = _prepare_conv(ctx)
-    mode = inner.args[1]
-    if inner.fn is not conv_fn or mode in (PACKED, DEPTHWISE):
+    if inner.fn is not lowered:   # PACKED, DEPTHWISE and float64's direct are kernels of their own
         raise ctx.error("ScaledConv runs the lowered conv modes only (not depthwise)")
     bd, per = inner.block_dim, _weights_per_block(int(np.prod(ctx.inputs[1].shape)))
     conv_ws = int(inner.workspaces[0].shape[0])

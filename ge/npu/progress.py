@@ -35,6 +35,11 @@ def listening(listener: Listener):
         _listener.reset(token)
 
 
+def listener():
+    """Who listens in this context (None: nobody)."""
+    return _listener.get()
+
+
 def _ignore(what: str = "", cached: bool | None = None) -> None:
     pass
 
