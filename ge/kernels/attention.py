@@ -33,7 +33,9 @@ from numba import njit
 
 from .fastmath import exp as fast_exp
 from .gemm import MIN_BLOCK_MACS, gemm_block, workspace
+from .reduce import U
 from .registry import KernelContext, Launch, TensorSpec, register
+from .softmax import _row_fold
 from .tiling import block_dim_for, block_range
 
 _NEG = -np.inf
@@ -266,32 +268,41 @@ QB = 64  # query rows per task: S is a QB x Skv tile
 @njit(nogil=True, cache=True, error_model="numpy")
 def _softmax_rows(s, rows, L, i0, mask, mo, ms, has_mask, causal, offset, guard, scale):
     """Row r of s[:rows*L] (query i0 + r): p = softmax(s * scale + bias) in place; bias from the mask at
-    mask[mo + i*ms[2] + j*ms[3]] and the causal frontier j <= i + offset."""
+    mask[mo + i*ms[2] + j*ms[3]] and the causal frontier j <= i + offset. Each step a loop of its own that
+    LLVM vectorizes (one scalar loop with the mask, frontier and max inside it took 3x the two GEMMs), the
+    max and the sum as softmax.py's rows fold them, so probabilities are Softmax's own bits."""
     zero = s.dtype.type(0)
     sc = s.dtype.type(scale)
+    neg = s.dtype.type(_NEG)
+    uL = U(L)
     for r in range(rows):
-        o = r * L
+        o = U(r * L)
         i = i0 + r
-        top = s.dtype.type(_NEG)
-        for j in range(L):
-            x = s[o + j] * sc
-            if has_mask:
-                x = x + _mask_bias(mask[mo + i * ms[2] + j * ms[3]], zero)
-            if causal and j > i + offset:
-                x = s.dtype.type(_NEG)
-            s[o + j] = x
-            top = max(top, x)
-        total = zero
-        for j in range(L):
-            e = fast_exp(s[o + j] - top)
-            s[o + j] = e
-            total += e
-        inv = s.dtype.type(1) / total
-        for j in range(L):
-            p = s[o + j] * inv
-            if guard and p != p:
-                p = zero
-            s[o + j] = p
+        if has_mask:
+            mb, st = U(mo + i * ms[2]), U(ms[3])
+            if st == 1:
+                for j in range(uL):
+                    s[o + j] = s[o + j] * sc + _mask_bias(mask[mb + j], zero)
+            else:
+                for j in range(uL):
+                    s[o + j] = s[o + j] * sc + _mask_bias(mask[mb + j * st], zero)
+        else:
+            for j in range(uL):
+                s[o + j] = s[o + j] * sc
+        if causal:
+            for j in range(max(0, i + offset + 1), L):
+                s[o + U(j)] = neg
+        top = _row_fold(s, o, uL, True)
+        for j in range(uL):
+            s[o + j] = fast_exp(s[o + j] - top)
+        inv = s.dtype.type(1) / _row_fold(s, o, uL, False)
+        if guard:
+            for j in range(uL):
+                p = s[o + j] * inv
+                s[o + j] = zero if p != p else p
+        else:
+            for j in range(uL):
+                s[o + j] *= inv
 
 
 @njit(nogil=True, cache=True)
