@@ -64,13 +64,13 @@ def test_tanh_gelu_near_misses_stay():
 def test_gpt2_conv1d_gemm_reshape_gelu_fuses_into_the_gemm():
     """Gemm on [rows, k] -> Reshape to [batch, seq, n] -> tanh GELU: the GELU runs in the Gemm's epilogue."""
     nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["h"]), helper.make_node("Reshape", ["h", "shape"], ["h3"])]
-    nodes += _gelu_tanh_nodes("h3", "y")
+    nodes += _gelu_tanh_nodes("h3", "a") + [helper.make_node("Mul", ["a", "u"], ["y"])]   # the next layer's read
     inits = _consts() + [numpy_helper.from_array(randn(8, 16), "w"), numpy_helper.from_array(randn(16), "b"),
                          numpy_helper.from_array(np.array([2, -1, 16], np.int64), "shape")]
-    m = _model(nodes, [("x", ["rows", 8])], inits)
+    m = _model(nodes, [("x", ["rows", 8]), ("u", [16])], inits)
     g = ge.compiler.optimize(ge.compiler.import_model(m), ge.Options())
-    assert ops(g) == ["ge::FusedGemm", "Reshape"] and g.nodes[0].attrs["activation"] == "GeluTanh"
-    _check(m, {"x": randn(6, 8)}, ("fuse_activation",))
+    assert ops(g) == ["ge::FusedGemm", "Reshape", "Mul"] and g.nodes[0].attrs["activation"] == "GeluTanh"
+    _check(m, {"x": randn(6, 8), "u": randn(16)}, ("fuse_activation",))
 
 
 def test_bias_and_gelu_fuse_into_the_matmul_on_symbolic_rows():
