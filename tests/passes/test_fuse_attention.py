@@ -126,7 +126,7 @@ def test_bitwise_equal_for_every_core_count():
 # Conv1D Reshapes read shapes computed at run time, with or without these passes)
 @pytest.mark.parametrize("name, runtime", [("bert_tiny", "v1"), ("bert_tiny_eager", "v1"), ("bert_tiny", "v2"),
                                            ("bert_tiny_eager", "v2"), ("gpt2_tiny", "v2"),
-                                           ("bert_tiny_dynamo", "v2")])
+                                           ("bert_tiny_dynamo", "v2"), ("gpt2_tiny_step", "v2")])
 def test_tiny_exports_fuse_and_match_pytorch(name, runtime):
     model_proto = exports.load(name)
     feeds, want = exports.reference(name)
