@@ -10,8 +10,19 @@ nonpad_kv_seqlen[b]; softcap before the bias. A row whose bias is -inf everywher
 the softmax output mode). qk_matmul_output: mode 0/1 the scaled (softcapped) scores, 2 with the bias,
 3 the probabilities.
 Q and K are each scaled by sqrt(scale) before their dot product, as the reference does, so scores keep
-its rounding. One row's scores live in a workspace; the row loop is small next to the dot products, which
-at the node cases' sizes (heads of 8-64) are too small to pay for the GEMM's packing.
+its rounding. One row's scores live in a workspace (the general path, `attention`).
+
+The plain case (no past, no nonpad_kv_seqlen, no qk output, no softcap or window, the mask covering every
+key) and ge::Attention (fuse_attention's node for an exporter's decomposed attention) run `attention_blocks`:
+tasks of (batch, head, block of QB query rows), cut over the AI cores; per task S = Q K^T and Y = P V are
+two calls of gemm.py's gemm_block (K^T copied once per (batch, kv head) into the block's workspace; Q, V and
+Y read and written in place through their row strides), the softmax on the S tile between them (scale,
+additive or boolean mask, causal frontier). Every element is computed by the same chain whatever the task
+split, so results are bitwise equal for every core count. ge::Attention reads Q, K and V through a layout
+permutation (q_perm, k_perm, v_perm: the input axes holding batch, head, seq and head dim; the head dim
+last in memory), so the exporter's head-split Transposes need not run, and writes Y through y_perm (the
+head-merge Transpose). nan_guard: probabilities that are NaN become 0, the exporter's
+Where(IsNaN(Softmax), 0, Softmax); without it a row masked everywhere gives NaN, as Softmax does.
 """
 from __future__ import annotations
 
@@ -20,7 +31,12 @@ import math
 import numpy as np
 from numba import njit
 
+from .fastmath import exp as fast_exp
+from .gemm import MIN_BLOCK_MACS, gemm_block, workspace
+from .reduce import U
 from .registry import KernelContext, Launch, TensorSpec, register
+from .softmax import _row_fold
+from .tiling import block_dim_for, block_range
 
 _NEG = -np.inf
 
@@ -203,6 +219,12 @@ def _mask_strides(ctx, B, Hq, Sq):
 
 def _prepare(ctx: KernelContext) -> Launch:
     rank, B, Hq, Hkv, Sq, Skv, P, dh, dv, qs, ks, vs = _dims(ctx)
+    plain = not (P or ctx.has(6) or ctx.n_outputs > 1 or float(ctx.attr("softcap", 0.0)) > 0 or
+                 int(ctx.attr("left_window_size", -1)) >= 0 or int(ctx.attr("right_window_size", -1)) >= 0)
+    if plain and (not ctx.has(3) or tuple(ctx.inputs[3].shape)[-1:] == (Skv,)):
+        ys = (Hq * Sq * dv, Sq * dv, dv) if rank == 4 else (Sq * Hq * dv, dv, Hq * dv)
+        return _blocks_launch(ctx, B, Hq, Hkv, Sq, Skv, dh, dv, qs, ks, vs, ys,
+                              float(ctx.attr("scale", 1.0 / math.sqrt(dh))), int(ctx.attr("is_causal", 0)), True)
     specs = _outputs(ctx, rank, B, Hq, Hkv, Sq, Skv, P, dh, dv)
     dt, L = ctx.inputs[0].dtype, P + Skv
     ys = (Hq * Sq * dv, Sq * dv, dv) if rank == 4 else (Sq * Hq * dv, dv, Hq * dv)
@@ -236,3 +258,159 @@ def _prepare(ctx: KernelContext) -> Launch:
 
 
 register("Attention", infer=_infer, since=23)(_prepare)
+
+
+# -- attention_blocks: the GEMM-shaped path ---------------------------------------------------------
+
+QB = 64  # query rows per task: S is a QB x Skv tile
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _softmax_rows(s, rows, L, i0, mask, mo, ms, has_mask, causal, offset, guard, scale):
+    """Row r of s[:rows*L] (query i0 + r): p = softmax(s * scale + bias) in place; bias from the mask at
+    mask[mo + i*ms[2] + j*ms[3]] and the causal frontier j <= i + offset. Each step a loop of its own that
+    LLVM vectorizes (one scalar loop with the mask, frontier and max inside it took 3x the two GEMMs), the
+    max and the sum as softmax.py's rows fold them, so probabilities are Softmax's own bits."""
+    zero = s.dtype.type(0)
+    sc = s.dtype.type(scale)
+    neg = s.dtype.type(_NEG)
+    uL = U(L)
+    for r in range(rows):
+        o = U(r * L)
+        i = i0 + r
+        if has_mask:
+            mb, st = U(mo + i * ms[2]), U(ms[3])
+            if st == 1:
+                for j in range(uL):
+                    s[o + j] = s[o + j] * sc + _mask_bias(mask[mb + j], zero)
+            else:
+                for j in range(uL):
+                    s[o + j] = s[o + j] * sc + _mask_bias(mask[mb + j * st], zero)
+        else:
+            for j in range(uL):
+                s[o + j] = s[o + j] * sc
+        if causal:
+            for j in range(max(0, i + offset + 1), L):
+                s[o + U(j)] = neg
+        top = _row_fold(s, o, uL, True)
+        for j in range(uL):
+            s[o + j] = fast_exp(s[o + j] - top)
+        inv = s.dtype.type(1) / _row_fold(s, o, uL, False)
+        if guard:
+            for j in range(uL):
+                p = s[o + j] * inv
+                s[o + j] = zero if p != p else p
+        else:
+            for j in range(uL):
+                s[o + j] *= inv
+
+
+@njit(nogil=True, cache=True)
+def attention_blocks(q, k, v, mask, y, ws, dims, qs, ks, vs, ys, ms, flags, scale, block_idx, block_dim):
+    """dims: B, Hq, Hkv, Sq, Skv, dh, dv, causal offset, per-block workspace; q/k/v/ys: (batch, head, seq)
+    strides (head dim contiguous); ms: the mask's 4 broadcast strides; flags: has_mask, causal, nan_guard.
+    Block block_idx's tasks (batch, head, QB query rows)."""
+    B, Hq, Hkv, Sq, Skv, dh, dv, offset, per = dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], \
+        dims[7], dims[8]
+    has_mask, causal, guard = flags[0], flags[1], flags[2]
+    nqb = (Sq + QB - 1) // QB
+    t0, t1 = block_range(B * Hq * nqb, 1, block_idx, block_dim)
+    w = ws[block_idx * per:(block_idx + 1) * per]
+    kt = w[:dh * Skv]                       # K^T of the task's (batch, kv head): [dh, Skv]
+    s = w[dh * Skv:dh * Skv + QB * Skv]     # the score / probability tile: [QB, Skv]
+    gw = w[dh * Skv + QB * Skv:]            # gemm_block's workspace
+    brow = np.empty(0, np.int64)
+    group = Hq // Hkv
+    last = -1
+    for t in range(t0, t1):
+        b, h, qb = t // (Hq * nqb), (t // nqb) % Hq, t % nqb
+        hk = h // group
+        if b * Hkv + hk != last:
+            last = b * Hkv + hk
+            kb = b * ks[0] + hk * ks[1]
+            for j in range(Skv):
+                ko = kb + j * ks[2]
+                for d in range(dh):
+                    kt[d * Skv + j] = k[ko + d]
+        i0 = qb * QB
+        rows = min(QB, Sq - i0)
+        qo = b * qs[0] + h * qs[1] + i0 * qs[2]
+        gemm_block(q[qo:], kt, brow, Skv, s, Skv, dh, qs[2], 1, False, 0, rows, 0, Skv, gw, True)
+        _softmax_rows(s, rows, Skv, i0, mask, b * ms[0] + h * ms[1], ms, has_mask, causal, offset, guard, scale)
+        vo, yo = b * vs[0] + hk * vs[1], b * ys[0] + h * ys[1] + i0 * ys[2]
+        gemm_block(s, v[vo:], brow, vs[2], y[yo:], ys[2], Skv, Skv, 1, False, 0, rows, 0, dv, gw, True)
+
+
+def _blocks_launch(ctx, B, Hq, Hkv, Sq, Skv, dh, dv, qs, ks, vs, ys, scale, causal, guard, offset=0) -> Launch:
+    dt = ctx.inputs[0].dtype
+    Lm, ms = (0, np.zeros(4, np.int64))
+    if ctx.has(3):
+        if ctx.inputs[3].dtype not in (dt, np.bool_):
+            raise ctx.error(f"attn_mask has dtype {ctx.inputs[3].dtype}: bool or {dt}")
+        Lm, ms = _mask_strides(ctx, B, Hq, Sq)
+        if Lm != Skv:
+            raise ctx.error(f"attn_mask has {Lm} columns for {Skv} keys")
+    rows = min(QB, Sq)
+    per = dh * Skv + QB * Skv + max(workspace(rows, Skv, dh, dt, True, Skv), workspace(rows, dv, Skv, dt, True,
+                                                                                         ys[2]), 1) + 16
+    nqb = -(-Sq // QB)
+    bd = block_dim_for(B * Hq * nqb, ctx.cores, -(-MIN_BLOCK_MACS // max(1, rows * Skv * (dh + dv))))
+    dims = np.array([B, Hq, Hkv, Sq, Skv, dh, dv, offset, per], np.int64)   # per: + a line no neighbour writes
+    flags = np.array([ctx.has(3), causal, guard], np.int64)
+    args = (dims, np.array(qs, np.int64), np.array(ks, np.int64), np.array(vs, np.int64), np.array(ys, np.int64),
+            ms, flags, float(scale))
+    return Launch(attention_blocks, args, (TensorSpec((bd * per,), dt),), inputs=(0, 1, 2, 3 if ctx.has(3) else 0),
+                  tiled=True, block_dim=bd)
+
+
+# -- ge::Attention: fuse_attention's node ------------------------------------------------------------
+
+def _perm(ctx, name: str) -> tuple:
+    p = tuple(int(a) for a in ctx.attr(name, (0, 1, 2, 3)))
+    if sorted(p) != [0, 1, 2, 3]:
+        raise ctx.error(f"{name} {list(p)} is not a permutation of 4 axes")
+    return p
+
+
+def _logical(ctx, i: int, name: str):
+    """(shape [batch, heads, seq, dim], (batch, head, seq) strides) of input i read through its perm."""
+    x, p = ctx.inputs[i], _perm(ctx, name)
+    if len(x.shape) != 4:
+        raise ctx.error(f"input {i} has shape {list(x.shape)}: ge::Attention reads 4-D Q, K, V")
+    if p[3] != 3:
+        raise ctx.error(f"{name} {list(p)}: the head dim must be the last axis in memory")
+    strides = [int(np.prod(x.shape[a + 1:], dtype=np.int64)) for a in range(4)]
+    return tuple(x.shape[a] for a in p), (strides[p[0]], strides[p[1]], strides[p[2]])
+
+
+def _ge_dims(ctx: KernelContext):
+    q, k, v = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2]
+    if q.dtype not in (np.float32, np.float64) or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ctx.error(f"Q, K and V must all be float32 or float64, got {q.dtype}, {k.dtype}, {v.dtype}")
+    (B, Hq, Sq, dh), qs = _logical(ctx, 0, "q_perm")
+    (Bk, Hkv, Skv, dk), ks = _logical(ctx, 1, "k_perm")
+    (Bv, Hv, Sv, dv), vs = _logical(ctx, 2, "v_perm")
+    if Bk != B or Bv != B or Hv != Hkv or Sv != Skv or dk != dh or Hkv < 1 or Hq % Hkv:
+        raise ctx.error(f"Q {list(q.shape)}, K {list(k.shape)} and V {list(v.shape)} do not fit together")
+    yp = _perm(ctx, "y_perm")
+    if yp[3] != 3:
+        raise ctx.error(f"y_perm {list(yp)}: the head dim must stay last")
+    logical = (B, Hq, Sq, dv)
+    yshape = tuple(logical[a] for a in yp)
+    strides = [int(np.prod(yshape[a + 1:], dtype=np.int64)) for a in range(4)]
+    ys = tuple(strides[yp.index(a)] for a in range(3))
+    return B, Hq, Hkv, Sq, Skv, dh, dv, qs, ks, vs, ys, yshape
+
+
+def _infer_ge(ctx: KernelContext) -> list[TensorSpec]:
+    d = _ge_dims(ctx)
+    return [TensorSpec(d[-1], ctx.inputs[0].dtype)]
+
+
+def _prepare_ge(ctx: KernelContext) -> Launch:
+    B, Hq, Hkv, Sq, Skv, dh, dv, qs, ks, vs, ys, _ = _ge_dims(ctx)
+    return _blocks_launch(ctx, B, Hq, Hkv, Sq, Skv, dh, dv, qs, ks, vs, ys, float(ctx.attr("scale", 1.0)),
+                          int(ctx.attr("is_causal", 0)), int(ctx.attr("nan_guard", 0)), Skv - Sq)
+
+
+register("Attention", domain="ge", infer=_infer_ge)(_prepare_ge)

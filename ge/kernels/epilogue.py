@@ -20,14 +20,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .fastmath import erfc, exp_bounded, expm1
+from .fastmath import erfc, exp, exp_bounded, expm1
 from .simd import vadd, vmax, vmin, vmul, vsplat
 from .registry import KernelContext
 from .specialize import by_type
 
-NONE, RELU, LEAKY_RELU, CLIP, SIGMOID, HARD_SIGMOID, TANH, HARD_SWISH, SILU, GELU = range(10)
+NONE, RELU, LEAKY_RELU, CLIP, SIGMOID, HARD_SIGMOID, TANH, HARD_SWISH, SILU, GELU, GELU_TANH = range(11)
 ACTIVATIONS = {"": NONE, "Relu": RELU, "LeakyRelu": LEAKY_RELU, "Clip": CLIP, "Sigmoid": SIGMOID,
-               "HardSigmoid": HARD_SIGMOID, "Tanh": TANH, "HardSwish": HARD_SWISH, "Silu": SILU, "Gelu": GELU}
+               "HardSigmoid": HARD_SIGMOID, "Tanh": TANH, "HardSwish": HARD_SWISH, "Silu": SILU, "Gelu": GELU,
+               "GeluTanh": GELU_TANH}   # ge::Gelu[approximate='tanh'] (GPT-2's MLP)
 # ONNX defaults of each activation's attributes, in activation_params order
 _DEFAULT_PARAMS = {"LeakyRelu": [0.01], "Clip": [-np.inf, np.inf], "HardSigmoid": [0.2, 0.5]}
 
@@ -98,6 +99,13 @@ def _gelu(v, a, b, lo, hi):
     return a * v * erfc(v * b)   # a = 0.5, b = -1/sqrt 2
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def _gelu_tanh(v, a, b, lo, hi):
+    # 0.5 v (1 + tanh z) = v * sigmoid(2z) (activation.py's form); a = sqrt(2/pi), b = 0.044715
+    z = a * (v + b * v * v * v)
+    return v / (hi + exp(type(v)(-2) * z))
+
+
 # -- the same in registers, on a kernel's accumulator vectors (no pass over y): the same formulas, the same bits
 
 @njit(nogil=True, cache=True, inline="always")
@@ -157,6 +165,8 @@ def epilogue(y, off, n, alpha, s, v, voff, beta, has_v, act, p0, p1):
         a, b = dt.type(9), dt.type(2)
     elif act == GELU:
         a, b = dt.type(0.5), dt.type(-0.7071067811865476)
+    elif act == GELU_TANH:
+        a, b = dt.type(0.7978845608028654), dt.type(0.044715)
     if act == NONE and alpha == hi and s == lo and not has_v:
         return
     o, vo, un = np.uint64(off), np.uint64(voff), np.uint64(n)
@@ -224,6 +234,13 @@ def epilogue(y, off, n, alpha, s, v, voff, beta, has_v, act, p0, p1):
         else:
             for i in range(un):
                 y[o + i] = _gelu(alpha * y[o + i] + s, a, b, lo, hi)
+    elif act == GELU_TANH:
+        if has_v:
+            for i in range(un):
+                y[o + i] = _gelu_tanh(alpha * y[o + i] + s + beta * v[vo + i], a, b, lo, hi)
+        else:
+            for i in range(un):
+                y[o + i] = _gelu_tanh(alpha * y[o + i] + s, a, b, lo, hi)
     else:  # HARD_SWISH
         if has_v:
             for i in range(un):

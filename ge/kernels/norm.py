@@ -211,6 +211,67 @@ def _prepare_ln(ctx: KernelContext) -> Launch:
                  blocks(ctx, rows, _NS_STATS * n), ws, inputs=(0, 1, 2 if ctx.has(2) else 1))
 
 
+# -- ge::SkipLayerNormalization: fuse_skip_layer_norm's residual Add + LayerNormalization ---------------
+
+
+@njit(nogil=True, cache=True)
+def skip_layer_norm(x, skip, scale, bias, y, sm, rows, srows, n, eps, has_sum, block_idx, block_dim):
+    """y = LayerNorm(x + skip) over rows of n (skip's row r % srows: broadcast over the leading axes), the
+    sum written once into y (and into sm when has_sum: the residual the next block reads); the same
+    operations as Add then layer_norm, so the same bits."""
+    mr = np.empty(2, y.dtype)
+    r0, r1 = block_range(rows, 1, block_idx, block_dim)
+    for r in range(r0, r1):
+        b, c = U(r * n), U((r % srows) * n)
+        for j in range(U(n)):
+            y[b + j] = x[b + j] + skip[c + j]
+        mr[0], mr[1] = _moments(y, b, n, eps)
+        m, rs = mr[0], mr[1]
+        if has_sum:
+            for j in range(U(n)):
+                sm[b + j] = y[b + j]
+        for j in range(U(n)):
+            y[b + j] = (y[b + j] - m) * rs * scale[j] + bias[j]
+
+
+def _skip_rows(ctx: KernelContext):
+    """(x index, skip index, rows, skip rows, n): the Add's operands as exported, either order; the smaller
+    may broadcast over leading axes only ([1, seq, hidden] + [batch, seq, hidden]: BERT's positions)."""
+    a, b = ctx.inputs[0], ctx.inputs[1]
+    ctx.require_dtype(0, _FLOATS)
+    if a.dtype != b.dtype or not a.shape or not b.shape:
+        raise ctx.error(f"the operands {a.dtype}{list(a.shape)} and {b.dtype}{list(b.shape)} must be float "
+                        "tensors of one dtype")
+    xi, si = (0, 1) if a.size >= b.size else (1, 0)
+    x, s = ctx.inputs[xi].shape, ctx.inputs[si].shape
+    full = (1,) * (len(x) - len(s)) + tuple(s)
+    k = next((i for i in range(len(x)) if full[i] != 1), len(x))
+    if len(s) > len(x) or full[k:] != tuple(x[k:]):
+        raise ctx.error(f"the operands {list(a.shape)} and {list(b.shape)} differ other than by broadcasting "
+                        "over leading axes")
+    n = int(x[-1])
+    rows = int(np.prod(x[:-1], dtype=np.int64))
+    return xi, si, rows, max(1, int(np.prod(full[:-1], dtype=np.int64))), n
+
+
+def _infer_skip_ln(ctx: KernelContext) -> list[TensorSpec]:
+    xi = _skip_rows(ctx)[0]
+    if ctx.n_outputs > 2:
+        raise ctx.error(f"SkipLayerNormalization has 2 outputs (y, the sum), the node declares {ctx.n_outputs}")
+    x = ctx.inputs[xi]
+    return [TensorSpec(x.shape, x.dtype)] * ctx.n_outputs
+
+
+@register("SkipLayerNormalization", domain="ge", infer=_infer_skip_ln)
+def _prepare_skip_ln(ctx: KernelContext) -> Launch:
+    xi, si, rows, srows, n = _skip_rows(ctx)
+    if any(ctx.inputs[i].size != n for i in (2, 3)):
+        raise ctx.error(f"gamma and beta must hold {n} values (the last axis)")
+    ws = () if ctx.n_outputs > 1 else (TensorSpec((1,), ctx.inputs[0].dtype),)
+    return tiled(skip_layer_norm, (rows, srows, n, float(ctx.attr("epsilon", 1e-5)), int(ctx.n_outputs > 1)),
+                 blocks(ctx, rows, _NS_STATS * n), ws, inputs=(xi, si, 2, 3))
+
+
 # -- InstanceNormalization / GroupNormalization -----------------------------------------------------
 
 

@@ -10,8 +10,11 @@ from .fold_constants import fold_constants
 from .fold_channel_scale import fold_channel_scale
 from .fold_if import fold_if
 from .fuse_activation import fuse_activation
+from .fuse_attention import fuse_attention
 from .fuse_collectives import fuse_collectives
+from .fuse_layer_norm import fuse_layer_norm
 from .fuse_qdq import fuse_qdq
+from .fuse_skip_layer_norm import fuse_skip_layer_norm
 from .infer_shapes import infer_shapes
 from .pack_bf16_convs import pack_bf16_convs
 from .pack_conv_weights import pack_conv_weights
@@ -40,6 +43,9 @@ PIPELINE = [
     ("cancel_transposes", cancel_transposes),
     ("fold_batchnorm", fold_batchnorm),
     ("recognize_activations", recognize_activations),
+    ("fuse_attention", fuse_attention),             # transformers: before fuse_activation takes a MatMul + Add
+    ("fuse_layer_norm", fuse_layer_norm),           # before fuse_skip_layer_norm, which takes its node
+    ("fuse_skip_layer_norm", fuse_skip_layer_norm),
     ("fuse_activation", fuse_activation),
     ("eliminate_dead_code", eliminate_dead_code),
     ("infer_shapes", infer_shapes),

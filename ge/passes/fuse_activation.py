@@ -6,9 +6,11 @@ become one "ge" op whose kernel applies them in the GEMM epilogue, while the out
     MatMul(a, b)  -> act              -> ge::FusedMatMul[...](a, b)
     Conv(x, W, B) -> Add(., z) [-> act] -> ge::FusedConv[...](x, W, B, z)    y = act(conv(x) + B + z)
     MatMul(a, b) -> Add(., c) [-> act]  -> ge::FusedMatMul[...](a, b, c)       c a bias row: [N], [1, N]...
+    Gemm / MatMul -> Reshape -> act     -> ge::FusedGemm[..., act] -> Reshape   (elementwise act moves up)
 
 Activations: Relu, LeakyRelu (params [alpha]), Clip with constant bounds ([min, max]), Sigmoid,
-HardSigmoid ([alpha, beta]), Tanh, HardSwish, and recognize_activations' ge::Silu and ge::Gelu. `activation` is the ONNX op name. A two-input Sum (ResNet's
+HardSigmoid ([alpha, beta]), Tanh, HardSwish, and recognize_activations' ge::Silu and ge::Gelu (its tanh form as
+activation "GeluTanh"). `activation` is the ONNX op name. A two-input Sum (ResNet's
 residual) counts as Add. The fused op keeps the original op's attributes.
 
 Algorithm, one sweep in order, matching each activation / Add against its producer:
@@ -22,9 +24,11 @@ Algorithm, one sweep in order, matching each activation / Add against its produc
 
 A MatMul's bias is an Add operand holding one value per output column (a linear layer as torch and tf2onnx
 export it: ViT's and BERT's MatMul + Add, so their GELU fuses too; the epilogue computes y + 0 + c, the
-same bits as the Add).
+same bits as the Add). The bias fuses with symbolic rows too (an export's [batch, seq, hidden]): the bias is
+a static row and the MatMul's last dim a static N, so the Add cannot broadcast x.
 Limits: float outputs only; an activation after a residual Add fuses only into that FusedConv; Gemm takes
-no residual (it already has C), MatMul only a bias row; an Add whose operand shapes are not static stays.
+no residual (it already has C), MatMul only a bias row; a residual Add whose operand shapes are not static
+stays.
 Invariant: outputs are unchanged up to float rounding; no graph output is renamed.
 """
 from __future__ import annotations
@@ -41,8 +45,17 @@ ACTIVATIONS = {"Relu": {}, "LeakyRelu": {"alpha": 0.01}, "Clip": {}, "Sigmoid": 
 GE_ACTIVATIONS = {"Silu": {}, "Gelu": {}}   # recognize_activations' ops (ge domain)
 
 
+def _activation_name(act) -> str:
+    """The epilogue's name for an activation node (ge::Gelu[approximate='tanh'] is "GeluTanh")."""
+    if act.op_type == "Gelu" and act.attrs.get("approximate", "none") == "tanh":
+        return "GeluTanh"
+    return act.op_type
+
+
 def _activation_params(graph, act) -> list[float] | None:
     """activation_params of an activation node, or None when they are not compile-time constants."""
+    if act.op_type == "Gelu" and act.attrs.get("approximate", "none") not in ("none", "tanh"):
+        return None
     if act.op_type != "Clip":
         if len(act.inputs) != 1:
             return None
@@ -74,17 +87,34 @@ def _position(graph, v) -> int:
 def _fuse(graph, p, node, inputs, attrs) -> None:
     fused = FUSED.get(p.op_type, p.op_type)
     graph.opsets.setdefault("ge", 1)  # the domain's version, for anyone exporting the graph
-    replace_pattern(graph, [p, node], fused, inputs, {**p.attrs, **attrs}, "ge", name=p.name)
+    replace_pattern(graph, list({id(n): n for n in (p, node)}.values()), fused, inputs, {**p.attrs, **attrs}, "ge",
+                    name=p.name)
+
+
+def _fuse_through_reshape(graph, act) -> bool:
+    """producer -> Reshape -> activation: the activation, elementwise, moves into the producer's epilogue and
+    the Reshape reads the fused result (GPT-2's Conv1D: Gemm on [batch*seq, n], Reshape, gelu)."""
+    r = producer(act.inputs[0], ("Reshape",))
+    if r is None or not only_reader(graph, act.inputs[0], act) or act.outputs[0] in graph.outputs:
+        return False
+    p = _fusable(graph, r.inputs[0], r)
+    params = None if p is None else _activation_params(graph, act)
+    if params is None or act.outputs[0].dtype != r.inputs[0].dtype:
+        return False
+    _fuse(graph, p, p, list(p.inputs), {"activation": _activation_name(act), "activation_params": params})
+    graph.replace_all_uses_with(act.outputs[0], r.outputs[0])
+    graph.erase_node(act)
+    return True
 
 
 def _fuse_activation(graph, act) -> bool:
-    # Step 1: match producer -> activation
+    # Step 1: match producer -> activation (or producer -> Reshape -> activation)
     p = _fusable(graph, act.inputs[0], act)
     params = None if p is None else _activation_params(graph, act)
     if params is None:
-        return False
+        return _fuse_through_reshape(graph, act)
     # Step 2: one fused op
-    _fuse(graph, p, act, list(p.inputs), {"activation": act.op_type, "activation_params": params})
+    _fuse(graph, p, act, list(p.inputs), {"activation": _activation_name(act), "activation_params": params})
     return True
 
 
@@ -110,10 +140,10 @@ def _fuse_bias(graph, add) -> bool:
     y, (a, b) = add.outputs[0], add.inputs
     for x, c in ((a, b), (b, a)):
         mm = _fusable(graph, x, add, ops=("MatMul",))
-        if mm is None or len(mm.inputs) > 2 or c is x or not (x.is_static and c.is_static) or len(x.shape) < 2:
+        if mm is None or len(mm.inputs) > 2 or c is x or not c.is_static or x.shape is None or len(x.shape) < 2:
             continue
         n = x.shape[-1]
-        if not (c.dtype == x.dtype and x.shape == y.shape and c.shape and c.shape[-1] == n
+        if not (isinstance(n, int) and c.dtype == x.dtype and c.shape and c.shape[-1] == n
                 and all(d == 1 for d in c.shape[:-1]) and len(c.shape) <= len(x.shape)):
             continue
         # Step 2: one FusedMatMul reading the bias
