@@ -43,6 +43,15 @@ def _node_arg(t) -> NodeArg:
     return NodeArg(t.name, list(t.shape), kind.format(name), t.dtype)
 
 
+def _as_array(a, name: str) -> np.ndarray:
+    """A feed given as a Python value (list, scalar) as an array; a ragged list is an InputError."""
+    try:
+        return np.asarray(a)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise InputError(f"input '{name}' is not an array: {type(a).__name__} that numpy cannot make one of "
+                         f"({str(e)[:160]})") from None
+
+
 def _strip_port(name: str, known) -> str:
     """TensorFlow names tensors "op:0"; ge names a node's first output "op". Accept both."""
     if name not in known and isinstance(name, str) and name.endswith(":0") and name[:-2] in known:
@@ -286,7 +295,7 @@ class Session:
                 out[t.index] = self._host_feed(t, a)
                 continue
             if not isinstance(a, np.ndarray):
-                a = np.asarray(a)
+                a = _as_array(a, t.name)
             if a.dtype != t.dtype:
                 raise InputError(f"input '{t.name}' has dtype {a.dtype}, expected {t.dtype}")
             if len(a.shape) != len(t.shape):
@@ -309,7 +318,7 @@ class Session:
         if seq != isinstance(a, (list, tuple)):
             raise InputError(f"input '{t.name}' is a {t.value_kind}: give "
                              f"{'a list of arrays' if seq else 'an array'}{' or None' * (t.value_kind != 'sequence')}")
-        items = [np.asarray(x) for x in a] if seq else [np.asarray(a)]
+        items = [_as_array(x, t.name) for x in a] if seq else [_as_array(a, t.name)]
         for x in items:
             if x.dtype != t.dtype:
                 raise InputError(f"input '{t.name}' ({t.value_kind}) holds dtype {x.dtype}, expected {t.dtype}")

@@ -21,7 +21,7 @@ from .hccl import ops as _hccl_ops  # noqa: F401 (registers the Hcom ops' kernel
 from .hccl.world import launched_rank
 from .memory import continuous, plan_memory
 from .npu import progress
-from .npu.aicore import aicore_num
+from .plan_rules import check_compile_options
 from .options import Options, as_options
 from .parallel.data import split_batch
 from .parallel.tensor import split_tensor
@@ -62,11 +62,8 @@ def optimize(graph: Graph, options: Options) -> Graph:
 def compile(model, options: Options | dict | None = None, *, inputs=None,  # noqa: A001 - the public verb
             outputs=None) -> Plan:
     options = as_options(options)
-    options = options.replace(aicore_num=aicore_num(options))   # the tiling's core count, fixed in the plan
-    if options.dynamic_batch:  # a Plan holds one gear; dropping the others silently would surprise
-        raise GEError(f"dynamic_batch {list(options.dynamic_batch)} compiles one plan per gear: use "
-                      "ge.compiler.compile_gears(model, options) or ge.Session(model, runtime='v1', "
-                      "options=...); a single Plan (and an offline model, .gem) cannot hold the gears")
+    # the tiling's core count, fixed in the plan; a Plan holds one gear (ge/plan_rules.py, shared with load)
+    options = options.replace(aicore_num=check_compile_options(options))
     with progress.phase("import"):   # phases: for the CLI's "where the time went" (ge.npu.progress)
         graph = bind_input_shapes(import_model(model, inputs, outputs), options.input_shape)
         if options.parallel == "data":
@@ -88,9 +85,7 @@ def compile_gears(model, options: Options | dict | None = None, *, inputs=None, 
     options = as_options(options)
     if not options.dynamic_batch:
         raise GEError("compile_gears needs Options.dynamic_batch (e.g. [1, 2, 4, 8])")
-    if options.parallel:
-        raise GEError(f"parallel={options.parallel!r} with dynamic_batch: split a static batch instead (give "
-                      "the model a fixed batch, e.g. Options.input_shape)")
+    check_compile_options(options, gears=True)
     static = options.replace(dynamic_batch=())  # each gear's plan is an ordinary static plan
     if options.gear_memory_split_bytes and options.memory_assigner == "hybrid":
         # the split cuts between blocks (runtime_v1/gear_memory.py): GE's block strategies place whole
