@@ -15,6 +15,7 @@ from .errors import DeviceMemoryError, GEError, InputError
 from .hccl.ops import collectives
 from .ir import Graph
 from .ir.dtypes import to_onnx
+from .npu.thunk_cache import problems as cache_problems
 from .offline import is_offline_model
 from .offline import load as load_plan
 from .options import as_options
@@ -183,8 +184,11 @@ class Session:
 
     def stats(self) -> dict:
         """The runtime's counters (runtime_v1: zero-copy bindings, native and fallback tasks, streams...;
-        runtime_v2: steps, instances, stream threads)."""
-        return self._executor.stats()
+        runtime_v2: steps, instances, stream threads); "thunk_cache": the problems met with the thunk and
+        Numba caches (a refused folder, a damaged entry quarantined), each also warned once; [] when none."""
+        out = dict(self._executor.stats())
+        out["thunk_cache"] = cache_problems()
+        return out
 
     @property
     def stream_threads(self) -> int:

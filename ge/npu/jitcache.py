@@ -17,6 +17,8 @@ from pathlib import Path
 
 from numba.core import caching
 
+from . import cache_heal  # noqa: F401 - damaged cache entries quarantined, not fatal (installs on import)
+
 _ROOT = Path(__file__).resolve().parents[2]
 GROUPS = {
     "kernels": lambda: sorted((_ROOT / "ge" / "kernels").glob("*.py")),

@@ -103,7 +103,7 @@ def npz_general(npz: bytes, check: Check, cap: int, where: str) -> dict[str, np.
     try:
         z = zipfile.ZipFile(io.BytesIO(npz))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError) as e:
-        raise ModelLoadError(f"{where}: not an npz archive: {e}") from None
+        raise ModelLoadError(f"{where}: cannot read weights.npz: not an npz archive: {e}") from None
     with z:
         infos = z.infolist()
         streams = {}
@@ -114,11 +114,11 @@ def npz_general(npz: bytes, check: Check, cap: int, where: str) -> dict[str, np.
             arrays = {}
             for name, (shape, fortran, dt, offset, count) in heads.items():
                 raw = np.empty(count * dt.itemsize, np.uint8)
-                _read_exactly(streams[name], memoryview(raw), f"{where}: array '{name[:-4][:40]}'")
+                _read_exactly(streams[name], memoryview(raw), f"{where}: weights.npz: array '{name[:-4][:40]}'")
                 arrays[name[:-4]] = raw.view(dt).reshape(shape, order="F" if fortran else "C")
             return arrays
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as e:
-            raise ModelLoadError(f"{where}: cannot read it: {type(e).__name__}: {e}") from None
+            raise ModelLoadError(f"{where}: cannot read weights.npz: {type(e).__name__}: {e}") from None
         finally:
             for s in streams.values():
                 s.close()

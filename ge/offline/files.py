@@ -195,9 +195,9 @@ def read_weights(path: str, check: Check) -> dict[str, np.ndarray]:
     fast = _weights_fast(path, kind, check)
     if fast is not None:
         return fast
-    where = f"offline model '{path}': {WEIGHTS_NPZ}"
+    where = f"offline model '{path}'"
     if kind == "dir":
-        npz = read_stored(os.path.join(path, WEIGHTS_NPZ), where, check.cap + NPZ_SLACK)
+        npz = read_stored(os.path.join(path, WEIGHTS_NPZ), f"{where}: {WEIGHTS_NPZ}", check.cap + NPZ_SLACK)
     else:
         with _zip_members(path) as z:
             npz = read_member(z, WEIGHTS_NPZ, f"offline model '{path}'", check.cap + NPZ_SLACK)
