@@ -332,7 +332,8 @@ class Executor:
         where = f"while running {node.op_type} node '{node.name}' (op {node.op_type}, opset {node.opset}, " \
                 f"step {node.step}, stream {node.stream})"
         if isinstance(e, DeviceMemoryError):  # stays catchable as such, and names the node
-            return DeviceMemoryError(e.requested, e.capacity, e.in_use, f"a tensor {where}")
+            what = getattr(e, "what", "") or "a tensor"   # host_outputs.py names the output
+            return DeviceMemoryError(e.requested, e.capacity, e.in_use, f"{what} {where}")
         detail = str(e) if isinstance(e, GEError) else f"{type(e).__name__}: {e}"
         return ExecutionError(f"{where}: {detail}")
 

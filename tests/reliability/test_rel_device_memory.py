@@ -111,3 +111,22 @@ def test_v1_refusal_gives_the_weights_back():
     with pytest.raises(ge.DeviceMemoryError):
         runtime_v1.load(plan, memory)
     assert memory.in_use == 0
+
+
+@pytest.mark.parametrize("streams", [1, 2])
+def test_v2_run_time_shaped_output_over_the_cap_names_the_tensor(streams):
+    """Regression (issue 46, item 6): a graph output whose size is known only at run time was a plain host
+    array that ignored Options.device_memory_bytes (a 2 GiB output on a 1 GiB session). Its bytes now count:
+    over the cap it is a DeviceMemoryError naming it, before anything is allocated; the session recovers."""
+    from onnx import TensorProto, helper
+    from rel_models import make_model, vi
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Expand", ["r", "shape"], ["y"])]
+    model = make_model(nodes, [vi("x", [1]), vi("shape", [2], TensorProto.INT64)], [vi("y", None)])
+    opts = ge.Options(device_memory_bytes=1 << 20, stream_max_parallel_num={"AIcoreEngine": streams})
+    with ge.Session(model, runtime="v2", options=opts) as s:
+        x = np.float32([2.0])
+        with pytest.raises(ge.DeviceMemoryError) as e:
+            s.run(None, {"x": x, "shape": np.int64([1 << 16, 1 << 13])})   # 2 GiB of float32
+        assert "output 'y'" in str(e.value) and e.value.requested == 2 << 30 and e.value.capacity == 1 << 20
+        y = s.run(None, {"x": x, "shape": np.int64([4, 8])})[0]
+        np.testing.assert_array_equal(y, np.full((4, 8), 2, np.float32))
