@@ -15,14 +15,11 @@ Installed on import, by ge/npu/jitcache.py, before any kernel module enables its
 from __future__ import annotations
 
 import os
-import pickle
 
 from numba.core import caching
 
 from .thunk_cache import report
 
-_DAMAGE = (EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, ImportError, IndexError,
-           KeyError, UnicodeDecodeError, MemoryError)
 
 
 def quarantine(path: str, error: BaseException) -> None:
@@ -42,14 +39,18 @@ class HealingCacheFile(caching.IndexDataCacheFile):
     def _load_index(self):
         try:
             return super()._load_index()
-        except _DAMAGE as e:
+        except OSError:   # Numba's own answers (a missing index is {}); a permission problem stays one
+            raise
+        except Exception as e:  # noqa: BLE001 - anything else is an unreadable entry (EOFError, UnpicklingError...)
             quarantine(self._index_path, e)
             return {}
 
     def _load_data(self, name):
         try:
             return super()._load_data(name)
-        except _DAMAGE as e:
+        except OSError:
+            raise
+        except Exception as e:  # noqa: BLE001 - as above
             quarantine(self._data_path(name), e)
             raise FileNotFoundError(self._data_path(name)) from None   # load() answers None: compile
 
