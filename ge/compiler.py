@@ -181,6 +181,7 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
     tensors: list[PlanTensor] = []
     index: dict[int, int] = {}
     constants = {}
+    input_ids = {id(v) for v in graph.inputs}   # a set: `in graph.inputs` per tensor was quadratic (10,000 inputs)
 
     def tensor_of(v) -> int:
         if v is None:
@@ -188,7 +189,7 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
         if id(v) not in index:
             if v.dtype is None:
                 raise GEError(f"value '{v.name}' of graph '{graph.name}' has no known dtype")
-            kind = CONST if v.is_const else INPUT if v in graph.inputs else ACTIVATION
+            kind = CONST if v.is_const else INPUT if id(v) in input_ids else ACTIVATION
             _check_size(graph, v, options)
             i = index[id(v)] = len(tensors)
             shape = v.shape if v.shape is not None else ("?",)
