@@ -17,6 +17,7 @@ from .hccl.ops import collectives
 from .ir import Graph
 from .ir.dtypes import to_onnx
 from .npu import progress
+from .npu.thunk_cache import problems as cache_problems
 from .offline import is_offline_model
 from .offline import load as load_plan
 from .options import as_options
@@ -45,6 +46,15 @@ def _node_arg(t) -> NodeArg:
     kind = {"sequence": "seq(tensor({}))", "optional": "optional(tensor({}))",
             "optional_sequence": "optional(seq(tensor({})))"}.get(t.value_kind, "tensor({})")
     return NodeArg(t.name, list(t.shape), kind.format(name), t.dtype)
+
+
+def _as_array(a, name: str) -> np.ndarray:
+    """A feed given as a Python value (list, scalar) as an array; a ragged list is an InputError."""
+    try:
+        return np.asarray(a)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise InputError(f"input '{name}' is not an array: {type(a).__name__} that numpy cannot make one of "
+                         f"({str(e)[:160]})") from None
 
 
 def _strip_port(name: str, known) -> str:
@@ -196,8 +206,11 @@ class Session:
 
     def stats(self) -> dict:
         """The runtime's counters (runtime_v1: zero-copy bindings, native and fallback tasks, streams...;
-        runtime_v2: steps, instances, stream threads)."""
-        return self._executor.stats()
+        runtime_v2: steps, instances, stream threads); "thunk_cache": the problems met with the thunk and
+        Numba caches (a refused folder, a damaged entry quarantined), each also warned once; [] when none."""
+        out = dict(self._executor.stats())
+        out["thunk_cache"] = cache_problems()
+        return out
 
     @property
     def stream_threads(self) -> int:
@@ -326,7 +339,7 @@ class Session:
                 out[t.index] = self._host_feed(t, a)
                 continue
             if not isinstance(a, np.ndarray):
-                a = np.asarray(a)
+                a = _as_array(a, t.name)
             if a.dtype != t.dtype:
                 raise InputError(f"input '{t.name}' has dtype {a.dtype}, expected {t.dtype}")
             if len(a.shape) != len(t.shape):
@@ -349,7 +362,7 @@ class Session:
         if seq != isinstance(a, (list, tuple)):
             raise InputError(f"input '{t.name}' is a {t.value_kind}: give "
                              f"{'a list of arrays' if seq else 'an array'}{' or None' * (t.value_kind != 'sequence')}")
-        items = [np.asarray(x) for x in a] if seq else [np.asarray(a)]
+        items = [_as_array(x, t.name) for x in a] if seq else [_as_array(a, t.name)]
         for x in items:
             if x.dtype != t.dtype:
                 raise InputError(f"input '{t.name}' ({t.value_kind}) holds dtype {x.dtype}, expected {t.dtype}")

@@ -23,7 +23,7 @@ from .hccl.world import launched_rank
 from .memory import continuous, plan_memory
 from .memory.gear_weights import share_weights
 from .npu import progress
-from .npu.aicore import aicore_num
+from .plan_rules import check_compile_options
 from .options import Options, as_options
 from .parallel.data import split_batch
 from .parallel.tensor import split_tensor
@@ -64,12 +64,8 @@ def optimize(graph: Graph, options: Options) -> Graph:
 def compile(model, options: Options | dict | None = None, *, inputs=None,  # noqa: A001 - the public verb
             outputs=None) -> Plan:
     options = as_options(options)
-    options = options.replace(aicore_num=aicore_num(options))   # the tiling's core count, fixed in the plan
-    if options.dynamic_batch or options.dynamic_dims:  # a Plan holds one gear; dropping the others: a surprise
-        what = "dynamic_batch" if options.dynamic_batch else "dynamic_dims"
-        raise GEError(f"{what} {list(getattr(options, what))} compiles one plan per gear: use "
-                      "ge.compiler.compile_gears(model, options) or ge.Session(model, runtime='v1', "
-                      "options=...); a single Plan (and an offline model, .gem) cannot hold the gears")
+    # the tiling's core count, fixed in the plan; a Plan holds one gear (ge/plan_rules.py, shared with load)
+    options = options.replace(aicore_num=check_compile_options(options))
     with progress.phase("import"):   # phases: for the CLI's "where the time went" (ge.npu.progress)
         graph = bind_input_shapes(import_model(model, inputs, outputs), options.input_shape)
         if options.parallel == "data":
@@ -96,9 +92,7 @@ def compile_gears(model, options: Options | dict | None = None, *, inputs=None, 
         return compile_dims_gears(model, options, inputs=inputs, outputs=outputs, fallback=fallback)
     if not options.dynamic_batch:
         raise GEError("compile_gears needs Options.dynamic_batch (e.g. [1, 2, 4, 8]) or dynamic_dims")
-    if options.parallel:
-        raise GEError(f"parallel={options.parallel!r} with dynamic_batch: split a static batch instead (give "
-                      "the model a fixed batch, e.g. Options.input_shape)")
+    check_compile_options(options, gears=True)
     static = options.replace(dynamic_batch=())  # each gear's plan is an ordinary static plan
     if options.gear_memory_split_bytes and options.memory_assigner == "hybrid":
         # the split cuts between blocks (runtime_v1/gear_memory.py): GE's block strategies place whole
@@ -255,6 +249,7 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
     tensors: list[PlanTensor] = []
     index: dict[int, int] = {}
     constants = {}
+    input_ids = {id(v) for v in graph.inputs}   # a set: `in graph.inputs` per tensor was quadratic (10,000 inputs)
 
     def tensor_of(v) -> int:
         if v is None:
@@ -262,7 +257,7 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
         if id(v) not in index:
             if v.dtype is None:
                 raise GEError(f"value '{v.name}' of graph '{graph.name}' has no known dtype")
-            kind = CONST if v.is_const else INPUT if v in graph.inputs else ACTIVATION
+            kind = CONST if v.is_const else INPUT if id(v) in input_ids else ACTIVATION
             _check_size(graph, v, options)
             i = index[id(v)] = len(tensors)
             shape = v.shape if v.shape is not None else ("?",)

@@ -127,7 +127,7 @@ class DeviceMemoryError(GEError, RuntimeException, MemoryError):
     """The modelled device has not enough memory for a request."""
 
     def __init__(self, requested: int, capacity: int, in_use: int, what: str = ""):
-        self.requested, self.capacity, self.in_use = requested, capacity, in_use
+        self.requested, self.capacity, self.in_use, self.what = requested, capacity, in_use, what
         at = f" for {what}" if what else ""
         super().__init__(
             f"device out of memory{at}: requested {requested} bytes, capacity {capacity} bytes, "

@@ -11,7 +11,7 @@ import dataclasses
 import difflib
 import numbers
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .errors import GEError
@@ -237,6 +237,8 @@ class Options:
     @classmethod
     def from_dict(cls, d: dict) -> "Options":
         """Options from a dict of ge field names and/or GE option names ("ge.exec.disableReuseMemory": "1")."""
+        if not isinstance(d, Mapping):
+            raise GEError(f"options must be a dict of option name -> value, got {type(d).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         if _flag(d.get("ge.enableSingleStream", "")) and str(d.get("ge.autoMultistreamParallelMode", "")).strip():
             raise GEError("ge.enableSingleStream with ge.autoMultistreamParallelMode: GE's SingleStreamPass "

@@ -64,15 +64,26 @@ def _addr(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
 
+def arena_parts(model: Model, own_feature_map: bool = True) -> tuple:
+    """(feature_map, fixed, io, variable, control) bytes of one instance's arena, each ALIGN-aligned."""
+    seg = model.segments
+    f = align_up(model.feature_bytes) if own_feature_map else 0  # else: the caller's
+    fx, io, var = align_up(seg.get("fixed", 0)), align_up(max(seg["io"], 1)), align_up(seg.get("variable", 0))
+    return f, fx, io, var, model.control_bytes   # control: the bodies of static control flow (labels.py)
+
+
+def address_need(model: Model, instances: int) -> int:
+    """The device addresses an executor reserves at most: the weights once, an arena per instance."""
+    return align_up(max(model.segments["weights"], 1)) + instances * align_up(max(sum(arena_parts(model)), 1))
+
+
 class Instance:
     def __init__(self, model: Model, weights: np.ndarray, memory, feature_map=None):
         # feature_map: the caller's buffer, or its buffers (piece 0, 1, ...) when the slot is cut (model.cuts)
         pieces = list(feature_map[1:]) if isinstance(feature_map, (list, tuple)) else []
         feature_map = feature_map[0] if isinstance(feature_map, (list, tuple)) else feature_map
         seg = model.segments
-        f = align_up(model.feature_bytes) if feature_map is None else 0  # else: the caller's
-        fx, io, var = align_up(seg.get("fixed", 0)), align_up(max(seg["io"], 1)), align_up(seg.get("variable", 0))
-        ctl = model.control_bytes   # the bodies of static control flow (labels.py)
+        f, fx, io, var, ctl = arena_parts(model, feature_map is None)
         self.arena, self._release = reserve(memory, f + fx + io + var + ctl,
                                             f"runtime_v1's arena of '{model.plan.name}' (feature_map {f} | fixed "
                                             f"{fx} | io {seg['io']} | variable {var} | control {ctl} bytes)")
@@ -161,12 +172,14 @@ class Executor:
         # same bytes
         self.plan = plan
         self.model = Model(plan, cuts)   # cuts: the feature map in pieces (gears.py), feature_map their buffers
-        self.memory = memory = memory_of(device, plan.options.device_memory_bytes)
         opts = plan.options
         self.refreshable = opts.feature_base_refreshable
         # one instance when the feature map is the caller's or re-bindable, or state is carried run to run
         max_instances = 1 if self.refreshable or feature_map is not None or plan.states \
             else opts.executor_instances
+        # a memory of its own reserves the addresses the plan needs, not the whole capacity (issue 46)
+        self._owns_memory = device is None
+        self.memory = memory = memory_of(device, opts.device_memory_bytes, address_need(self.model, max_instances))
         release = None
         if weights is None and self.model.segments["weights"] == 0:
             weights = np.zeros(1, np.uint8)   # no constants: nothing to reserve on the device
@@ -209,6 +222,8 @@ class Executor:
 
     def close(self) -> None:
         self._instances.close()
+        if self._owns_memory:   # the address range goes back (ge/npu/memory.py)
+            self.memory.close()
 
     # -- feature-map base refresh --------------------------------------------------------------
     @property

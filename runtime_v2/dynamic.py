@@ -24,6 +24,7 @@ from ge.kernels.registry import TensorSpec, cleaning
 from ge.npu.thunks import ThunkError
 from ge.plan import Plan
 
+from .host_outputs import host_output
 from .lowering import HOST, Step, passed_inputs
 from .queues import TASK
 from .tiled import TiledCall
@@ -66,7 +67,7 @@ class DynamicNode:
             if o.place == HOST or nbytes == 0:
                 a = bufs[o.tensor]  # a caller's bound output array, or None
                 if a is None or a.size != count:
-                    a = np.empty(count, dtype)
+                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor)
             else:
                 sp = spans[o.tensor] = alloc.alloc(nbytes)
                 a = sp.as_array(dtype, count)
@@ -130,7 +131,7 @@ class DynamicNode:
             if o.place == HOST or nbytes == 0:
                 a = bufs[o.tensor]  # a caller's bound output array, or None
                 if a is None or a.size != count:
-                    a = np.empty(count, dtype)
+                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor)
             else:
                 sp = spans[o.tensor] = alloc.alloc(nbytes)
                 a = sp.as_array(dtype, count)

@@ -37,6 +37,7 @@ from ge.npu.programs import stream_threads, thread_of, thread_programs
 from ge.npu.thunks import ThunkError
 from ge.plan import aligned_empty, event_uses, runs_on_v1, zero_copy_aligned
 
+from .address import address_need
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .control import HostNode
 from .dynamic import DynamicNode
@@ -168,13 +169,15 @@ class Executor:
                  max_instances: int | None = None):
         self.plan = plan
         opts = plan.options
-        self.device = device or DeviceMemory(opts.device_memory_bytes)
         self.max_instances = max_instances or opts.executor_instances
         self.lowered = lower(plan)
         seg = plan.memory.segments if plan.memory is not None else {}
         # one arena: the feature map, then the fixed segment (tasks keeping their addresses: no difference here)
         self.fixed_at = -(-seg.get("feature_map", 0) // 512) * 512
         self.arena_bytes = self.fixed_at + seg.get("fixed", 0) if seg.get("fixed") else seg.get("feature_map", 0)
+        self._owns_device = device is None   # then its addresses are what the plan needs (address.py)
+        self.device = device or DeviceMemory(opts.device_memory_bytes, reserve=address_need(
+            plan, self.lowered, self.arena_bytes, self.max_instances))
         self._consts: list = [None] * len(plan.tensors)
         for i, a in plan.constants.items():
             self._consts[i] = np.ascontiguousarray(a).reshape(-1)
@@ -236,6 +239,8 @@ class Executor:
             self._shared.empty_cache()
         if self._states is not None:
             self._states.release()
+        if self._owns_device:   # the address range goes back (ge/npu/memory.py)
+            self.device.close()
 
     # -- running --------------------------------------------------------------------------------
     binds_outputs = True  # Session may pass bound outputs: {output position: array}
@@ -348,7 +353,8 @@ class Executor:
         where = f"while running {node.op_type} node '{node.name}' (op {node.op_type}, opset {node.opset}, " \
                 f"step {node.step}, stream {node.stream})"
         if isinstance(e, DeviceMemoryError):  # stays catchable as such, and names the node
-            return DeviceMemoryError(e.requested, e.capacity, e.in_use, f"a tensor {where}")
+            what = getattr(e, "what", "") or "a tensor"   # host_outputs.py names the output
+            return DeviceMemoryError(e.requested, e.capacity, e.in_use, f"{what} {where}")
         detail = str(e) if isinstance(e, GEError) else f"{type(e).__name__}: {e}"
         return ExecutionError(f"{where}: {detail}")
 

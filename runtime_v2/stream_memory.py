@@ -24,6 +24,10 @@ class StreamAlloc:
     def __init__(self, mif, stream: int):
         self.mif, self.stream = mif, stream
 
+    @property
+    def device(self):
+        return self.mif.device
+
     def alloc(self, nbytes: int):
         return self.mif.alloc(nbytes, self.stream)
 

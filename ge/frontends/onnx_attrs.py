@@ -9,6 +9,8 @@ from ..errors import ModelLoadError
 
 def tensor_to_array(t, base_dir: str | None = None) -> np.ndarray:
     """A TensorProto as an ndarray; external data is read by the caller (see onnx.load_external)."""
+    if any(d < 0 for d in t.dims):   # numpy's reshape would read any negative dim as "the rest": [-4] as [4]
+        raise ModelLoadError(f"tensor '{t.name}' declares dims {list(t.dims)[:8]}: a negative dimension")
     try:
         return np.array(numpy_helper.to_array(t, base_dir=base_dir or ""))
     except Exception as e:  # noqa: BLE001 - any decode failure is a bad model

@@ -105,9 +105,11 @@ def layout(ctx: KernelContext, x_shape, s_index: int = 1, zp_index: int = 2):
     s = ctx.inputs[s_index]
     if s.dtype != np.float32:
         raise ctx.error(f"scale has dtype {s.dtype}, supported: float32")
-    if ctx.has(zp_index) and tuple(ctx.inputs[zp_index].shape) != tuple(s.shape):
-        raise ctx.error(f"zero point shape {list(ctx.inputs[zp_index].shape)} differs from the scale's "
-                        f"{list(s.shape)}")
+    zp = ctx.inputs[zp_index] if ctx.has(zp_index) else None
+    one = lambda t: t.size == 1 and len(t.shape) <= 1  # noqa: E731 - a scalar or [1]: one parameter
+    # torch's quantized exports pair a scalar zero point with a [1] scale (onnxruntime runs them): both one
+    if zp is not None and tuple(zp.shape) != tuple(s.shape) and not (one(zp) and one(s)):
+        raise ctx.error(f"zero point shape {list(zp.shape)} differs from the scale's {list(s.shape)}")
     rank, bs = len(x_shape), int(ctx.attr("block_size", 0) or 0)
     if s.size == 1 and len(s.shape) <= 1 and not bs:
         return 1, max(1, int(np.prod(x_shape, dtype=np.int64))), 1, 0, 0, 0  # one run

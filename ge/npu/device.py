@@ -119,9 +119,10 @@ class Device:
                 f"{'/'.join(self.engines)}, max_streams {self.max_streams})")
 
 
-def memory_of(device, capacity: int) -> DeviceMemory:
+def memory_of(device, capacity: int, need: int | None = None) -> DeviceMemory:
     """The memory a runtime reserves in: a Device's, a DeviceMemory given as is, or (None) a new one of
-    `capacity` bytes with an ALIGN granule (one per executor: its own share of the modelled device)."""
+    `capacity` bytes with an ALIGN granule (one per executor: its own share of the modelled device), whose
+    addresses are the `need` the runtime computed from its plan (default: the capacity)."""
     if device is None:
-        return DeviceMemory(capacity, ALIGN)
+        return DeviceMemory(capacity, ALIGN, need)
     return device.memory if isinstance(device, Device) else device

@@ -43,6 +43,8 @@ except ImportError:  # Windows: no advisory locks here; processes may compile th
 log = logging.getLogger("ge")
 LOCK_WAIT = 1800.0   # seconds: longer than any one kernel's compile measured on a loaded 2-core machine
 
+from . import cache_heal  # noqa: F401 - damaged cache entries quarantined, not fatal (installs on import)
+
 _ROOT = Path(__file__).resolve().parents[2]
 GROUPS = {
     "kernels": lambda: sorted((_ROOT / "ge" / "kernels").glob("*.py")),

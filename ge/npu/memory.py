@@ -1,9 +1,11 @@
 """The modelled device's memory: one address range of extents, and the alignments every layer shares.
 
-`DeviceMemory(capacity, granule)` is the device's address range `[0, capacity)` as one private anonymous
-mapping: GE reserves virtual addresses and maps physical pages lazily; here pages are backed when first
-touched (reading as zeros) and handed back to the OS when their extent is released
-(`madvise(MADV_DONTNEED)`). Extents are multiples of `granule` (64 KiB for runtime_v2's caching allocator,
+`DeviceMemory(capacity, granule, reserve)` is the device's address range `[0, min(capacity, reserve))` as one
+private anonymous mapping: GE reserves virtual addresses and maps physical pages lazily; here pages are backed
+when first touched (reading as zeros) and handed back to the OS when their extent is released
+(`madvise(MADV_DONTNEED)`). A runtime reserves what its plan needs (`reserve`), not the whole capacity: the
+addresses count against a process's address-space limit (`ulimit -v`), 4 GiB a session made the second session
+fail under 8 GiB. `close()` unmaps the range (once no array views it; else the last view's collection does). Extents are multiples of `granule` (64 KiB for runtime_v2's caching allocator,
 ALIGN for a `Device`'s tensors), taken first-fit from a list of holes kept sorted by offset (merged on
 release), aligned as asked, against the capacity; `try_reserve_at` grows an extent in place when the bytes
 after it are free. Thread-safe: one memory serves every executor instance and stream of a session.
@@ -13,6 +15,7 @@ the capacity and the bytes in use; `_decommit` is the hook another device would 
 from __future__ import annotations
 
 import bisect
+import gc
 import mmap
 import sys
 import threading
@@ -37,15 +40,18 @@ def align_up(n: int, align: int = ALIGN) -> int:
 class DeviceMemory:
     """`capacity` bytes of modelled device memory; extents by offset; thread-safe; in use and peak."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY, align: int = PAGE_BYTES):
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, align: int = PAGE_BYTES, reserve: int | None = None):
         if capacity <= 0:
             raise GEError(f"device memory must be positive, got {capacity} bytes")
         if align <= 0 or align & (align - 1):
             raise GEError(f"device memory granule must be a power of two, got {align}")
         self.capacity, self.align = int(capacity), align
-        self._map = mmap.mmap(-1, -(-self.capacity // align) * align, flags=mmap.MAP_PRIVATE | _NORESERVE)
+        # the addresses mapped: the capacity, or what the runtime said its plan needs (never above it)
+        self.mapped = -(-min(self.capacity, max(int(reserve), 1) if reserve is not None else self.capacity)
+                        // align) * align
+        self._map = mmap.mmap(-1, self.mapped, flags=mmap.MAP_PRIVATE | _NORESERVE)
         self.buffer = np.frombuffer(self._map, np.uint8)
-        self._holes: list[list[int]] = [[0, self.capacity]]  # [offset, size], sorted by offset
+        self._holes: list[list[int]] = [[0, min(self.capacity, self.mapped)]]  # [offset, size], by offset
         self.in_use = 0
         self.peak = 0
         self._lock = threading.Lock()
@@ -58,6 +64,9 @@ class DeviceMemory:
         the granule); DeviceMemoryError when none fits."""
         off = self.try_reserve(nbytes, align)
         if off is None:
+            if self.mapped < self.capacity and self.in_use + self.size_of(nbytes) <= self.capacity:
+                what = (f"{what or 'a request'} (beyond the {self.mapped} bytes of addresses this session reserved "
+                        "for its plan)")
             raise DeviceMemoryError(nbytes, self.capacity, self.in_use, what)
         return off
 
@@ -91,6 +100,8 @@ class DeviceMemory:
     def release(self, offset: int, nbytes: int) -> None:
         size = self.size_of(nbytes)
         with self._lock:
+            if self._map is None:   # closed: the whole range went back at once
+                return
             holes = self._holes
             k = bisect.bisect_left(holes, [offset, -1])
             after = k < len(holes) and offset + size > holes[k][0]
@@ -106,7 +117,25 @@ class DeviceMemory:
                 holes[k - 1][1] += holes.pop(k)[1]
 
     def view(self, offset: int, nbytes: int) -> np.ndarray:
+        if self.buffer is None:
+            raise GEError("the device memory is closed")
         return self.buffer[offset:offset + nbytes]
+
+    def close(self) -> None:
+        """Give the address range back (munmap): at once when no array views it any more, else its pages
+        now and its addresses when the last view is collected. Reserving after close() fails."""
+        with self._lock:
+            m, self._map, self.buffer, self._holes = self._map, None, None, []
+        if m is None:
+            return
+        for attempt in range(2):
+            try:
+                m.close()
+                return
+            except BufferError:   # views left: the executor's instances may be in a reference cycle
+                if attempt == 0:
+                    gc.collect()
+        m.madvise(mmap.MADV_DONTNEED, 0, len(m))   # the pages now; the addresses with the last view
 
     def _take(self, hole: list, size: int) -> None:
         """Under the lock: cut `size` bytes off the front of `hole`."""

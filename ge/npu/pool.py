@@ -39,10 +39,11 @@ class InstancePool(Generic[T]):
                     return self.idle.pop()
                 if len(self.all) + self._creating < self.limit:
                     self._creating += 1
+                    make = self._make
                     break
                 self.cond.wait()
         try:
-            inst = self._make()
+            inst = make()
         except BaseException as e:
             with self.cond:
                 self._creating -= 1
@@ -75,6 +76,7 @@ class InstancePool(Generic[T]):
     def close(self) -> None:
         with self.cond:
             self.closed = True
+            self._make = None   # its closure (a first instance, shared weights) may hold device memory
             self.cond.notify_all()
         self.drop_idle()
 

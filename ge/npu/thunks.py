@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import typeof
 
-from .thunk_cache import generation_dir, library_hash, write_atomic
+from .thunk_cache import ThunkCacheError, generation_dir, library_hash, owned, record, report, write_atomic
 
 BUF, INT, FLOAT = "buf", "int", "float"
 ENCODING_VERSION = 3
@@ -223,6 +224,7 @@ def source(sig: Signature) -> str:
 _loaded: dict[Signature, object] = {}   # signature -> cfunc (kept alive: its address is in task tables)
 _cached: dict[Signature, bool] = {}     # signature -> its cfunc came from Numba's disk cache
 _lock = threading.Lock()
+_recorded: dict = {}                    # generation folder -> thunk files its manifest lists
 
 
 def thunk_address(sig: Signature) -> int:
@@ -251,9 +253,31 @@ def from_cache(sig: Signature) -> bool | None:
 
 
 def _import(sig: Signature):
-    path = generation_dir() / f"thunk_{sig.digest}.py"
-    if not path.exists():
-        write_atomic(path, source(sig))
+    try:
+        gen = generation_dir()
+    except (ThunkCacheError, OSError) as e:   # said once (thunk_cache Step 4), then each task falls back
+        report("folder", f"ge: the thunk cache is not usable ({e}); tasks run on the slower Python path")
+        raise
+    path, text = gen / f"thunk_{sig.digest}.py", source(sig)
+    try:
+        found = path.read_text()
+    except FileNotFoundError:
+        found = None
+    except (OSError, UnicodeDecodeError) as e:
+        found = f"unreadable: {e}"
+    if found != text:   # absent, or damaged / foreign: never import what ge did not write
+        if found is not None:
+            quarantine = path.with_name(f"{path.name}.{os.getpid()}.damaged")
+            try:
+                os.replace(path, quarantine)
+            except FileNotFoundError:   # another process moved it first
+                pass
+            report(str(path), f"ge: thunk file '{path}' was not what ge writes (damaged or foreign); moved to "
+                              f"'{quarantine.name}' and generated again")
+        write_atomic(path, text)
+    if path.name not in _recorded.setdefault(gen, owned(gen)):   # the manifest: what pruning may delete
+        record(gen, path.name)
+        _recorded[gen].add(path.name)
     name = f"_ge_thunk_{sig.digest}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)

@@ -11,9 +11,11 @@ import os
 
 from ..errors import GEError, ModelLoadError
 from ..plan import GearPlans, Plan
-from .files import is_offline_model, read_members, write_members
+from ..plan_rules import check_plan_options
+from .bounded import PLAN_CAP
+from .files import is_offline_model, read_plan, read_weights, write_members
 from .format import gears_document, plan_document, seal
-from .read import build, parse
+from .read import build, parse, weights_check
 from .verify import verify_plan
 
 __all__ = ["is_offline_model", "load", "save", "save_gears"]
@@ -39,13 +41,14 @@ def load(path: str | os.PathLike) -> Plan | GearPlans:
     """A Plan (or the GearPlans of `save_gears`) from a file or directory written by `save`; raises
     ModelLoadError if it cannot be used."""
     path = os.fspath(path)
-    text, arrays = read_members(path)
-    doc = parse(text, path)
+    doc = parse(read_plan(path, PLAN_CAP), path)   # plan.json first: it says what weights.npz may hold
+    arrays = read_weights(path, weights_check(doc, f"offline model '{path}': weights.npz"))
     try:
         built = build(doc, arrays)
         for plan in ([*built.plans.values(), *([built.fallback] if built.fallback else [])]
                      if isinstance(built, GearPlans) else [built]):
             verify_plan(plan)
+            check_plan_options(plan, gear=isinstance(built, GearPlans))   # compile's rules, its messages
         return built
     except ModelLoadError as e:
         raise ModelLoadError(f"offline model '{path}': {e}") from e

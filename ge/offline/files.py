@@ -1,8 +1,9 @@
 """Offline-model files: the two members (plan.json, weights.npz) in a zip (stored) or a directory.
 
 Writing is atomic (a temporary file, then a rename). Reading maps the file and copies each weight once out
-of it (a re-zipped, compressed file takes the slower general path, np.load with allow_pickle=False); only
-the two member names are ever opened, so nothing in a file can name a path.
+of it (a re-zipped, compressed file takes the slower general path, bounded.py); only the two member names
+are ever opened, so nothing in a file can name a path. Reading is bounded (bounded.py): plan.json first,
+then every array's npy header checked against it (`check`) before any weight is read.
 """
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import zipfile
 import numpy as np
 
 from ..errors import ModelLoadError
+from .bounded import Check, npz_general, npz_headers, read_member, read_stored
 
 PLAN_JSON, WEIGHTS_NPZ = "plan.json", "weights.npz"
+NPZ_SLACK = 16 << 20   # weights.npz beyond its arrays' bytes: zip headers and npy headers
 
 
 def write_members(text: str, arrays: dict, path) -> str:
@@ -77,29 +80,6 @@ def is_offline_model(model) -> bool:
         os.path.isdir(path) and os.path.isfile(os.path.join(path, PLAN_JSON)))
 
 
-def _read_members(path: str) -> tuple[bytes, bytes]:
-    if os.path.isdir(path):
-        out = []
-        for name in (PLAN_JSON, WEIGHTS_NPZ):
-            p = os.path.join(path, name)
-            if not os.path.isfile(p):
-                raise ModelLoadError(f"offline model '{path}': missing {name}")
-            with open(p, "rb") as f:
-                out.append(f.read())
-        return out[0], out[1]
-    if not os.path.isfile(path):
-        raise ModelLoadError(f"offline model '{path}' does not exist")
-    try:
-        with zipfile.ZipFile(path) as z:
-            names = set(z.namelist())
-            for name in (PLAN_JSON, WEIGHTS_NPZ):
-                if name not in names:
-                    raise ModelLoadError(f"offline model '{path}': missing {name}")
-            return z.read(PLAN_JSON), z.read(WEIGHTS_NPZ)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, RuntimeError) as e:
-        raise ModelLoadError(f"offline model '{path}' is not a ge plan file: {e}") from e
-
-
 class _ViewFile(io.RawIOBase):
     """A read-only, seekable file over a memoryview (zipfile reads only headers through it)."""
 
@@ -142,63 +122,83 @@ def _stored_members(view: memoryview) -> dict[str, memoryview]:
     return out
 
 
-def _npz_fast(view: memoryview) -> dict[str, np.ndarray]:
+def _npz_fast(view: memoryview, check: Check) -> dict[str, np.ndarray]:
     """The arrays of an npz written by np.savez, each copied once out of `view` (no pickle: object dtypes
-    are refused). Raises on anything unusual; the caller then falls back to np.load."""
+    are refused). Every header is checked (`check`) before any array is copied; a ModelLoadError from it is
+    the answer, anything else unusual raises ValueError and the caller takes the general path."""
+    members = _stored_members(view)
+    heads = npz_headers({name: _ViewFile(data[:65536 + 16]) for name, data in members.items()},
+                        {name: len(data) for name, data in members.items()}, check)
     arrays = {}
-    for name, data in _stored_members(view).items():
-        if not name.endswith(".npy"):
-            raise ValueError(f"member {name} is not an array")
-        f = _ViewFile(data[:65536 + 16])
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-        else:
-            raise ValueError(f"npy version {version}")
-        if dtype.hasobject:
-            raise ValueError("object arrays need pickle")
-        count = int(np.prod(shape, dtype=np.int64))
-        a = np.frombuffer(data, dtype, count, offset=f.tell())
+    for name, (shape, fortran, dt, offset, count) in heads.items():
+        a = np.frombuffer(members[name], dt, count, offset=offset)
         arrays[name[:-4]] = a.reshape(shape, order="F" if fortran else "C").copy(order="K")
         del a
     return arrays
 
 
-def _load_fast(path: str):
-    """(plan.json bytes, arrays) through one mmap of the file: each weight is copied once. None on any
-    surprise (the general path then reads the file and reports what is wrong)."""
+def _zip_members(path: str):
     try:
-        npz_path = os.path.join(path, WEIGHTS_NPZ) if os.path.isdir(path) else path
+        z = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, RuntimeError, ValueError) as e:
+        raise ModelLoadError(f"offline model '{path}' is not a ge plan file: {e}") from e
+    names = set(z.namelist())
+    for name in (PLAN_JSON, WEIGHTS_NPZ):
+        if name not in names:
+            z.close()
+            raise ModelLoadError(f"offline model '{path}': missing {name}")
+    return z
+
+
+def _where(path: str) -> str:
+    if os.path.isdir(path):
+        for name in (PLAN_JSON, WEIGHTS_NPZ):
+            if not os.path.isfile(os.path.join(path, name)):
+                raise ModelLoadError(f"offline model '{path}': missing {name}")
+        return "dir"
+    if not os.path.isfile(path):
+        raise ModelLoadError(f"offline model '{path}' does not exist")
+    return "zip"
+
+
+def read_plan(path: str, cap: int) -> bytes:
+    """plan.json's bytes, read through a stream limited by its declared size and `cap`."""
+    if _where(path) == "dir":
+        return read_stored(os.path.join(path, PLAN_JSON), f"offline model '{path}': {PLAN_JSON}", cap)
+    with _zip_members(path) as z:
+        return read_member(z, PLAN_JSON, f"offline model '{path}'", cap)
+
+
+def _weights_fast(path: str, kind: str, check: Check) -> dict[str, np.ndarray] | None:
+    """One mmap, each weight copied once; None when the file takes the general path (compressed, unusual)."""
+    refused = None
+    try:
+        npz_path = os.path.join(path, WEIGHTS_NPZ) if kind == "dir" else path
         with open(npz_path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             view = memoryview(mm)
             try:
-                if os.path.isdir(path):
-                    text, arrays = None, _npz_fast(view)
-                else:
-                    members = _stored_members(view)
-                    text = bytes(members[PLAN_JSON])
-                    arrays = _npz_fast(members[WEIGHTS_NPZ])
-                    members = None
+                return _npz_fast(view if kind == "dir" else _stored_members(view)[WEIGHTS_NPZ], check)
+            except ModelLoadError as e:   # raised below, once no frame holds a view of the map
+                refused = ModelLoadError(str(e))
             finally:
                 view.release()
-        if text is None:
-            with open(os.path.join(path, PLAN_JSON), "rb") as f:
-                text = f.read()
-        return text, arrays
-    except Exception:  # noqa: BLE001 - any surprise: the general path decides
-        return None
+    except Exception:  # noqa: BLE001 - any surprise: the general path decides and says what is wrong
+        if refused is None:
+            return None
+    raise refused
 
 
-def read_members(path: str) -> tuple[bytes, dict[str, np.ndarray]]:
-    """(plan.json bytes, the arrays of weights.npz) of an offline model; ModelLoadError when unreadable."""
-    fast = _load_fast(path)
+def read_weights(path: str, check: Check) -> dict[str, np.ndarray]:
+    """The arrays of weights.npz; each npy header passes `check` (against plan.json, the file's size and
+    `check.cap`, the device's capacity) before any of its data is read."""
+    kind = _where(path)
+    fast = _weights_fast(path, kind, check)
     if fast is not None:
         return fast
-    text, npz = _read_members(path)
-    try:
-        with np.load(io.BytesIO(npz), allow_pickle=False) as z:
-            return text, {k: z[k] for k in z.files}
-    except Exception as e:  # noqa: BLE001 - any decode failure is a bad file
-        raise ModelLoadError(f"offline model '{path}': cannot read {WEIGHTS_NPZ}: {e}") from e
+    where = f"offline model '{path}'"
+    if kind == "dir":
+        npz = read_stored(os.path.join(path, WEIGHTS_NPZ), f"{where}: {WEIGHTS_NPZ}", check.cap + NPZ_SLACK)
+    else:
+        with _zip_members(path) as z:
+            npz = read_member(z, WEIGHTS_NPZ, f"offline model '{path}'", check.cap + NPZ_SLACK)
+    return npz_general(npz, check, check.cap, where)

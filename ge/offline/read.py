@@ -25,6 +25,7 @@ from ..npu.engines import ENGINES
 from ..option_values import MAX_GEARS
 from ..options import Options
 from ..plan import GearPlans, MemoryPlan, MemoryStats, Plan, PlanNode, PlanTensor, SyncEvent, TensorMemory
+from .bounded import Check, host_memory
 from .format import FORMAT, GEARS, GEARS_READS, GEARS_VERSION, READS, VERSION, digest_matches
 
 DTYPES = FROM_TOKEN   # the element types ge computes in, by their .str (bfloat16 by name)
@@ -54,6 +55,45 @@ def parse(text: bytes, path: str) -> dict:
         raise ModelLoadError(f"offline model '{path}': plan.json was changed after ge wrote it (its digest does "
                              "not match its text); an edited plan is refused: compile the model again")
     return doc
+
+
+def weights_check(doc: dict, where: str) -> Check:
+    """What weights.npz may hold, from plan.json (bounded.py checks each npy header against it before any
+    data is read): each constant's dtype and shape, and all arrays within the device capacity the plan names
+    (and the host's memory). Lenient: a malformed field adds no expectation; build() reports it."""
+    want, caps = {}, []
+
+    def walk(d, depth=0):
+        if not isinstance(d, dict) or depth > MAX_DEPTH:
+            return
+        opts = d.get("options")
+        cap = opts.get("device_memory_bytes") if isinstance(opts, dict) else None
+        if isinstance(cap, int) and not isinstance(cap, bool) and 0 < cap <= 1 << 50:
+            caps.append(cap)
+        tensors, consts = d.get("tensors"), d.get("constants")
+        if isinstance(tensors, list) and isinstance(consts, dict):
+            for i, key in consts.items():
+                ok = isinstance(i, str) and i.isascii() and i.isdigit() and int(i) < len(tensors)
+                t = tensors[int(i)] if ok else None
+                if (isinstance(key, str) and isinstance(t, list) and len(t) >= 3 and isinstance(t[0], str)
+                        and isinstance(t[1], str) and t[1] in DTYPES and isinstance(t[2], list)
+                        and all(type(x) is int and x >= 0 for x in t[2])):
+                    want.setdefault(key, (t[1], tuple(t[2]), f"constants[{i!r}]: '{t[0][:60]}'"))
+        for n in d.get("nodes") or () if isinstance(d.get("nodes"), list) else ():
+            for b in (n.get("bodies") or ()) if isinstance(n, dict) and isinstance(n.get("bodies"), list) else ():
+                if isinstance(b, list) and len(b) == 3:
+                    walk(b[1], depth + 1)
+
+    plans = doc.get("plans")
+    try:
+        for d in (plans.values() if doc.get("format") == GEARS and isinstance(plans, dict) else [doc]):
+            walk(d)
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError):
+        pass   # a document this malformed is refused by build(), naming the field
+    device = max(caps) if caps else Options().device_memory_bytes
+    host = host_memory()
+    why = (f"the device capacity plan.json names" if device <= host else "the host's physical memory")
+    return Check(where, min(device, host), why, want)
 
 
 # -- typed fields ---------------------------------------------------------------------------------

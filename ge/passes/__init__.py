@@ -26,6 +26,7 @@ from .recognize_activations import recognize_activations
 from .manager import PassManager
 from .nhwc_int8 import nhwc_int8
 from .remove_identity import remove_identity
+from .split_variadic import split_variadic
 
 # (name, pass); shapes are inferred again after passes that create nodes or constants.
 # fold_batchnorm runs after fold_constants (its per-channel operands are folded Unsqueezes) and before
@@ -35,6 +36,7 @@ from .remove_identity import remove_identity
 # compute_in_float32 first: kernel infers refuse 16-bit floats in the ops it brackets.
 PIPELINE = [
     ("compute_in_float32", compute_in_float32),
+    ("split_variadic", split_variadic),   # many-input Sum / Max / Min / Concat: nodes of <= 8 (compile once)
     ("infer_shapes", infer_shapes),
     ("fuse_qdq", fuse_qdq),
     ("fold_constants", fold_constants),

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ge
+from ge.offline.bounded import Check
 from ge import offline
 from ge.offline import files as offline_files
 from ge.offline import format as offline_format
@@ -111,9 +112,10 @@ def test_recompressed_file_still_loads(small, tmp_path):
     """A .gem re-zipped with compression misses the one-copy mmap path and takes the general one."""
     plan, path = small
     packed = _rewrite(path, tmp_path / "deflated.gem", compression=zipfile.ZIP_DEFLATED)
-    assert offline_files._load_fast(str(packed)) is None
+    check = lambda: Check("here", 1 << 30, "a test cap", {})  # noqa: E731
+    assert offline_files._weights_fast(str(packed), "zip", check()) is None
     assert ge.load(packed).to_json() == plan.to_json()
-    assert offline_files._load_fast(path) is not None
+    assert offline_files._weights_fast(path, "zip", check()) is not None
 
 
 def test_corrupted_json(small, tmp_path):

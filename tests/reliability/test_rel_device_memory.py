@@ -111,3 +111,73 @@ def test_v1_refusal_gives_the_weights_back():
     with pytest.raises(ge.DeviceMemoryError):
         runtime_v1.load(plan, memory)
     assert memory.in_use == 0
+
+
+@pytest.mark.parametrize("streams", [1, 2])
+def test_v2_run_time_shaped_output_over_the_cap_names_the_tensor(streams):
+    """Regression (issue 46, item 6): a graph output whose size is known only at run time was a plain host
+    array that ignored Options.device_memory_bytes (a 2 GiB output on a 1 GiB session). Its bytes now count:
+    over the cap it is a DeviceMemoryError naming it, before anything is allocated; the session recovers."""
+    from onnx import TensorProto, helper
+    from rel_models import make_model, vi
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Expand", ["r", "shape"], ["y"])]
+    model = make_model(nodes, [vi("x", [1]), vi("shape", [2], TensorProto.INT64)], [vi("y", None)])
+    opts = ge.Options(device_memory_bytes=1 << 20, stream_max_parallel_num={"AIcoreEngine": streams})
+    with ge.Session(model, runtime="v2", options=opts) as s:
+        x = np.float32([2.0])
+        with pytest.raises(ge.DeviceMemoryError) as e:
+            s.run(None, {"x": x, "shape": np.int64([1 << 16, 1 << 13])})   # 2 GiB of float32
+        assert "output 'y'" in str(e.value) and e.value.requested == 2 << 30 and e.value.capacity == 1 << 20
+        y = s.run(None, {"x": x, "shape": np.int64([4, 8])})[0]
+        np.testing.assert_array_equal(y, np.full((4, 8), 2, np.float32))
+
+
+_SESSIONS = """
+    import gc
+    import numpy as np
+    import ge
+    from rel_models import relu_chain
+    def vm():
+        return int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) << 10
+    x = np.linspace(-1, 1, 64 * 64, dtype=np.float32).reshape(64, 64)
+    want = 1 / (1 + np.exp(-np.maximum(x, 0)))
+    warm = ge.Session(relu_chain([64, 64], 2), runtime={runtime!r})
+    warm.run(None, {{"x": x}})
+    warm.close()
+    del warm
+    gc.collect()
+    base = vm()
+    sessions = [ge.Session(relu_chain([64, 64], 2), runtime={runtime!r}) for _ in range(20)]
+    ok = all(np.allclose(s.run(None, {{"x": x}})[0], want, rtol=1e-6) for s in sessions)
+    opened = vm()
+    for s in sessions:
+        s.close()
+    closed = vm()
+    _report(ok=ok, per_session=(opened - base) / 20, kept_after_close=(closed - base) / 20)
+"""
+
+
+@pytest.mark.parametrize("runtime", ["auto", "v2"])
+def test_twenty_small_sessions_fit_under_8_gib_of_address_space(runtime):
+    """Regression (issue 46, item 8): each session mapped its device's whole capacity (4 GiB) of addresses and
+    close() kept them, so under `ulimit -v 8G` the second session failed. A session now maps what its plan
+    needs (runtime_v2: plus a bounded pool headroom) and close() unmaps it."""
+    from limited import GIB, run_limited
+    r = run_limited(_SESSIONS.format(runtime=runtime), cap=8 * GIB)
+    assert r.get("ok"), r
+    assert r["per_session"] < 128 << 20, r          # was 4 GiB
+    assert r["kept_after_close"] < 8 << 20, r       # was 4 GiB
+
+
+def test_a_closed_device_memory_unmaps_and_refuses():
+    from ge.npu.memory import DeviceMemory
+    m = DeviceMemory(1 << 30, reserve=1 << 20)
+    assert m.mapped == 1 << 20
+    off = m.reserve(4096, "a")
+    m.view(off, 4096)[:] = 7
+    with pytest.raises(ge.DeviceMemoryError, match=r"beyond the 1048576 bytes of addresses this session reserved"):
+        m.reserve(2 << 20, "b")
+    m.close()
+    with pytest.raises(ge.DeviceMemoryError):
+        m.reserve(16, "after close")
+    m.release(off, 4096)   # a late release after close is harmless

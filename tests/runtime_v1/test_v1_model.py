@@ -135,30 +135,35 @@ def test_kernel_error_names_the_node_and_the_session_stays_usable():
 
 
 def test_thunk_generations_are_pruned_and_nothing_else(tmp_path, monkeypatch):
-    """Each kernel library gets its own thunk folder; ge's folders and files untouched for a day go away,
-    anything else in the cache folder stays, however old."""
+    """Each kernel library gets its own thunk folder; the files ge recorded in its manifests go away when
+    untouched for a day, anything else in the cache folder stays, however old (even named like ge's)."""
     import os
 
     from ge.npu import thunk_cache
-    stale = tmp_path / "0123456789abcdef"
+    stale = tmp_path / "0123456789abcdef"   # a generation ge made and recorded, with a thunk it wrote
     stale.mkdir()
     (stale / thunk_cache.MARKER).write_text("")
-    (stale / "thunk_old.py").write_text("")
-    loose = tmp_path / ("thunk_" + "ab" * 10 + ".py")
+    (stale / ("thunk_" + "cd" * 10 + ".py")).write_text("")
+    thunk_cache.record(stale, "thunk_" + "cd" * 10 + ".py")
+    thunk_cache.record(tmp_path, stale.name)
+    loose = tmp_path / ("thunk_" + "ab" * 10 + ".py")   # named like a thunk, in no manifest: kept (issue 46)
     loose.write_text("")
-    users = [tmp_path / "fedcba9876543210", tmp_path / "notes.txt", tmp_path / "thunk_mine.py"]
+    marked = tmp_path / "00000000deadbeef"   # ge's marker, but ge never recorded it: kept
+    marked.mkdir()
+    (marked / thunk_cache.MARKER).write_text("")
+    users = [tmp_path / "fedcba9876543210", tmp_path / "notes.txt", tmp_path / "thunk_mine.py", loose, marked]
     users[0].mkdir()   # named like a generation, but no marker: not ge's
     users[1].write_text("mine")
     users[2].write_text("mine")
     old = time.time() - 2 * thunk_cache.STALE_SECONDS
-    for p in (stale, loose, *users):
+    for p in (stale, *users):
         os.utime(p, (old, old))
     monkeypatch.setattr(thunk_cache, "cache_dir", lambda: tmp_path)
     thunk_cache.generation_dir.cache_clear()
     try:
         current = thunk_cache.generation_dir()
         assert current.parent == tmp_path and current.name == thunk_cache.library_hash()[:16]
-        assert not stale.exists() and not loose.exists() and all(p.exists() for p in users)
+        assert not stale.exists() and all(p.exists() for p in users)
     finally:
         thunk_cache.generation_dir.cache_clear()
 
