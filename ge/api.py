@@ -11,6 +11,7 @@ import numpy as np
 
 from .compiler import compile as compile_model
 from .compiler import compile_gears
+from .dynamic_reasons import runtime_reason
 from .errors import DeviceMemoryError, GEError, InputError
 from .hccl.ops import collectives
 from .ir import Graph
@@ -115,6 +116,7 @@ class Session:
         self.plan: Plan = model if isinstance(model, Plan) else compile_model(
             model, options, inputs=inputs, outputs=outputs)
         self.runtime = self._pick_runtime(runtime, self.plan)
+        self._reason = runtime_reason(self.plan, self.runtime, runtime)
         ins = [self.plan.tensors[i] for i in self.plan.inputs]
         if end is not None or options.device_count > 1 or collectives(self.plan):
             other = None   # tensor parallel: every device of this process compiles its own slices
@@ -139,6 +141,7 @@ class Session:
         self.gear_plans = gp
         self.plan = gp.plans[gp.gears[-1]]  # the largest gear's plan
         self.runtime = "v1"
+        self._reason = f"batch gears {list(gp.gears)}: one static plan per gear on runtime_v1"
         self._executor = _load("v1", gp)
         self._describe(list(gp.inputs), list(gp.outputs))
 
@@ -174,8 +177,10 @@ class Session:
 
     def stats(self) -> dict:
         """The runtime's counters (runtime_v1: zero-copy bindings, native and fallback tasks, streams...;
-        runtime_v2: steps, instances, stream threads)."""
-        return self._executor.stats()
+        runtime_v2: steps, instances, stream threads), with `runtime` ("v1" / "v2") and `runtime_reason`:
+        why it runs there (runtime="auto": the plan is static, or which nodes have shapes known only at run
+        time and why)."""
+        return {**self._executor.stats(), "runtime": self.runtime, "runtime_reason": self._reason}
 
     @property
     def stream_threads(self) -> int:

@@ -185,6 +185,23 @@ def mib(n: int) -> str:
     return f"{n / 2**20:.2f} MiB"
 
 
+def memory_line(sess) -> str:
+    """Weights and the feature map of the plan the session runs: the static memory plan's, or (tensors with
+    shapes known only at run time) runtime_v2's caching allocator peak over the runs so far."""
+    plan = sess.plan
+    line = f"memory    weights {mib(sum(a.nbytes for a in plan.constants.values()))}"
+    s = plan.memory.stats if plan.memory is not None else None
+    if not plan.is_dynamic and s is not None:   # the numbers and words of `ge plan`
+        return line + (f"   feature map: no reuse {mib(s.no_reuse_bytes)}, planned {mib(s.feature_map_bytes)} "
+                       f"({s.ratio:.2f}x lower bound, by {s.assigner})")
+    dyn = sess.allocator_stats().get("dynamic") or {}
+    line += (f"   feature map (shapes known at run time): allocator peak {mib(dyn.get('peak_allocated', 0))} "
+             f"allocated, {mib(dyn.get('peak_reserved', 0))} reserved")
+    if s is not None and s.feature_map_bytes:
+        line += f", plus {mib(s.feature_map_bytes)} planned for the static tensors"
+    return line
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
