@@ -93,6 +93,10 @@ class Session:
         if is_offline_model(model):  # a saved plan (ge.save): its compile options come from the file
             model = load_plan(model)
         self.gear_plans = None  # ge.plan.GearPlans when runtime_v1 runs batch gears (dynamic_batch)
+        # the model as given, to compile again at a run's shapes for a trace (run_traced); a Graph is
+        # rewritten in place by the passes, a Plan is already compiled: neither can be
+        self._source = None if isinstance(model, (Graph, Plan, GearPlans)) else model
+        self._at_shapes: dict = {}
         if self.options.dynamic_batch or isinstance(model, GearPlans):
             if isinstance(model, Plan):
                 raise GEError("dynamic_batch compiles one plan per gear from the model; a compiled Plan or "
@@ -193,6 +197,8 @@ class Session:
 
     def close(self) -> None:
         """Release the session's device memory; runs after this raise GEError."""
+        for sess in self._at_shapes.values():
+            sess.close()
         self._executor.close()
 
     def __enter__(self) -> "Session":
@@ -247,10 +253,29 @@ class Session:
 
     def run_traced(self, feeds: dict, tracer) -> list[np.ndarray]:
         """One run of all outputs, recording each task (and each event) as a slice on `tracer`
-        (ge.npu.Tracer): one track per stream. Slower than run(); for profiles (`ge profile`)."""
+        (ge.npu.Tracer): one track per stream. Slower than run(); for profiles (`ge profile`).
+        runtime_v2 traces a plan with shapes known only at run time on one host thread only once they are
+        fixed: the model is compiled again at the feeds' shapes (cached per shape) and that plan traced."""
+        if self.runtime == "v2" and self.plan.is_dynamic and self.stream_threads <= 1:
+            return self.at_shapes(feeds).run_traced(feeds, tracer)
         if hasattr(tracer, "label_nodes") and not getattr(tracer, "nodes", None):
             tracer.label_nodes(self.plan)   # slices named by op type and node, shapes in their args
         return self._executor.run_traced(self._check_feeds(feeds), tracer)
+
+    def at_shapes(self, feeds: dict) -> "Session":
+        """A session of this model with every input shape fixed to the feeds' (Options.input_shape), on this
+        session's runtime; cached per shape. For traces and tools that need a plan without run-time shapes."""
+        self._check_feeds(feeds)
+        shapes = tuple((t.name, tuple(np.shape(feeds[t.name]))) for t in self._inputs
+                       if t.value_kind == "tensor" and t.name in feeds)
+        if shapes not in self._at_shapes:
+            if self._source is None:
+                raise GEError(f"plan '{self.plan.name}' has shapes known only at run time and was given compiled "
+                              "(or as an ir.Graph): to trace or profile it, compile the model with its input "
+                              "shapes fixed (Options(input_shape=...), `ge compile --input-shape`)")
+            self._at_shapes[shapes] = Session(self._source, self.runtime, self.options.replace(
+                input_shape=shapes, enable_dynamic_shape_multi_stream=True))
+        return self._at_shapes[shapes]
 
     def _check_bound(self, outputs) -> None:
         """Bound outputs are writable numpy arrays (their shape and dtype are checked after the run)."""

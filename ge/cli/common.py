@@ -114,13 +114,23 @@ def compile_kernels(sess, progress: Progress) -> None:
         warm(sess.plan)
 
 
-def warm_session(path: str, args) -> tuple:
+def warm_session(path: str, args, traced: bool = False) -> tuple:
     """(session, feeds) after --warmup untimed runs (at least one: kernels compiled or loaded, an instance
-    created), with progress; for the commands that then time or trace runs."""
+    created), with progress; for the commands that then time or trace runs (`traced`: the session that
+    run_traced traces, a dynamic model's at the feeds' shapes)."""
     with Progress() as progress:
         sess = open_session(path, args, progress)
-        compile_kernels(sess, progress)
         inputs = feeds(sess, args)
+        if traced and sess.runtime == "v2" and sess.plan.is_dynamic and sess.stream_threads <= 1:
+            # a trace needs the plan run without shapes known only at run time: the model at the feeds' shapes
+            with progress.phase("load"):
+                at = sess.at_shapes(inputs)
+            print(f"ge: {label(path)} has shapes known only at run time; traced at the feeds' shapes ("
+                  + ", ".join(f"{i.name}{list(np.shape(inputs[i.name]))}" for i in sess.get_inputs())
+                  + f"), compiled again with them fixed: {plural(len(at.plan.nodes), 'node')}"
+                  + (", still dynamic" if at.plan.is_dynamic else ", static"), file=sys.stderr)
+            sess = at
+        compile_kernels(sess, progress)
         with progress.phase("first run"):
             for _ in range(max(args.warmup, 1)):
                 sess.run(None, inputs)
