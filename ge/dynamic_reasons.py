@@ -21,11 +21,13 @@ def _spec(plan: Plan, t: int):
     return TensorSpec(pt.shape, pt.dtype) if pt.is_static and pt.value_kind == "tensor" else None
 
 
-def _root_reason(plan: Plan, node, producer: dict) -> str:
-    """Why a node whose input shapes are all static still has shapes known only at run time."""
+def _root_reason(plan: Plan, node, producer: dict) -> tuple[str, object]:
+    """(why a node whose input shapes are all static still has shapes known only at run time, the node or
+    input whose run-time shape it reads: None when it reads data)."""
     what = f"{node.op_type} node '{node.name}'"
     if node.kernel.host is not None:
-        return static_control_reason(plan, node) or f"{what} runs on the host (its outputs are known at run time)"
+        return static_control_reason(plan, node) or f"{what} runs on the host (its outputs are known at run " \
+            "time)", None
     specs = [_spec(plan, t) for t in node.inputs]
     values = [plan.constants.get(t) if (t >= 0 and k in node.kernel.value_inputs) else None
               for k, t in enumerate(node.inputs)]
@@ -35,20 +37,20 @@ def _root_reason(plan: Plan, node, producer: dict) -> str:
     except UnknownValueError as e:
         missing = [k for k in node.kernel.value_inputs
                    if k < len(node.inputs) and node.inputs[k] >= 0 and values[k] is None]
-        if not missing:   # the kernel itself sizes its output from the data (NonZero, Unique, NMS...)
-            return f"{what}: its output size depends on the input data"
+        if not missing:
+            return f"{what}: {e}", None
         t = node.inputs[missing[0]]
-        source = _data_source(plan, t, producer)
-        return f"{what}: input {missing[0]} ('{plan.tensors[t].name}') sets a shape and is {source}" \
-            if source else f"{what}: {e}"
+        source, shape_of = _data_source(plan, t, producer)
+        return (f"{what}: its output shape depends on the value of input {missing[0]} ('{plan.tensors[t].name}'), "
+                f"{source or 'known only at run time'}"), shape_of
     except Exception as e:  # noqa: BLE001 - a reason, not a failure: the plan compiled
-        return f"{what}: {type(e).__name__}: {e}"
-    return f"{what}: shapes known only at run time"
+        return f"{what}: {type(e).__name__}: {e}", None
+    return f"{what}: shapes known only at run time", None
 
 
-def _data_source(plan: Plan, t: int, producer: dict) -> str:
-    """Where the run-time value of tensor t comes from: the graph input fed, or the first node up its chain
-    that reads data rather than shapes."""
+def _data_source(plan: Plan, t: int, producer: dict) -> tuple[str, object]:
+    """(where the run-time value of tensor t comes from: the graph input fed, the first node up its chain that
+    reads data rather than shapes, or a run-time shape; the node or input tensor whose shape it is, or None)."""
     seen, todo = set(), [t]
     while todo:
         t = todo.pop()
@@ -56,23 +58,23 @@ def _data_source(plan: Plan, t: int, producer: dict) -> str:
             continue
         seen.add(t)
         if t in plan.inputs:
-            return f"fed at run time (input '{plan.tensors[t].name}')"
+            return f"fed at run time (input '{plan.tensors[t].name}')", None
         node = producer.get(t)
         if node is None:
             continue
         if node.op_type not in SHAPE_OPS:
-            return f"computed from data by {node.op_type} node '{node.name}'"
+            return f"computed from data by {node.op_type} node '{node.name}'", None
         if node.op_type in ("Shape", "Size"):
             src = producer.get(node.inputs[0])
             if node.inputs[0] in plan.inputs:
-                return f"the shape of input '{plan.tensors[node.inputs[0]].name}', {SHAPE_SOURCE}"
+                return f"the shape of input '{plan.tensors[node.inputs[0]].name}', known only at run time", \
+                    node.inputs[0]
             if src is not None:
-                return f"the shape of {src.op_type} node '{src.name}''s output, {SHAPE_SOURCE}"
+                return f"the shape of {src.op_type} node '{src.name}''s output, known only at run time", src
         todo.extend(node.inputs)
-    return ""
+    return "", None
 
 
-SHAPE_SOURCE = "known only at run time"
 # ops that move or compute shape values (the exporters' shape arithmetic): a run-time value passing through
 # them still comes from where it entered
 SHAPE_OPS = {"Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Reshape", "Identity",
@@ -84,19 +86,26 @@ def dynamic_reasons(plan: Plan) -> list[str]:
     inputs with symbolic dims and how many roots only follow their run-time shapes."""
     producer = {o: n for n in plan.nodes for o in n.outputs}
     data, shaped = [], []
+    from_data: set[int] = set()   # steps whose shapes depend on data, not only on the input shapes
     for node in plan.nodes:
         if not node.is_dynamic or (node.bodies and not static_control_reason(plan, node)):
             continue
+        if any(t >= 0 and producer.get(t) is not None and producer[t].step in from_data for t in node.inputs):
+            from_data.add(node.step)
         if all(t < 0 or _spec(plan, t) is not None for t in node.inputs):
-            why = _root_reason(plan, node, producer)
-            (shaped if why.endswith(SHAPE_SOURCE) else data).append(why)
+            why, shape_of = _root_reason(plan, node, producer)
+            if shape_of is None or getattr(shape_of, "step", None) in from_data:
+                data.append(why)
+                from_data.add(node.step)
+            else:
+                shaped.append(why)
     free = [plan.tensors[t] for t in plan.inputs
             if plan.tensors[t].value_kind == "tensor" and not plan.tensors[t].is_static]
     if free:
         data.append("input dims known only at run time: " + ", ".join(f"{t.name}{list(t.shape)}" for t in free)
                     + (f" ({len(shaped)} node(s) read their sizes as values)" if shaped else "")
                     + "; fix them: Options(input_shape=...) or --input-shape")
-    elif shaped:
+    else:
         data.extend(shaped)
     return data
 
