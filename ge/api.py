@@ -11,7 +11,7 @@ import numpy as np
 
 from .compiler import compile as compile_model
 from .compiler import compile_gears
-from .dynamic_reasons import runtime_reason
+from .dynamic_reasons import dynamic_reasons, runtime_reason
 from .errors import DeviceMemoryError, GEError, InputError
 from .hccl.ops import collectives
 from .ir import Graph
@@ -197,7 +197,7 @@ class Session:
 
     def close(self) -> None:
         """Release the session's device memory; runs after this raise GEError."""
-        for sess in self._at_shapes.values():
+        for sess in (self._at_shapes or {}).values():
             sess.close()
         self._executor.close()
 
@@ -257,6 +257,12 @@ class Session:
         runtime_v2 traces a plan with shapes known only at run time on one host thread only once they are
         fixed: the model is compiled again at the feeds' shapes (cached per shape) and that plan traced."""
         if self.runtime == "v2" and self.plan.is_dynamic and self.stream_threads <= 1:
+            if self._at_shapes is None:   # this session is already the model at fixed shapes: data decides
+                why = dynamic_reasons(self.plan)
+                raise GEError(f"cannot trace plan '{self.plan.name}': with its input shapes fixed it still has "
+                              f"shapes known only at run time ({why[0] if why else 'dynamic nodes'}), and runtime_v2 "
+                              "traces such a plan only on several stream threads; it has one"
+                              + (f" ({self.plan.single_stream_reason})" if self.plan.single_stream_reason else ""))
             return self.at_shapes(feeds).run_traced(feeds, tracer)
         if hasattr(tracer, "label_nodes") and not getattr(tracer, "nodes", None):
             tracer.label_nodes(self.plan)   # slices named by op type and node, shapes in their args
@@ -266,6 +272,8 @@ class Session:
         """A session of this model with every input shape fixed to the feeds' (Options.input_shape), on this
         session's runtime; cached per shape. For traces and tools that need a plan without run-time shapes."""
         self._check_feeds(feeds)
+        if self._at_shapes is None:   # already one
+            return self
         shapes = tuple((t.name, tuple(np.shape(feeds[t.name]))) for t in self._inputs
                        if t.value_kind == "tensor" and t.name in feeds)
         if shapes not in self._at_shapes:
@@ -273,8 +281,10 @@ class Session:
                 raise GEError(f"plan '{self.plan.name}' has shapes known only at run time and was given compiled "
                               "(or as an ir.Graph): to trace or profile it, compile the model with its input "
                               "shapes fixed (Options(input_shape=...), `ge compile --input-shape`)")
-            self._at_shapes[shapes] = Session(self._source, self.runtime, self.options.replace(
+            sess = Session(self._source, self.runtime, self.options.replace(
                 input_shape=shapes, enable_dynamic_shape_multi_stream=True))
+            sess._at_shapes = None   # it compiles no further sessions
+            self._at_shapes[shapes] = sess
         return self._at_shapes[shapes]
 
     def _check_bound(self, outputs) -> None:

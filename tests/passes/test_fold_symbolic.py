@@ -2,12 +2,14 @@
 symbolic sizes (ge/ir/symbolic.py), numerics against onnx.reference, and the data-dependent case kept dynamic
 with its reason."""
 import numpy as np
+import pytest
 from onnx import TensorProto, helper
 from pass_check import check_numerics, node, printed, randn, run_pass
 
 import ge
 from ge.dynamic_reasons import dynamic_reasons
 from ge.ir.symbolic import Expr
+from ge.npu import Tracer
 from ge.passes import eliminate_dead_code, fold_constants, fold_symbolic
 
 I64 = lambda *v: np.array(v, np.int64)  # noqa: E731
@@ -89,6 +91,9 @@ def test_a_reshape_target_from_data_stays_dynamic_with_its_reason():
     sess = ge.Session(_data_dependent())
     assert sess.runtime == "v2" and why[0] in sess.stats()["runtime_reason"]
     np.testing.assert_array_equal(sess.run(None, {"x": x, "mask": mask})[0], x.reshape(2, 3))
+    with pytest.raises(ge.GEError, match="cannot trace plan 'g': with its input shapes fixed it still has") as e:
+        sess.run_traced({"x": x, "mask": mask}, Tracer("g"))   # a profile: the reason, no internal option
+    assert "NonZero node 'nz'" in str(e.value) and "enable_" not in str(e.value)
 
 
 def test_symbolic_sizes_are_canonical_polynomials():
