@@ -89,12 +89,15 @@ def _streams(plan, errors) -> None:
 def _memory(plan, errors) -> None:
     mem = plan.memory
     names = {t.name for t in plan.tensors}
+    # a dynamic node's outputs are runtime_v2's to allocate even when their shapes are static (a Shape node
+    # of a symbolic input: ge.memory.lifetime puts them in the dynamic segment)
+    by_dynamic = {t for n in plan.nodes if n.is_dynamic for t in n.outputs}
     for m in mem.tensors:
         for what, ref in (("alias_of", m.alias_of), ("part_of", m.part_of)):
             if ref is not None and ref not in names:
                 errors.append(f"tensor '{m.name}': {what} '{ref}' is not a tensor of the plan")
         t = plan.tensors[m.index]
-        if t.is_static and m.segment == "dynamic":
+        if t.is_static and m.segment == "dynamic" and m.index not in by_dynamic:
             errors.append(f"static tensor '{m.name}' has no place (segment dynamic)")
         if t.is_static and m.bytes is not None and m.bytes != t.nbytes:
             errors.append(f"tensor '{m.name}' has {m.bytes} bytes in the memory plan, its shape needs {t.nbytes}")
