@@ -11,6 +11,7 @@ import numpy as np
 
 from .compiler import compile as compile_model
 from .compiler import compile_gears
+from .dynamic_reasons import dynamic_reasons, runtime_reason
 from .errors import DeviceMemoryError, GEError, InputError
 from .gear_fallback import GearsOrV2
 from .hccl.ops import collectives
@@ -112,6 +113,10 @@ class Session:
         if is_offline_model(model):  # a saved plan (ge.save): its compile options come from the file
             model = load_plan(model)
         self.gear_plans = None  # ge.plan.GearPlans when runtime_v1 runs gears (dynamic_batch, dynamic_dims)
+        # the model as given, to compile again at a run's shapes for a trace (run_traced); a Graph is
+        # rewritten in place by the passes, a Plan is already compiled: neither can be
+        self._source = None if isinstance(model, (Graph, Plan, GearPlans)) else model
+        self._at_shapes: dict = {}
         if self.options.dynamic_batch or self.options.dynamic_dims or isinstance(model, GearPlans):
             what = "dynamic_dims" if self.options.dynamic_dims else "dynamic_batch"
             if isinstance(model, Plan):
@@ -142,6 +147,7 @@ class Session:
         self.plan: Plan = model if isinstance(model, Plan) else compile_model(
             model, options, inputs=inputs, outputs=outputs)
         self.runtime = self._pick_runtime(runtime, self.plan)
+        self._reason = runtime_reason(self.plan, self.runtime, runtime)
         ins = [self.plan.tensors[i] for i in self.plan.inputs]
         if end is not None or options.device_count > 1 or collectives(self.plan):
             other = None   # tensor parallel: every device of this process compiles its own slices
@@ -169,6 +175,7 @@ class Session:
         self.gear_plans = gp
         self.plan = gp.plans[max(gp.plans)]  # the largest gear's plan
         self.runtime = "v1"
+        self._reason = f"batch gears {list(gp.gears)}: one static plan per gear on runtime_v1"
         self._executor = _load("v1", gp)
         if auto and gp.dims and gp.fallback is not None and "v2" in available_runtimes():
             self._executor = GearsOrV2(self._executor, gp, lambda: _load("v2", gp.fallback))
@@ -206,11 +213,12 @@ class Session:
 
     def stats(self) -> dict:
         """The runtime's counters (runtime_v1: zero-copy bindings, native and fallback tasks, streams...;
-        runtime_v2: steps, instances, stream threads); "thunk_cache": the problems met with the thunk and
-        Numba caches (a refused folder, a damaged entry quarantined), each also warned once; [] when none."""
-        out = dict(self._executor.stats())
-        out["thunk_cache"] = cache_problems()
-        return out
+        runtime_v2: steps, instances, stream threads), with `runtime` ("v1" / "v2") and `runtime_reason`:
+        why it runs there (runtime="auto": the plan is static, or which nodes have shapes known only at run
+        time and why); "thunk_cache": the problems met with the thunk and Numba caches (a refused folder, a
+        damaged entry quarantined), each also warned once; [] when none."""
+        return {**self._executor.stats(), "runtime": self.runtime, "runtime_reason": self._reason,
+                "thunk_cache": cache_problems()}
 
     @property
     def stream_threads(self) -> int:
@@ -223,6 +231,8 @@ class Session:
 
     def close(self) -> None:
         """Release the session's device memory; runs after this raise GEError."""
+        for sess in (self._at_shapes or {}).values():
+            sess.close()
         self._executor.close()
 
     def __enter__(self) -> "Session":
@@ -295,10 +305,39 @@ class Session:
 
     def run_traced(self, feeds: dict, tracer) -> list[np.ndarray]:
         """One run of all outputs, recording each task (and each event) as a slice on `tracer`
-        (ge.npu.Tracer): one track per stream. Slower than run(); for profiles (`ge profile`)."""
+        (ge.npu.Tracer): one track per stream. Slower than run(); for profiles (`ge profile`).
+        runtime_v2 traces a plan with shapes known only at run time on one host thread only once they are
+        fixed: the model is compiled again at the feeds' shapes (cached per shape) and that plan traced."""
+        if self.runtime == "v2" and self.plan.is_dynamic and self.stream_threads <= 1:
+            if self._at_shapes is None:   # this session is already the model at fixed shapes: data decides
+                why = dynamic_reasons(self.plan)
+                raise GEError(f"cannot trace plan '{self.plan.name}': with its input shapes fixed it still has "
+                              f"shapes known only at run time ({why[0] if why else 'dynamic nodes'}), and runtime_v2 "
+                              "traces such a plan only on several stream threads; it has one"
+                              + (f" ({self.plan.single_stream_reason})" if self.plan.single_stream_reason else ""))
+            return self.at_shapes(feeds).run_traced(feeds, tracer)
         if hasattr(tracer, "label_nodes") and not getattr(tracer, "nodes", None):
             tracer.label_nodes(self.plan)   # slices named by op type and node, shapes in their args
         return self._executor.run_traced(self._check_feeds(feeds), tracer)
+
+    def at_shapes(self, feeds: dict) -> "Session":
+        """A session of this model with every input shape fixed to the feeds' (Options.input_shape), on this
+        session's runtime; cached per shape. For traces and tools that need a plan without run-time shapes."""
+        self._check_feeds(feeds)
+        if self._at_shapes is None:   # already one
+            return self
+        shapes = tuple((t.name, tuple(np.shape(feeds[t.name]))) for t in self._inputs
+                       if t.value_kind == "tensor" and t.name in feeds)
+        if shapes not in self._at_shapes:
+            if self._source is None:
+                raise GEError(f"plan '{self.plan.name}' has shapes known only at run time and was given compiled "
+                              "(or as an ir.Graph): to trace or profile it, compile the model with its input "
+                              "shapes fixed (Options(input_shape=...), `ge compile --input-shape`)")
+            sess = Session(self._source, self.runtime, self.options.replace(
+                input_shape=shapes, enable_dynamic_shape_multi_stream=True))
+            sess._at_shapes = None   # it compiles no further sessions
+            self._at_shapes[shapes] = sess
+        return self._at_shapes[shapes]
 
     def _check_bound(self, outputs) -> None:
         """Bound outputs are writable numpy arrays (their shape and dtype are checked after the run)."""

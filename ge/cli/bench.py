@@ -45,6 +45,7 @@ def cmd_bench(args) -> int:
     rank = _rank_prefix()
     print(f"{rank}model {path}   threads {args.threads or CPUS} for ge and for onnxruntime   rounds {args.rounds}")
     print(f"{rank}ge        {common.cores(sess)}")
+    print(f"{rank}why       {sess.stats()['runtime_reason']}")
     print("\n".join(rank + line for line in format_table(rows, base=rows[0].name).splitlines()))
     if rank:
         _aggregate(rows, feeds)

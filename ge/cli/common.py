@@ -111,13 +111,23 @@ def compile_kernels(sess, progress: Progress) -> None:
     sess.warm_up()
 
 
-def warm_session(path: str, args) -> tuple:
+def warm_session(path: str, args, traced: bool = False) -> tuple:
     """(session, feeds) after --warmup untimed runs (at least one: kernels compiled or loaded, an instance
-    created), with progress; for the commands that then time or trace runs."""
+    created), with progress; for the commands that then time or trace runs (`traced`: the session that
+    run_traced traces, a dynamic model's at the feeds' shapes)."""
     with Progress() as progress:
         sess = open_session(path, args, progress)
-        compile_kernels(sess, progress)
         inputs = feeds(sess, args)
+        if traced and sess.runtime == "v2" and sess.plan.is_dynamic and sess.stream_threads <= 1:
+            # a trace needs the plan run without shapes known only at run time: the model at the feeds' shapes
+            with progress.phase("load"):
+                at = sess.at_shapes(inputs)
+            print(f"ge: {label(path)} has shapes known only at run time; traced at the feeds' shapes ("
+                  + ", ".join(f"{i.name}{list(np.shape(inputs[i.name]))}" for i in sess.get_inputs())
+                  + f"), compiled again with them fixed: {plural(len(at.plan.nodes), 'node')}"
+                  + (", still dynamic" if at.plan.is_dynamic else ", static"), file=sys.stderr)
+            sess = at
+        compile_kernels(sess, progress)
         with progress.phase("warm-up runs"):   # the first is the session's "first run"
             for _ in range(max(args.warmup, 1)):
                 sess.run(None, inputs)
@@ -184,6 +194,23 @@ def save_outputs(path: str, sess, outs) -> None:
 
 def mib(n: int) -> str:
     return f"{n / 2**20:.2f} MiB"
+
+
+def memory_line(sess) -> str:
+    """Weights and the feature map of the plan the session runs: the static memory plan's, or (tensors with
+    shapes known only at run time) runtime_v2's caching allocator peak over the runs so far."""
+    plan = sess.plan
+    line = f"memory    weights {mib(sum(a.nbytes for a in plan.constants.values()))}"
+    s = plan.memory.stats if plan.memory is not None else None
+    if not plan.is_dynamic and s is not None:   # the numbers and words of `ge plan`
+        return line + (f"   feature map: no reuse {mib(s.no_reuse_bytes)}, planned {mib(s.feature_map_bytes)} "
+                       f"({s.ratio:.2f}x lower bound, by {s.assigner})")
+    dyn = sess.allocator_stats().get("dynamic") or {}
+    line += (f"   feature map (shapes known at run time): allocator peak {mib(dyn.get('peak_allocated', 0))} "
+             f"allocated, {mib(dyn.get('peak_reserved', 0))} reserved")
+    if s is not None and s.feature_map_bytes:
+        line += f", plus {mib(s.feature_map_bytes)} planned for the static tensors"
+    return line
 
 
 def plural(n: int, word: str) -> str:

@@ -18,6 +18,22 @@ def check_static(plan, runtime: str) -> None:
                       + ": fix the input sizes with --input-shape NAME:d0,d1,..., or use --runtime v2")
 
 
+def dynamic_summary(plan, most: int = 5) -> str:
+    """Which nodes keep the plan dynamic and why (the first few causes and a count), and what the memory
+    table below then covers."""
+    from ..dynamic_reasons import dynamic_reasons
+    dyn = [n for n in plan.nodes if n.is_dynamic]
+    sized = sum(1 for t in plan.tensors if t.kind == "activation" and not t.is_static)
+    why = dynamic_reasons(plan)
+    lines = [f"dynamic   {len(dyn)} of {common.plural(len(plan.nodes), 'node')} have shapes known only at run "
+             f"time: runtime_v2 runs them and allocates their {common.plural(sized, 'tensor')} per run (`ge run` "
+             "prints its allocator's peak); the memory plan below covers the static tensors only"]
+    lines += [f"  because {w}" for w in why[:most]]
+    if len(why) > most:
+        lines.append(f"  (and {len(why) - most} more)")
+    return "\n".join(lines) + "\n"
+
+
 def _orders_table(path, options, tf) -> str:
     """Live lower bound and planned MiB per topological sort mode (the graph is optimized once)."""
     from ..compiler import bind_input_shapes, build_plan, import_model, optimize
@@ -41,6 +57,8 @@ def cmd_plan(args) -> int:
     with Progress() as progress, progress.phase("compile"):
         plan = compile_model(path, opts, **common.tf_names(args))
     check_static(plan, args.runtime)
+    if plan.is_dynamic:
+        print(dynamic_summary(plan))
     print(memory_table(plan))
     print(f"streams   {plan.num_streams}, events {len(plan.events)}"
           + (f" (single stream: {plan.single_stream_reason})" if plan.single_stream_reason else ""))

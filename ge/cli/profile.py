@@ -14,7 +14,7 @@ def cmd_profile(args) -> int:
     from ..kernels.bind import retile
     from ..npu import ASCEND_910, Tracer, compare
     path = common.model_path(args.model)
-    sess, feeds = common.warm_session(path, args)
+    sess, feeds = common.warm_session(path, args, traced=True)
     tracer = Tracer(common.label(path))
     t0 = time.perf_counter()
     for _ in range(args.repeat):

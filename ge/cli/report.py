@@ -12,7 +12,7 @@ from . import common
 
 def cmd_report(args) -> int:
     path = common.model_path(args.model)
-    sess, feeds = common.warm_session(path, args)
+    sess, feeds = common.warm_session(path, args, traced=True)
     tracer = Tracer(common.label(path))
     times = []
     for _ in range(max(args.repeat, 1)):

@@ -51,13 +51,8 @@ def cmd_run(args) -> int:
     if times:
         print(f"latency   median {np.median(times) * 1e3:.2f} ms   min {min(times) * 1e3:.2f} ms   "
               f"({plural(len(times), 'run')} after {plural(max(args.warmup, 1), 'warm-up run')})")
-    weights = sum(a.nbytes for a in plan.constants.values())
-    line = f"memory    weights {mib(weights)}"
-    if plan.memory is not None:
-        s = plan.memory.stats   # the numbers and words of `ge plan`
-        line += (f"   feature map: no reuse {mib(s.no_reuse_bytes)}, planned {mib(s.feature_map_bytes)} "
-                 f"({s.ratio:.2f}x lower bound, by {s.assigner})")
-    print(line)
+    print(f"why       {sess.stats()['runtime_reason']}")
+    print(common.memory_line(sess))
     if args.save_outputs:
         common.save_outputs(args.save_outputs, sess, outs)
         print(f"wrote     {args.save_outputs} ({', '.join(o.name for o in sess.get_outputs())})")

@@ -32,6 +32,9 @@ class Value:
     users: list[Node] = field(default_factory=list)
     const: np.ndarray | None = None
     kind: str = "tensor"  # | "sequence" | "optional" | "optional_sequence"
+    # a small integer tensor's value as far as it follows from shapes (the exporters' shape arithmetic): its
+    # elements in order, each an int or a symbolic dim string (ge/ir/symbolic.py); set by fold_symbolic
+    sym: tuple | None = None
 
     @property
     def is_tensor(self) -> bool:

@@ -7,6 +7,7 @@ from .drop_half_casts import drop_half_casts
 from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
+from .fold_symbolic import fold_symbolic
 from .fold_channel_scale import fold_channel_scale
 from .fold_if import fold_if
 from .fuse_activation import fuse_activation
@@ -40,6 +41,7 @@ PIPELINE = [
     ("infer_shapes", infer_shapes),
     ("fuse_qdq", fuse_qdq),
     ("fold_constants", fold_constants),
+    ("fold_symbolic", fold_symbolic),   # shape arithmetic over symbolic sizes (input shapes not all fixed)
     ("fold_if", fold_if),               # an If on a constant condition: the branch it picks
     ("remove_identity", remove_identity),
     ("cancel_transposes", cancel_transposes),

@@ -2,7 +2,10 @@
 
 Also folds Shape and Size of statically shaped values (their inputs need not be constant). The light
 models build every weight with ConstantOfShape: after this pass none of those runs at inference.
-Nodes are visited in order, so chains of constants fold in one sweep. A result larger than the modelled
+Nodes are visited in order, so chains of constants fold in one sweep; a node that does not fold has its
+shapes inferred on the spot (infer_shapes.infer_node), so the exporters' shape arithmetic (Shape -> Gather ->
+Concat -> Reshape, layer after layer) folds through the whole graph in one sweep rather than one Reshape a
+pipeline round (a 4-layer GPT-2 has ~50 of them: MAX_FOLD_ROUNDS left most of it dynamic). A result larger than the modelled
 device memory is refused (DeviceMemoryError naming the node) before anything is allocated.
 """
 from __future__ import annotations
@@ -14,6 +17,7 @@ import numpy as np
 from ..errors import DeviceMemoryError
 from ..kernels.bind import node_context, node_kernel, static_spec
 from ..kernels.registry import run_kernel
+from .infer_shapes import infer_node
 
 NEVER_FOLD = {"HcomAllReduce", "HcomAllGather", "HcomBroadcast", "HcomReduceScatter",  # collectives: run on a group
               "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
@@ -42,18 +46,27 @@ def fold_constants(graph, options=None) -> bool:
     capacity = options.device_memory_bytes if options is not None else math.inf
     changed = False
     for node in list(graph.nodes):
-        if node.op_type in NEVER_FOLD or node.domain not in ("", "ge"):
-            continue
-        if node.op_type in ("Shape", "Size") and static_spec(node.inputs[0]) is not None:
-            graph.fold_node(node, [_shape_value(node, static_spec(node.inputs[0]))])
+        if _fold(graph, node, capacity):
             changed = True
-        elif all(v is None or v.is_const for v in node.inputs):  # Constant has no inputs at all
-            kernel = node_kernel(graph, node)
-            if kernel.host is not None:  # control flow and sequences: opaque (fold_if takes constant Ifs)
-                continue
-            arrays = [None if v is None else v.const for v in node.inputs]
-            ctx = node_context(graph, node, kernel, values=arrays)
-            _check_fits(node, ctx, kernel, capacity)
-            graph.fold_node(node, run_kernel(kernel, ctx, arrays))
-            changed = True
+        else:
+            changed |= infer_node(graph, node)
     return changed
+
+
+def _fold(graph, node, capacity) -> bool:
+    """Fold the node into constants if it can be; folded?"""
+    if node.op_type in NEVER_FOLD or node.domain not in ("", "ge"):
+        return False
+    if node.op_type in ("Shape", "Size") and static_spec(node.inputs[0]) is not None:
+        graph.fold_node(node, [_shape_value(node, static_spec(node.inputs[0]))])
+        return True
+    if not all(v is None or v.is_const for v in node.inputs):  # Constant has no inputs at all
+        return False
+    kernel = node_kernel(graph, node)
+    if kernel.host is not None:  # control flow and sequences: opaque (fold_if takes constant Ifs)
+        return False
+    arrays = [None if v is None else v.const for v in node.inputs]
+    ctx = node_context(graph, node, kernel, values=arrays)
+    _check_fits(node, ctx, kernel, capacity)
+    graph.fold_node(node, run_kernel(kernel, ctx, arrays))
+    return True

@@ -4,6 +4,8 @@ Walks nodes in order. Where all inputs are static, the kernel's infer sets the o
 onnx.shape_inference, since it is what will run). Where an input is symbolic, or a shape depends on a
 value known only at run time, the outputs keep the frontend's (possibly symbolic) shapes: the node is
 dynamic and runtime_v2 infers it again per run. Also the place an unsupported op is first reported.
+`infer_node` is the step for one node: fold_constants runs it on every node it does not fold, so a shape
+made static by a fold reaches the next Shape node in the same sweep.
 """
 from __future__ import annotations
 
@@ -11,19 +13,26 @@ from ..kernels.bind import node_context, node_kernel, static_spec
 from ..kernels.registry import UnknownValueError
 
 
+def infer_node(graph, node) -> bool:
+    """Set the node's output dtypes and shapes from its kernel's infer when its inputs are static; changed?"""
+    kernel = node_kernel(graph, node)
+    specs = [static_spec(v) for v in node.inputs]
+    if any(v is not None and s is None for v, s in zip(node.inputs, specs)):
+        return False
+    ctx = node_context(graph, node, kernel, specs)
+    try:
+        outs = kernel.infer(ctx)
+    except UnknownValueError:
+        return False
+    changed = False
+    for v, spec in zip(node.outputs, outs):
+        if v.shape != spec.shape or v.dtype != spec.dtype:
+            v.shape, v.dtype, changed = spec.shape, spec.dtype, True
+    return changed
+
+
 def infer_shapes(graph) -> bool:
     changed = False
     for node in graph.nodes:
-        kernel = node_kernel(graph, node)
-        specs = [static_spec(v) for v in node.inputs]
-        if any(v is not None and s is None for v, s in zip(node.inputs, specs)):
-            continue
-        ctx = node_context(graph, node, kernel, specs)
-        try:
-            outs = kernel.infer(ctx)
-        except UnknownValueError:
-            continue
-        for v, spec in zip(node.outputs, outs):
-            if v.shape != spec.shape or v.dtype != spec.dtype:
-                v.shape, v.dtype, changed = spec.shape, spec.dtype, True
+        changed |= infer_node(graph, node)
     return changed
