@@ -175,10 +175,12 @@ class Session:
         self.gear_plans = gp
         self.plan = gp.plans[max(gp.plans)]  # the largest gear's plan
         self.runtime = "v1"
-        self._reason = f"batch gears {list(gp.gears)}: one static plan per gear on runtime_v1"
+        kind = "dims gears" if gp.dims else "batch gears"
+        self._reason = f"{kind} {list(gp.gears)}: one static plan per gear on runtime_v1"
         self._executor = _load("v1", gp)
         if auto and gp.dims and gp.fallback is not None and "v2" in available_runtimes():
             self._executor = GearsOrV2(self._executor, gp, lambda: _load("v2", gp.fallback))
+            self._reason += ", other shapes on runtime_v2"
         self._describe(list(gp.inputs), list(gp.outputs))
 
     def _describe(self, inputs, outputs) -> None:
