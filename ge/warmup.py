@@ -11,18 +11,22 @@ import logging
 
 import numpy as np
 from numba import typeof
-from numba.core.errors import NumbaError
 from numba.core.types import BaseTuple
 
+from .ir.dtypes import HALF
 from .npu import progress
 
 log = logging.getLogger("ge")
 
 
-def _buffer_type(plan, t: int):
-    if t in plan.constants:
-        return typeof(np.ascontiguousarray(plan.constants[t]).reshape(-1))
-    return typeof(np.empty(0, plan.tensors[t].dtype))
+def _buffer_type(plan, t: int, bits16: bool):
+    a = np.ascontiguousarray(plan.constants[t]).reshape(-1) if t in plan.constants else np.empty(0, plan.tensors[t].dtype)
+    return typeof(_as_bits(a, bits16))
+
+
+def _as_bits(a: np.ndarray, bits16: bool) -> np.ndarray:
+    """float16 / bfloat16 reach a `bits16` launch's kernel as uint16 (registry.serial_blocks, the thunks)."""
+    return a.view(np.uint16) if bits16 and a.dtype in HALF else a
 
 
 def kernel_signatures(plan) -> dict:
@@ -34,9 +38,9 @@ def kernel_signatures(plan) -> dict:
             continue
         picked = (launch.inputs if launch.inputs is not None
                   else [i for i, t in enumerate(node.inputs) if t >= 0])
-        types = [_buffer_type(plan, node.inputs[i]) for i in picked]
-        types += [_buffer_type(plan, t) for t in node.outputs]
-        types += [typeof(np.empty(0, w.dtype)) for w in launch.workspaces]
+        types = [_buffer_type(plan, node.inputs[i], launch.bits16) for i in picked]
+        types += [_buffer_type(plan, t, launch.bits16) for t in node.outputs]
+        types += [typeof(_as_bits(np.empty(0, w.dtype), launch.bits16)) for w in launch.workspaces]
         types += [typeof(a) for a in launch.args]
         types += [typeof(0), typeof(0)] if launch.tiled else []   # (block_idx, block_dim)
         sigs.setdefault((launch.fn, _pack_star_args(launch.fn, types)), node.name)
@@ -81,6 +85,6 @@ def before_first_run(sess) -> int:
         return 0
     try:
         return compile_kernels(sess.plan)
-    except NumbaError as e:   # the run itself reports a kernel that cannot compile, with its node
+    except Exception as e:  # noqa: BLE001 - the run itself reports a kernel that cannot compile, with its node
         log.debug("warm-up left the kernels to the first run: %s", str(e).splitlines()[0] if str(e) else e)
         return 0
