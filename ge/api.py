@@ -316,7 +316,8 @@ class Session:
                 raise GEError(f"cannot trace plan '{self.plan.name}': with its input shapes fixed it still has "
                               f"shapes known only at run time ({why[0] if why else 'dynamic nodes'}), and runtime_v2 "
                               "traces such a plan only on several stream threads; it has one"
-                              + (f" ({self.plan.single_stream_reason})" if self.plan.single_stream_reason else ""))
+                              + (f" ({self.plan.single_stream_reason})" if self.plan.single_stream_reason else "")
+                              + ("; runtime_v1 traces it (ge profile --runtime v1)" if runs_on_v1(self.plan) else ""))
             return self.at_shapes(feeds).run_traced(feeds, tracer)
         if hasattr(tracer, "label_nodes") and not getattr(tracer, "nodes", None):
             tracer.label_nodes(self.plan)   # slices named by op type and node, shapes in their args

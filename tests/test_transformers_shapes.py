@@ -76,8 +76,8 @@ def test_enable_profiling_on_a_dynamic_export(tmp_path, monkeypatch):
     want = ort.InferenceSession(BERT, providers=["CPUExecutionProvider"]).run(None, feeds)
     for g, w in zip(sess.run(None, feeds), want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
-    name = sess.end_profiling()
-    assert json.loads((tmp_path / name).read_text())["traceEvents"]
+    events = json.loads((tmp_path / sess.end_profiling()).read_text())   # onnxruntime's format: a list
+    assert any(e["cat"] == "Node" and "MatMul" in e["args"]["op_name"] for e in events)
 
 
 def test_a_dynamic_export_saved_and_loaded_runs(tmp_path):

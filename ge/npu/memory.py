@@ -5,7 +5,8 @@ private anonymous mapping: GE reserves virtual addresses and maps physical pages
 when first touched (reading as zeros) and handed back to the OS when their extent is released
 (`madvise(MADV_DONTNEED)`). A runtime reserves what its plan needs (`reserve`), not the whole capacity: the
 addresses count against a process's address-space limit (`ulimit -v`), 4 GiB a session made the second session
-fail under 8 GiB. `close()` unmaps the range (once no array views it; else the last view's collection does). Extents are multiples of `granule` (64 KiB for runtime_v2's caching allocator,
+fail under 8 GiB. `close()` unmaps the range (once no array views it; else the last view's collection does:
+a run in flight on another thread reads on undisturbed). Extents are multiples of `granule` (64 KiB for runtime_v2's caching allocator,
 ALIGN for a `Device`'s tensors), taken first-fit from a list of holes kept sorted by offset (merged on
 release), aligned as asked, against the capacity; `try_reserve_at` grows an extent in place when the bytes
 after it are free. Thread-safe: one memory serves every executor instance and stream of a session.
@@ -122,8 +123,9 @@ class DeviceMemory:
         return self.buffer[offset:offset + nbytes]
 
     def close(self) -> None:
-        """Give the address range back (munmap): at once when no array views it any more, else its pages
-        now and its addresses when the last view is collected. Reserving after close() fails."""
+        """Give the address range back (munmap): at once when no array views it any more, else when the last
+        view is collected (a run still in flight on another thread keeps reading its weights and arena, so
+        nothing is dropped under it). Reserving after close() fails."""
         with self._lock:
             m, self._map, self.buffer, self._holes = self._map, None, None, []
         if m is None:
@@ -135,7 +137,6 @@ class DeviceMemory:
             except BufferError:   # views left: the executor's instances may be in a reference cycle
                 if attempt == 0:
                     gc.collect()
-        m.madvise(mmap.MADV_DONTNEED, 0, len(m))   # the pages now; the addresses with the last view
 
     def _take(self, hole: list, size: int) -> None:
         """Under the lock: cut `size` bytes off the front of `hole`."""

@@ -8,8 +8,9 @@ and `dur` are integer microseconds from the profiler's start. Tools that parse t
 own `onnxruntime.tools` perf scripts, notebooks grouping by args.op_name) read ge's the same way.
 
 ge's richer trace (a track per stream, events between them, block_dim) is written beside it, named
-`<the same name>.perfetto.json` (`InferenceSession.profiling_trace_file`). A plan runtime_v2 cannot trace
-(dynamic shapes on one stream) gets its runs timed whole, without Node events, and a warning saying so.
+`<the same name>.perfetto.json` (`InferenceSession.profiling_trace_file`). A plan with symbolic dims is traced
+as compiled at the feeds' shapes (Session.run_traced); one whose shapes follow the data (NonZero, ...) on one
+stream cannot be traced: its runs are timed whole, without Node events, and a warning says so.
 """
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def trace_name(profile: str) -> str:
 
 
 def _cannot_trace(e: GEError) -> bool:
-    return "traces a plan" in str(e) or "run_traced" in str(e)
+    return "traces a plan" in str(e) or "traces such a plan" in str(e) or "run_traced" in str(e)
 
 
 def _us(seconds: float) -> int:

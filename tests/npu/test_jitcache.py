@@ -74,15 +74,15 @@ def test_a_kernel_module_is_stamped_by_the_kernel_modules_it_imports(tmp_path):
     kernels = Path(jitcache.__file__).resolve().parents[1] / "kernels"
     for f in kernels.glob("*.py"):
         shutil.copy(f, tmp_path / f.name)
-    closure = {m: {p.stem for p in jitcache.kernel_closure(tmp_path / f"{m}.py")} for m in ("conv", "gemm", "attention")}
+    closure = {m: {p.stem for p in jitcache.kernel_closure(tmp_path / f"{m}.py")} for m in ("conv", "gemm", "softmax")}
     assert {"conv", "conv_lowering", "conv_implicit", "conv_depthwise", "gemm", "microkernel"} <= closure["conv"]
-    assert "conv" not in closure["gemm"] and "gemm" not in closure["attention"]
+    assert "conv" not in closure["gemm"] and "gemm" not in closure["softmax"]
     stamps = {m: jitcache._stamp(jitcache.kernel_closure(tmp_path / f"{m}.py")) for m in closure}
-    with open(tmp_path / "gemm.py", "a") as f:   # an edit of the GEMM: the convs compile it in, attention does not
+    with open(tmp_path / "gemm.py", "a") as f:   # an edit of the GEMM: the convs compile it in, softmax does not
         f.write("\n# edited\n")
     after = {m: jitcache._stamp(jitcache.kernel_closure(tmp_path / f"{m}.py")) for m in closure}
     assert after["gemm"] != stamps["gemm"] and after["conv"] != stamps["conv"]
-    assert after["attention"] == stamps["attention"]
+    assert after["softmax"] == stamps["softmax"]
     # every module of the library is stamped by its closure, itself included
     real = [f for f in kernels.glob("*.py") if f.name != "__init__.py"]
     assert all(f in jitcache.kernel_closure(f) for f in real)

@@ -69,12 +69,29 @@ def test_logger_callback_gets_ges_messages():
     assert got and got[0][0] == 3 and "same length" in got[0][4]
 
 
-def test_a_dynamic_plan_is_profiled_whole_with_a_warning(tmp_path):
+def test_a_dynamic_plan_is_profiled_at_the_feeds_shapes(tmp_path):
+    """A plan with symbolic dims is traced as the model compiled at the feeds' shapes: Node events as usual."""
     so = ort.SessionOptions()
     so.enable_profiling, so.profile_file_prefix = True, str(tmp_path / "p")
     sess = ort.InferenceSession(add_relu(), so, runtime="v2")
-    with pytest.warns(UserWarning, match="timed whole"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         sess.run(None, feeds())
+    events = json.load(open(sess.end_profiling()))
+    assert [e["name"] for e in events if e["name"] == "model_run"] == ["model_run"]
+    assert {e["args"]["op_name"] for e in events if e["cat"] == "Node"} == {"Add", "Relu"}
+
+
+def test_a_plan_whose_shapes_follow_the_data_is_timed_whole_with_a_warning(tmp_path):
+    graph = helper.make_graph([helper.make_node("NonZero", ["x"], ["i"])], "nz",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("i", TensorProto.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    so = ort.SessionOptions()
+    so.enable_profiling, so.profile_file_prefix = True, str(tmp_path / "p")
+    sess = ort.InferenceSession(model.SerializeToString(), so, runtime="v2")
+    with pytest.warns(UserWarning, match="timed whole"):
+        sess.run(None, {"x": np.array([0, 1, 0, 2], np.float32)})
     events = json.load(open(sess.end_profiling()))
     assert [e["name"] for e in events if e["name"] == "model_run"] == ["model_run"]
 
