@@ -78,5 +78,8 @@ def test_sample_output_has_the_lines_ge_run_prints(capsys):
     lines = {p.split()[0]: p for p in printed.splitlines() if p.strip()}
     assert [line.split()[0] for line in sample.splitlines() if line.strip()] == list(lines)
     phases = re.compile(r"([a-z][a-z ]*?) \d")   # "import ge 1.29   passes 0.47 ..." -> the phase names
-    time_line = next(line for line in sample.splitlines() if line.startswith("time"))
-    assert phases.findall(time_line) == phases.findall(lines["time"])
+    time_line = next(line for line in sample.splitlines() if line.startswith("time")).split(None, 1)[1]
+    # the sample is a cold run: it also says what Numba compiled, which a warm run leaves out
+    printed_phases = set(phases.findall(lines["time"].split(None, 1)[1]))
+    assert printed_phases <= set(phases.findall(time_line))
+    assert {"passes", "planning", "load", "first run"} <= printed_phases
