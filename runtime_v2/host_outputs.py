@@ -13,10 +13,10 @@ from ge.errors import DeviceMemoryError
 
 def host_output(count: int, dtype, nbytes: int, alloc, plan, tensor: int) -> np.ndarray:
     device = alloc.device
-    for recycle in (alloc.empty_cache, alloc.on_oom):   # as the allocator's own requests: idle spans back first
-        if nbytes + device.in_use <= device.capacity or recycle is None:
-            break
-        recycle()
+    if nbytes + device.in_use > device.capacity:   # as the allocator's own requests: idle spans back first
+        for recycle in (getattr(alloc, "empty_cache", None), getattr(alloc, "on_oom", None)):
+            if recycle is not None and nbytes + device.in_use > device.capacity:
+                recycle()
     if nbytes + device.in_use > device.capacity:
         raise DeviceMemoryError(nbytes, device.capacity, device.in_use,
                                 f"output '{plan.tensors[tensor].name}' (a run-time-shaped output on the host)")
