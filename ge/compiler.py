@@ -82,6 +82,16 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
         return build_plan(graph, order, options)
 
 
+def _static_gear(graph: Graph, options: Options, what: str, advice: str) -> Plan:
+    """One gear's plan, which runtime_v1 runs: a GEError (`what` ... `advice`) naming a node left dynamic."""
+    plan = compile(graph, options)
+    dyn = [n for n in plan.nodes if n.is_dynamic]
+    if dyn:
+        raise GEError(f"{what} {dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has shapes "
+                      f"known only at run time{advice}")
+    return plan
+
+
 def compile_gears(model, options: Options | dict | None = None, *, inputs=None, outputs=None,
                   fallback: bool = False) -> GearPlans:
     """Options.dynamic_batch: bind the inputs' shared symbolic leading dim to each gear, compile each.
@@ -110,14 +120,9 @@ def compile_gears(model, options: Options | dict | None = None, *, inputs=None, 
         for v in graph.values.values():  # one symbol means one size everywhere it appears
             if v.shape is not None and symbol in v.shape:
                 v.shape = tuple(gear if d == symbol else d for d in v.shape)
-        plan = compile(graph, static)
-        dyn = [n for n in plan.nodes if n.is_dynamic]
-        if dyn:
-            raise GEError(f"dynamic_batch binds only the batch dim '{symbol}'; with it at {gear}, "
-                          f"{dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has shapes "
-                          "known only at run time. runtime_v1 runs static plans only: use runtime='v2', "
-                          "which runs dynamic shapes")
-        plans[gear] = plan
+        plans[gear] = _static_gear(graph, static, f"dynamic_batch binds only the batch dim '{symbol}'; with "
+                                   f"it at {gear},", ". runtime_v1 runs static plans only: use runtime='v2', which "
+                                   "runs dynamic shapes")
     plans = share_weights(plans)   # one weight image for all gears (runtime_v1/gears.py)
     top = plans[max(plans)]
     batched = tuple(_is_batched(k, symbol, declared[k], plans) for k in range(len(top.outputs)))
@@ -158,14 +163,10 @@ def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None,
         except GEError as e:
             raise GEError(f"dynamic_dims entry {k} ({','.join(map(str, entry))}) on input_shape's -1 dims "
                           f"{', '.join(f'{n}[{a}]' for n, a in holes)}: {e}") from None
-        plan = compile(graph, static)
-        dyn = [n for n in plan.nodes if n.is_dynamic]
-        if dyn:
-            raise GEError(f"dynamic_dims entry {k} ({','.join(map(str, entry))}): with input_shape's -1 dims "
-                          f"bound, {dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has "
-                          "shapes known only at run time (a symbolic dim input_shape leaves free, or shape arithmetic the "
-                          "compiler does not fold); runtime_v1 runs static plans only: fix the other dims in "
-                          "input_shape, or use runtime='v2', which runs dynamic shapes")
+        plan = _static_gear(graph, static, f"dynamic_dims entry {k} ({','.join(map(str, entry))}): with "
+                            "input_shape's -1 dims bound,", " (a symbolic dim input_shape leaves free, or shape "
+                            "arithmetic the compiler does not fold); runtime_v1 runs static plans only: fix the other "
+                            "dims in input_shape, or use runtime='v2', which runs dynamic shapes")
         plans[entry] = plan
     plans = share_weights(plans)   # one weight image for all gears (runtime_v1/gears.py)
     top = plans[max(plans)]
