@@ -1,0 +1,89 @@
+"""The Dynamo backend: `torch.compile(model, backend="ge")` or `backend=ge.torch.get_backend(config)`.
+
+Step 1: Dynamo hands over its FX graph and example inputs. Training (grad enabled and an input requiring
+        grad) is left to PyTorch: ge compiles inference graphs. The placeholders that are the module's
+        parameters and buffers (their Dynamo source says so) are marked frozen.
+Step 2: AOTAutograd's inference path functionalizes the graph and decomposes it into core ATen
+        (torch._decomp.core_aten_decompositions); its inference compiler is `_compile_aten` below.
+Step 3: each ATen node is tried through its converter (partition.py). All convert: one GeGraph (runtime.py)
+        runs the whole graph. Some do not: a graph break each, logged with the reason (an UnsupportedOpError
+        under fullgraph=True), and the graph runs as PyTorch calls between GeGraph partitions.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+
+import torch
+from torch._decomp import core_aten_decompositions
+from torch._dynamo.backends.common import aot_autograd
+
+from ..errors import UnsupportedOpError
+from .config import CompilerConfig
+from .partition import graph_breaks, reasons, split
+from .runtime import GeGraph
+
+log = logging.getLogger("ge.torch")
+
+
+def get_backend(config: CompilerConfig | None = None):
+    """A Dynamo backend compiling with `config` (TorchAir's get_npu_backend(compiler_config=...))."""
+    return functools.partial(backend, config=config)
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs, config: CompilerConfig | None = None, **_):
+    """The backend registered as "ge" (entry point group torch_dynamo_backends)."""
+    config = config or CompilerConfig()
+    fullgraph = _fullgraph()
+    # Step 1
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs):
+        why = "an input requires grad with grad enabled (ge compiles inference: run under torch.no_grad())"
+        if fullgraph:
+            raise UnsupportedOpError("autograd", "aten", 0, gm.__class__.__name__, [], why)
+        log.warning("ge.torch: graph left to PyTorch: %s", why)
+        return gm.forward
+    frozen = [k for k, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")
+              if config.frozen_parameters and _is_parameter(node)]
+    # Step 2
+    compile_aten = functools.partial(_compile_aten, config=config, frozen=frozen, fullgraph=fullgraph,
+                                     n_inputs=len(example_inputs))
+    return aot_autograd(fw_compiler=compile_aten, inference_compiler=compile_aten,
+                        decompositions=core_aten_decompositions())(gm, example_inputs)
+
+
+def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, config, frozen, fullgraph, n_inputs):
+    # AOTAutograd keeps the inputs in Dynamo's order unless it deduplicated them: then nothing is frozen
+    if len(example_inputs) != n_inputs:
+        frozen = []
+    # Step 3
+    refused = reasons(gm)
+    graph_breaks(gm, refused, fullgraph)
+    if not refused:
+        return GeGraph(gm, frozen, config, "torch_graph")
+    fused = split(gm, refused)
+    placeholders = {n: k for k, n in enumerate(n for n in fused.graph.nodes if n.op == "placeholder")}
+    for node in fused.graph.nodes:
+        if node.op == "call_module":
+            sub = getattr(fused, node.target)
+            sub_frozen = [i for i, a in enumerate(node.args) if placeholders.get(a, -1) in frozen]
+            setattr(fused, node.target, GeGraph(sub, sub_frozen, config, f"torch_{node.target}"))
+    fused.recompile()
+    return fused
+
+
+def _is_parameter(node: torch.fx.Node) -> bool:
+    """A placeholder Dynamo lifted from a module's _parameters or _buffers."""
+    source = getattr(node, "_dynamo_source", None) or getattr(node.meta.get("grapharg"), "source", None)
+    name = source.name if source is not None else ""
+    name = name() if callable(name) else name
+    return "._parameters[" in name or "._buffers[" in name
+
+
+def _fullgraph() -> bool:
+    """Whether Dynamo traces under fullgraph=True (no graph break allowed)."""
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+        tx = InstructionTranslator.current_tx()
+        return bool(getattr(tx, "one_graph", False) or getattr(tx, "error_on_graph_break", False))
+    except Exception:  # noqa: BLE001 - a private API: without it, graph breaks are logged
+        return False
