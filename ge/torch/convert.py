@@ -97,6 +97,9 @@ def convert_node(b: Builder, node: torch.fx.Node, env: dict):
     fn = CONVERTERS.get(key)
     if fn is None:
         raise Unsupported(f"no converter for {key}")
+    for n in node.all_input_nodes:   # the operands' fake tensors, for converters' type promotion
+        if isinstance(env.get(n), Value):
+            b.vals[id(env[n])] = n.meta.get("val")
     args = map_arg(node.args, lambda n: _need(env, n))
     kwargs = map_arg(node.kwargs, lambda n: _need(env, n))
     b.node = node

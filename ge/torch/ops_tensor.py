@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from .registry import Unsupported, converter, np_dtype
 
@@ -245,14 +246,20 @@ def repeat(b, x, repeats):
 
 @converter("aten.index.Tensor")
 def index(b, x, indices):
-    """x[..., idx, ...] with one integer index tensor (the others None): a Gather on that axis."""
+    """x[idx] on one axis (the others None): a Gather; x[i0, i1, ...] on the leading axes: GatherND over
+    the index tensors broadcast together and stacked on a last axis."""
     given = [(k, v) for k, v in enumerate(indices) if v is not None]
-    if len(given) != 1:
-        raise Unsupported(f"advanced indexing with {len(given)} index tensors")
-    axis, idx = given[0]
-    if idx.dtype == np.bool_:
+    if any(v.dtype == np.bool_ for _, v in given):
         raise Unsupported("indexing with a boolean mask (the result's shape follows the data)")
-    return b.op("Gather", [x, b.cast(idx, np.int64)], {"axis": axis})
+    if len(given) == 1:
+        axis, idx = given[0]
+        return b.op("Gather", [x, b.cast(idx, np.int64)], {"axis": axis})
+    if [k for k, _ in given] != list(range(len(given))):
+        raise Unsupported("advanced indexing of axes that are not the leading ones")
+    shape = tuple(np.broadcast_shapes(*[v.shape for _, v in given]))
+    stacked = [b.op("Unsqueeze", [b.op("Expand", [b.cast(v, np.int64), b.int64(shape)]), b.int64([-1])])
+               for _, v in given]
+    return b.op("GatherND", [x, b.op("Concat", stacked, {"axis": -1})])
 
 
 @converter("aten.gather.default")
@@ -276,7 +283,8 @@ def full(b, size, fill_value, dtype=None, layout=None, device=None, pin_memory=N
 @converter("aten.arange.start_step", "aten.arange.start", "aten.arange.default")
 def arange(b, *args, dtype=None, layout=None, device=None, pin_memory=None):
     _device_ok(device)
-    return b.const(torch.arange(*args, dtype=b.val.dtype).numpy())
+    with unset_fake_temporarily():   # AOTAutograd traces under a fake mode: this one is a real tensor
+        return b.const(torch.arange(*args, dtype=b.val.dtype).numpy())
 
 
 @converter("aten.scalar_tensor.default")

@@ -90,7 +90,7 @@ def graph_breaks(gm: torch.fx.GraphModule, why: dict, fullgraph: bool) -> None:
     for node, reason in why.items():
         op = op_name(node.target)
         if fullgraph:
-            raise UnsupportedOpError(op, "aten", 0, node.name, sorted(CONVERTERS),
+            raise UnsupportedOpError(op.removeprefix("aten."), "aten", 0, node.name, sorted(CONVERTERS),
                                      f"{reason}; from {source_line(node)} (fullgraph=True: no graph break)")
         log.warning("ge.torch: graph break at %s (node '%s'): %s; from %s. It runs in PyTorch.", op, node.name,
                     reason, source_line(node))
