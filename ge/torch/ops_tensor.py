@@ -58,6 +58,9 @@ def div_mode(b, x, y, rounding_mode=None):
         return b.op("Floor", [_binary_div(b, x, y, dt)])
     if dt.kind in "iu" and rounding_mode == "trunc":   # ONNX's integer Div truncates, as torch's trunc
         return b.op("Div", [b.tensor(x, dt), b.tensor(y, dt)])
+    if dt.kind in "iu" and rounding_mode == "floor":   # x - mod(x, y) (y's sign) is a multiple of y: exact
+        x, y = b.tensor(x, dt), b.tensor(y, dt)
+        return b.op("Div", [b.op("Sub", [x, b.op("Mod", [x, y], {"fmod": 0})]), y])
     raise Unsupported(f"div rounding_mode={rounding_mode!r} on {dt}")
 
 
