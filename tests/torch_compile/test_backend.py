@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", minversion="2.1")
 
 import ge.torch  # noqa: E402
 from ge.errors import GEError, UnsupportedOpError  # noqa: E402
