@@ -7,7 +7,8 @@ Step 2: AOTAutograd's inference path functionalizes the graph and decomposes it 
         (torch._decomp.core_aten_decompositions); its inference compiler is `_compile_aten` below.
 Step 3: each ATen node is tried through its converter (partition.py). All convert: one GeGraph (runtime.py)
         runs the whole graph. Some do not: a graph break each, logged with the reason (an UnsupportedOpError
-        under fullgraph=True), and the graph runs as PyTorch calls between GeGraph partitions.
+        under fullgraph=True), and the graph runs as PyTorch calls between GeGraph partitions. A graph with
+        symbolic sizes (Dynamo's dynamic shapes) is made static per set of input shapes first (specialize.py).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..errors import UnsupportedOpError
 from .config import CompilerConfig
 from .partition import graph_breaks, reasons, split
 from .runtime import GeGraph
+from .specialize import PerShape
 
 log = logging.getLogger("ge.torch")
 
@@ -55,7 +57,14 @@ def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, config, frozen, f
     # AOTAutograd keeps the inputs in Dynamo's order unless it deduplicated them: then nothing is frozen
     if len(example_inputs) != n_inputs:
         frozen = []
-    # Step 3
+    build = functools.partial(_build, frozen=frozen, config=config, fullgraph=fullgraph)
+    if _symbolic(gm):   # Dynamo's dynamic shapes: one static graph per set of input shapes (specialize.py)
+        return PerShape(gm, build)
+    return build(gm)
+
+
+def _build(gm: torch.fx.GraphModule, *, frozen, config, fullgraph):
+    """Step 3: one GeGraph for gm, or gm split into GeGraph partitions around the nodes ge leaves to torch."""
     refused = reasons(gm)
     graph_breaks(gm, refused, fullgraph)
     if not refused:
@@ -69,6 +78,16 @@ def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, config, frozen, f
             setattr(fused, node.target, GeGraph(sub, sub_frozen, config, f"torch_{node.target}"))
     fused.recompile()
     return fused
+
+
+def _symbolic(gm: torch.fx.GraphModule) -> bool:
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            val = node.meta.get("val")
+            if isinstance(val, torch.SymInt) or isinstance(val, torch.Tensor) and \
+                    any(not isinstance(d, int) for d in val.shape):
+                return True
+    return False
 
 
 def _is_parameter(node: torch.fx.Node) -> bool:

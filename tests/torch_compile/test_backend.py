@@ -172,3 +172,16 @@ def test_registered_as_ge_by_entry_point():
     finally:
         registry._BACKENDS.clear(), registry._BACKENDS.update(saved[0])
         registry._COMPILER_FNS.clear(), registry._COMPILER_FNS.update(saved[1])
+
+
+def test_new_input_shapes_compile_static_graphs(caplog, made):
+    """Dynamo makes the sequence dim symbolic at its second size: ge compiles a static graph per size."""
+    pytest.importorskip("transformers")
+    model = torch_nets.bert(layers=1, hidden=32, heads=2, vocab=64)
+    compiled = _compile(model, fullgraph=True)
+    gen = torch.Generator().manual_seed(2)
+    with torch.no_grad(), caplog.at_level(logging.WARNING, logger="ge.torch"):
+        for seq in (5, 7, 9, 7):
+            ids = torch.randint(0, 64, (1, seq), generator=gen)
+            _close(compiled(ids).last_hidden_state, model(ids).last_hidden_state)
+    assert len(made) == 3 and not caplog.records   # sizes 5, 7, 9; the second 7 reuses its graph
