@@ -132,6 +132,15 @@ def reduce(b, x, dim=None, keepdim=False, dtype=None):
     return b.op(op, [x], {"axes": axes, "keepdims": keep})
 
 
+@converter("aten.any.dim", "aten.any.dims", "aten.any.default", "aten.all.dim", "aten.all.dims",
+           "aten.all.default")
+def any_all(b, x, dim=None, keepdim=False):
+    """any / all: each element as 0 or 1 (torch's truth: nonzero), reduced by max / min, back to bool."""
+    ones = b.cast(b.cast(x, np.bool_), np.float32)
+    op = "ReduceMax" if str(b.node.target).startswith("aten.any") else "ReduceMin"
+    return b.cast(b.op(op, [ones], {"axes": _dims(x, dim), "keepdims": int(bool(keepdim))}), np.bool_)
+
+
 @converter("aten.cumsum.default")
 def cumsum(b, x, dim, dtype=None):
     return b.op("CumSum", [b.cast(x, b.out_dtype), b.int64(_axis(dim, b.rank(x)))])
@@ -279,6 +288,12 @@ def _device_ok(device):
 
 @converter("aten.full.default")
 def full(b, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
+    _device_ok(device)
+    return b.const(np.full(b.out_shape, fill_value, b.out_dtype))
+
+
+@converter("aten.full_like.default")
+def full_like(b, x, fill_value, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     _device_ok(device)
     return b.const(np.full(b.out_shape, fill_value, b.out_dtype))
 

@@ -4,7 +4,7 @@ convert form partitions (torch.fx's CapabilityBasedPartitioner), the rest stay P
 A node left to PyTorch is a graph break: logged once per compile (logger "ge.torch", warning) with the op,
 the converter's reason and the model's source line; under `fullgraph=True` it is an UnsupportedOpError
 instead. Refused: ops without a converter, arguments a converter does not honour, dtypes ge lacks, tensors
-on another device, symbolic shapes (this slice compiles static shapes).
+on another device, symbolic sizes (specialize.py makes a graph static before it gets here).
 """
 from __future__ import annotations
 

@@ -56,11 +56,14 @@ def test_small_cnn_matches_eager():
     torch.manual_seed(0)
     model = torch_nets.ResNet18(width=8, classes=10).eval()
     x = torch.randn(2, 3, 32, 32)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
     compiled = _compile(model, fullgraph=True)
     with torch.no_grad():
         ref = model(x)
         y1, y2 = compiled(x), compiled(x)
     _close(y1, ref)
+    for k, v in model.state_dict().items():   # read in place, never written (folds and packs make copies)
+        assert torch.equal(v, before[k]), k
     assert y1.data_ptr() != y2.data_ptr()   # each run's result is its own tensor (bound outputs, v1)
     _close(y1, y2, 0.0)
 
@@ -140,6 +143,15 @@ def test_type_promotion_and_comparisons():
     got = _compile(fn, fullgraph=True)(x, idx)
     for y, r in zip(got, ref):
         _close(y, r, 0.0 if r.dtype == torch.int64 else 1e-6)
+
+
+def test_any_all_and_full_like():
+    """What transformers' sdpa masks use (aten.any.dim, full_like), with torch's truth (nonzero, NaN too)."""
+    def fn(x):
+        return x.any(dim=1), (x > 0).all(dim=0, keepdim=True), torch.full_like(x, 2.5) * x
+    x = torch.tensor([[0.0, 0.0, 0.0], [0.0, -1.0, float("nan")], [3.0, 0.5, 2.0]])
+    for y, r in zip(_compile(fn, fullgraph=True)(x), fn(x)):
+        np.testing.assert_array_equal(y.numpy(), r.numpy())
 
 
 def test_training_graphs_are_left_to_pytorch(caplog, made):
