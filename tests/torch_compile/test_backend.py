@@ -162,6 +162,14 @@ def test_training_graphs_are_left_to_pytorch(caplog, made):
     assert not made
 
 
+def test_aicore_num_reaches_the_plan(made):
+    config = ge.torch.CompilerConfig(aicore_num=1, options={"topo_sorting_mode": "bfs"})
+    x = torch.randn(3, 4)
+    _close(torch.compile(lambda t: torch.relu(t) * 2, backend=ge.torch.get_backend(config))(x), torch.relu(x) * 2)
+    (g,) = made
+    assert g.session.plan.options.aicore_num == 1 and g.session.plan.options.topo_sorting_mode == "bfs"
+
+
 def test_config_refuses_unknown_mode():
     with pytest.raises(GEError, match="mode"):
         ge.torch.CompilerConfig(mode="fastest")
