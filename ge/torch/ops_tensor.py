@@ -153,6 +153,28 @@ def view(b, x, size):
     return b.op("Reshape", [x, b.int64(b.out_shape)])
 
 
+def _dense(size, stride) -> bool:
+    """Whether (size, stride) lays the elements out row-major with no gaps (size-1 dims' strides ignored)."""
+    want = 1
+    for n, st in reversed(list(zip(size, stride))):
+        if n != 1 and st != want:
+            return False
+        want *= n
+    return True
+
+
+@converter("aten.as_strided.default")
+def as_strided(b, x, size, stride, storage_offset=None):
+    """A restriding that reads x's elements in order (x dense from its storage's start, the view dense too):
+    a Reshape. Anything else reads torch's storage in a way a graph of values cannot see."""
+    t = b.meta(x)
+    if storage_offset or t.storage_offset() or not _dense(t.shape, t.stride()) or not _dense(size, stride) \
+            or int(np.prod(size)) != int(np.prod(t.shape)):
+        raise Unsupported(f"as_strided{tuple(size)}, strides {tuple(stride)} of a tensor with strides "
+                          f"{tuple(t.stride())} (not a reshape)")
+    return b.op("Reshape", [x, b.int64(size)])
+
+
 @converter("aten.expand.default")
 def expand(b, x, size, implicit=False):
     return b.op("Expand", [x, b.int64(b.out_shape)])

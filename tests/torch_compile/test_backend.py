@@ -205,3 +205,19 @@ def test_new_input_shapes_compile_static_graphs(caplog, made):
             ids = torch.randint(0, 64, (1, seq), generator=gen)
             _close(compiled(ids).last_hidden_state, model(ids).last_hidden_state)
     assert len(made) == 3 and not caplog.records   # sizes 5, 7, 9; the second 7 reuses its graph
+
+
+def test_as_strided_only_as_a_reshape(caplog):
+    """Swin's pooler restrides a dense [1, 32, 1, 1]: a Reshape; a restriding that skips or overlaps elements
+    is a graph break (and still right)."""
+    def dense(x):
+        return torch.as_strided(x.mean(dim=2, keepdim=True), (1, 4, 1), (4, 1, 4)) + 1
+
+    def overlapping(x):
+        return torch.as_strided(x * 2, (2, 3), (1, 1)) + 1
+    x = torch.randn(1, 4, 3)
+    with caplog.at_level(logging.WARNING, logger="ge.torch"):
+        _close(_compile(dense)(x), dense(x), 1e-6)
+        assert not caplog.records
+        _close(_compile(overlapping)(x), overlapping(x), 1e-6)
+    assert any("as_strided" in r.getMessage() and "not a reshape" in r.getMessage() for r in caplog.records)
