@@ -45,7 +45,7 @@ def tensor_of(out) -> torch.Tensor:
     return out if isinstance(out, torch.Tensor) else out[0]
 
 
-def contenders(model, args) -> dict:
+def contenders(model) -> dict:
     one_core = {"thread_budget": 1}
     ge_v1 = ge.torch.CompilerConfig(mode="max-autotune", aicore_num=1, options=one_core)
     ge_v2 = ge.torch.CompilerConfig(mode="reduce-overhead", aicore_num=1, options=one_core)
@@ -69,7 +69,7 @@ def main() -> None:
           f"{a.rounds} rounds of {a.runs} runs, medians")
     for name in a.models.split(","):
         model, args = model_and_input(name)
-        fns = contenders(model, args)
+        fns = contenders(model)
         compile_s = {}
         with torch.no_grad():
             ref = tensor_of(model(*args))

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..ir import Graph, Value
-from ..ir.dtypes import SHORT, to_onnx
+from ..ir.dtypes import to_onnx
 
 CONVERTERS: dict[str, callable] = {}
 
@@ -137,7 +137,3 @@ def static_shape(val, where: str) -> tuple[int, ...]:
             raise Unsupported(f"'{where}' has a symbolic size {d} (dynamic shapes: not in this backend yet)")
         out.append(d)
     return tuple(out)
-
-
-def check_dtype(dtype) -> bool:
-    return dtype in DTYPES and np.dtype(DTYPES[dtype]) in SHORT
