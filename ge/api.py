@@ -202,10 +202,15 @@ class Session:
     @staticmethod
     def _pick_runtime(runtime: str, plan: Plan | None) -> str:
         have = available_runtimes()
+        kv = plan is not None and plan.options.kv_cache_max_len
         if runtime == "auto":
             # v1's task sink for static plans, static If / Loop / Scan included (20 ns vs 0.5 us host time per
-            # node, measured); v2 for shapes known only at run time, which v1 refuses
-            return "v1" if "v1" in have and runs_on_v1(plan) else "v2"
+            # node, measured); v2 for shapes known only at run time, which v1 refuses; the KV cache in place
+            # on v2 (it reads the caller's cache where it is; v1 copies feeds into its arena)
+            return "v1" if "v1" in have and runs_on_v1(plan) and not kv else "v2"
+        if runtime == "v1" and kv:
+            raise GEError("kv_cache_max_len runs on runtime_v2 (it reads and writes the caller's cache in place; "
+                          "runtime_v1 copies its feeds into the arena): runtime='v2' or 'auto'")
         if runtime not in RUNTIMES:
             raise GEError(f"unknown runtime '{runtime}': choose one of {', '.join(RUNTIMES)} or 'auto'")
         if runtime not in have:

@@ -138,3 +138,8 @@ def test_bad_input_names_what_is_at_fault(sess, model):
         ge.generate(sess, [[1]], 2, top_p=0)
     with pytest.raises(GEError, match="Concat"):   # no past to keep: an export without present outputs
         ge.Session(exports.load("gpt2_tiny"), options=ge.Options(kv_cache_max_len=8))
+    with pytest.raises(GEError, match="runtime_v2"):   # runtime_v1 would copy the cache into its arena
+        ge.Session(model, runtime="v1", options=ge.Options(kv_cache_max_len=8, input_shape="input_ids:1,1;"
+                                                             "attention_mask:1,4"))
+    fixed = ge.Session(model, options=ge.Options(kv_cache_max_len=8, input_shape="input_ids:1,1;attention_mask:1,4"))
+    assert fixed.runtime == "v2"   # auto: a static plan with the cache in place stays on runtime_v2

@@ -19,9 +19,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .attention import QB, _blocks_launch, _logical, _perm, attention_blocks
+from .attention import QB, _blocks_launch, _logical, _mask_bias, _perm, attention_blocks
+from .fastmath import exp as fast_exp
+from .gemm import MIN_BLOCK_MACS
+from .reduce import U
 from .registry import KernelContext, Launch, TensorSpec, register
-from .tiling import block_range
+from .tiling import block_dim_for, block_range
 
 
 def _infer_append(ctx: KernelContext) -> list[TensorSpec]:
@@ -68,6 +71,72 @@ def cached_attention_blocks(q, kc, vc, mask, kn, vn, y, ws, dims, qs, ks, vs, ys
     attention_blocks(q, kc, vc, mask, y, ws, dims, qs, ks, vs, ys, ms, flags, scale, block_idx, block_dim)
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def cached_attention_rows(q, kc, vc, mask, kn, vn, y, ws, dims, qs, ks, vs, ys, ms, flags, scale, wdims,
+                          block_idx, block_dim):
+    """A decode step's few query rows (Sq <= ROWS): per (batch, head), block by block, the new rows written,
+    then per query row the scores as dot products over the cache's rows (contiguous, head dim last), the
+    softmax of attention_blocks' _softmax_rows (scale, mask, causal frontier, NaN guard), and Y as a sum of
+    the value rows: the cache read once, no K^T copy, no GEMM blocks for one row."""
+    B, Hq, Hkv, Sq, T, dh, dv, offset = dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], dims[7]
+    P, S, M = wdims[0], wdims[1], wdims[2]
+    has_mask, causal, guard = flags[0], flags[1], flags[2]
+    group = Hq // Hkv
+    t0, t1 = block_range(B * Hq, 1, block_idx, block_dim)
+    row = ws[block_idx * T:(block_idx + 1) * T]
+    zero = y.dtype.type(0)
+    sc = y.dtype.type(scale)
+    uT, udh, udv = U(T), U(dh), U(dv)
+    for t in range(t0, t1):
+        b, h = t // Hq, t % Hq
+        bh = b * Hkv + h // group
+        for r in range(S):
+            ko, so = U((bh * M + P + r) * dh), U((bh * S + r) * dh)
+            for d in range(udh):
+                kc[ko + d] = kn[so + d]
+            vo, wo = U((bh * M + P + r) * dv), U((bh * S + r) * dv)
+            for d in range(udv):
+                vc[vo + d] = vn[wo + d]
+        kb, vb = U(b * ks[0] + (h // group) * ks[1]), U(b * vs[0] + (h // group) * vs[1])
+        for i in range(Sq):
+            qo = U(b * qs[0] + h * qs[1] + i * qs[2])
+            for j in range(uT):
+                ko = kb + j * U(ks[2])
+                acc = zero
+                for d in range(udh):
+                    acc += q[qo + d] * kc[ko + d]
+                row[j] = acc * sc
+            if has_mask:
+                mb = b * ms[0] + h * ms[1] + i * ms[2]
+                for j in range(T):
+                    row[j] += _mask_bias(mask[mb + j * ms[3]], zero)
+            if causal:
+                for j in range(max(0, i + offset + 1), T):
+                    row[j] = y.dtype.type(-np.inf)
+            top = row[0]
+            for j in range(1, T):
+                top = max(top, row[j])
+            total = zero
+            for j in range(uT):
+                e = fast_exp(row[j] - top)
+                row[j] = e
+                total += e
+            inv = y.dtype.type(1) / total
+            yo = U(b * ys[0] + h * ys[1] + i * ys[2])
+            for d in range(udv):
+                y[yo + d] = zero
+            for j in range(uT):
+                p = row[j] * inv
+                if guard and p != p:
+                    p = zero
+                vo = vb + j * U(vs[2])
+                for d in range(udv):
+                    y[yo + d] += p * vc[vo + d]
+
+
+ROWS = 4   # query rows up to which a step takes cached_attention_rows (decode: 1)
+
+
 def _cache_dims(ctx: KernelContext):
     q, kc, vc = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2]
     kn, vn = ctx.inputs[4], ctx.inputs[5]
@@ -106,6 +175,10 @@ def _prepare_cached(ctx: KernelContext) -> Launch:
     inner = _blocks_launch(ctx, B, Hq, Hkv, Sq, T, dh, dv, qs, ks, vs, ys, float(ctx.attr("scale", 1.0)),
                            int(ctx.attr("is_causal", 0)), int(ctx.attr("nan_guard", 0)), T - Sq)
     wdims = np.array([T - Sq, Sq, M], np.int64)
+    if Sq <= ROWS:   # a decode step: rows of dot products over the cache (inner's dims, strides and flags)
+        bd = block_dim_for(B * Hq, ctx.cores, max(1, -(-MIN_BLOCK_MACS // max(1, Sq * T * (dh + dv)))))
+        return Launch(cached_attention_rows, (*inner.args, wdims), (TensorSpec((bd * T,), ctx.inputs[0].dtype),),
+                      inputs=(*inner.inputs, 4, 5), tiled=True, block_dim=bd)
     return Launch(cached_attention_blocks, (*inner.args, wdims), inner.workspaces, inputs=(*inner.inputs, 4, 5),
                   tiled=True, block_dim=inner.block_dim)
 
