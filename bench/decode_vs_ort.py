@@ -8,7 +8,9 @@ Python loop:
 Batch 1, one new token a step, one thread each: ge Options(thread_budget=1) on runtime_v2; onnxruntime
 intra_op_num_threads=1, pool spinning off and an untimed 5 ms pause before each of its timed calls. Calls
 alternate in a shuffled order round by round; a call is `--runs` steps, medians reported (ms a step).
-Both start each timed step from the same past (ge: the cache's length set back, its rows rewritten alike).
+Both start each timed step from the same past (ge: the cache's length set back, its rows rewritten alike), so
+ge's step repeats a shape and runtime_v2 replays it (docs/replays.md); within a generation the past grows and
+every step is a new shape, run host-driven: the generate line measures that case.
 "Moved a step" is the bytes each runtime copies of the past: onnxruntime's Concat writes every present,
 2 x layers x heads x (past + 1) x head x 4 bytes; ge writes the new rows only, 2 x layers x heads x 1 x head x 4,
 checked here on the run: the plan holds no Concat of a past input and the caches are the caller's buffers
