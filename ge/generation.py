@@ -98,8 +98,12 @@ def _check(max_new_tokens, temperature, top_k, top_p) -> None:
 
 def generate(model, input_ids, max_new_tokens: int, *, do_sample: bool | None = None, temperature: float = 1.0,
              top_k: int = 0, top_p: float = 1.0, seed: int | None = None, stop_tokens=(), pad_token_id: int = 0,
-             max_len: int | None = None, runtime: str = "auto", options=None) -> Generation:
-    """Greedy (default) or sampled (do_sample, or top_k / top_p / temperature given) tokens; see the module doc."""
+             max_len: int | None = None, runtime: str = "auto", options=None, one_token_steps: bool = False
+             ) -> Generation:
+    """Greedy (default) or sampled (do_sample, or top_k / top_p / temperature given) tokens; see the module doc.
+    `one_token_steps` (a model, not a session): the session is compiled for one new token a step (its token
+    input's shape fixed to [batch, 1]: most of the step static, bound once) and the prompt goes in a token a
+    step, as it does for a session compiled so."""
     from .api import Session
     from .kv_state import KVCache
     from .options import as_options
@@ -116,8 +120,10 @@ def generate(model, input_ids, max_new_tokens: int, *, do_sample: bool | None = 
             raise InputError("generate: this session was compiled without Options(kv_cache_max_len=N); give the "
                              "model itself, or compile with it")
     else:
-        rows = max_len or n + max_new_tokens
-        sess = Session(model, runtime, as_options(options).replace(kv_cache_max_len=rows))
+        opts = as_options(options).replace(kv_cache_max_len=max_len or n + max_new_tokens)
+        if one_token_steps:
+            opts = opts.replace(input_shape=_one_token_shapes(model, batch))
+        sess = Session(model, runtime, opts)
     if n + max_new_tokens - 1 > sess._kv["max_len"]:
         raise InputError(f"input_ids: {n} prompt tokens + {max_new_tokens} new need "
                          f"{n + max_new_tokens - 1} cache rows; the cache has {sess._kv['max_len']} (max_len)")
@@ -129,6 +135,11 @@ def generate(model, input_ids, max_new_tokens: int, *, do_sample: bool | None = 
     # Step 3
     t0 = time.perf_counter()
     step_ids, full_mask = ids, mask
+    shape = next((a.shape for a in sess.get_inputs() if a.name == ids_name), None)
+    if one_token_steps or (shape is not None and shape[-1] == 1):   # the prompt but its last token, a token a step
+        for t in range(n - 1):
+            sess.run(None, {ids_name: ids[:, t:t + 1], mask_name: mask[:, :t + 1]}, kv_cache=cache)
+        step_ids = ids[:, n - 1:]
     for step in range(max_new_tokens):
         logits = sess.run(None, {ids_name: step_ids, mask_name: full_mask}, kv_cache=cache)[0]
         if step == 0:
@@ -148,3 +159,18 @@ def generate(model, input_ids, max_new_tokens: int, *, do_sample: bool | None = 
     out.tokens = [list(ids[b, n - lengths[b]:]) + out.new_tokens[b] for b in range(batch)]
     out.tokens = [[int(t) for t in r] for r in out.tokens]
     return out
+
+
+def _one_token_shapes(model, batch: int) -> str:
+    """Options.input_shape for one new token a step: the token input [batch, 1], the mask [batch, -1]."""
+    import onnx
+    proto = onnx.load(model, load_external_data=False) if isinstance(model, (str, bytes)) or hasattr(
+        model, "__fspath__") else model
+    ints = [i.name for i in getattr(getattr(proto, "graph", None), "input", [])
+            if i.type.tensor_type.elem_type == onnx.TensorProto.INT64 and len(i.type.tensor_type.shape.dim) == 2]
+    mask = next((n for n in ints if "mask" in n), None)
+    ids = [n for n in ints if n != mask]
+    if mask is None or len(ids) != 1:
+        raise InputError("one_token_steps: the model needs one 2-D int64 token input and an attention mask "
+                         f"(its 2-D int64 inputs: {ints or 'none'})")
+    return f"{ids[0]}:{batch},1;{mask}:{batch},-1"

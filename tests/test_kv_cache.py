@@ -88,6 +88,12 @@ def test_generate_greedy_equals_the_onnxruntime_loop(sess, ref):
     assert out.tokens[0] == prompts[0] + want[0] and out.steps == 6 and out.tokens_per_second > 0
 
 
+def test_generate_one_token_steps_equals_the_onnxruntime_loop(model, ref):
+    prompts = [[5, 17, 3], [40, 2, 99, 7, 61]]   # the prompt a token a step through a plan of one-token steps
+    out = ge.generate(model, prompts, 5, one_token_steps=True)
+    assert out.new_tokens == _ort_loop(ref, prompts, 5)
+
+
 def test_generate_sampling_is_seeded(sess, ref):
     prompts = [[1, 2, 3, 4]]
     kw = dict(temperature=1.5, top_k=20, top_p=0.9)

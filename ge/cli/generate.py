@@ -32,7 +32,8 @@ def cmd_generate(args) -> int:
     out = generate(_model(args.model), prompts, args.max_new_tokens, do_sample=args.sample or None,
                    temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
                    stop_tokens=_ints(args.stop, "stop"), pad_token_id=args.pad, max_len=args.max_len,
-                   runtime=args.runtime, options=options_of(args))
+                   runtime=args.runtime, options=options_of(args),
+                   one_token_steps=args.one_token_steps)
     for b, (toks, new) in enumerate(zip(out.tokens, out.new_tokens)):
         prompt = toks[:len(toks) - len(new)]
         print(f"sequence {b}: {' '.join(map(str, prompt))} | {' '.join(map(str, new))}")

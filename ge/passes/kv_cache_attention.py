@@ -8,6 +8,7 @@ K and V (through an identity perm: the head dim last, rows after heads); it beco
 which writes the new rows into the caches and attends over them in place (ge/kernels/kv_cache.py).
 Step 1: match each ge::Attention whose K and V are KVCacheAppend outputs, read with identity perms.
 Step 2: one CachedAttention under the Attention's name and output.
+Step 3: its output's shape from Q's (static where Q is, though the cache's rows are not).
 A KVCacheAppend left with another reader is refused after the passes (ge/kv_cache.py's check).
 """
 from __future__ import annotations
@@ -40,7 +41,17 @@ def kv_cache_attention(graph) -> bool:
         attrs = {a: node.attrs[a] for a in ("scale", "q_perm", "y_perm", "is_causal", "nan_guard") if a in node.attrs}
         attrs["max_len"] = int(cache.shape[2])
         replace_pattern(graph, [node], "CachedAttention",
-                        [node.inputs[0], node.inputs[1], node.inputs[2], mask, k.inputs[1], v.inputs[1]], attrs,
-                        "ge", name=node.name)
+                        [node.inputs[0], node.inputs[1], node.inputs[2], mask, k.inputs[1], v.inputs[1]], attrs, "ge",
+                        name=node.name)
         changed = True
+    # Step 3: Y's shape from Q's, each round (its kernel's infer runs on static inputs only, and the cache's rows
+    # are symbolic): [batch, heads, new, head] through y_perm, so what follows is static where Q is
+    for node in graph.nodes:
+        q = node.inputs[0].shape if node.op_type == "CachedAttention" and node.domain == "ge" else None
+        if q is not None and len(q) == 4 and node.inputs[1].shape is not None:
+            qp, yp = list(node.attrs.get("q_perm", IDENTITY)), list(node.attrs.get("y_perm", IDENTITY))
+            logical = (q[qp[0]], q[qp[1]], q[qp[2]], node.inputs[2].shape[3])
+            shape = tuple(logical[a] for a in yp)
+            if node.outputs[0].shape != shape:
+                node.outputs[0].shape, changed = shape, True
     return changed
