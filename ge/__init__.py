@@ -9,6 +9,8 @@ import time as _time
 _IMPORT_T0 = _time.perf_counter()   # `ge run` reports how long importing ge (numba, onnx, numpy) took
 from . import errors  # noqa: E402
 from .api import NodeArg, Session, available_runtimes
+from .kv_state import KVCache
+from .generation import Generation, generate
 from .compiler import compile
 from .errors import (DeviceMemoryError, ExecutionError, GEError, InputError, ModelLoadError, ShapeError,
                      UnsupportedOpError, UsageError)
@@ -18,7 +20,8 @@ from .overflow import overflow_nodes
 from .ort import ExecutionMode, GraphOptimizationLevel, InferenceSession, SessionOptions
 from .plan import Plan
 
-__all__ = ["Session", "NodeArg", "Options", "Plan", "compile", "save", "load", "available_runtimes", "errors",
+__all__ = ["Session", "KVCache", "generate", "Generation",
+           "NodeArg", "Options", "Plan", "compile", "save", "load", "available_runtimes", "errors",
            "InferenceSession", "SessionOptions", "GraphOptimizationLevel", "ExecutionMode", "GEError",
            "ModelLoadError", "UnsupportedOpError", "ShapeError", "InputError", "DeviceMemoryError",
            "ExecutionError", "UsageError", "overflow_nodes"]

@@ -17,6 +17,8 @@ from .gear_fallback import GearsOrV2
 from .hccl.ops import collectives
 from .ir import Graph
 from .ir.dtypes import to_onnx
+from .kv_cache import check_feeds as check_kv_feeds
+from .kv_cache import layout as kv_layout
 from .npu import progress
 from .npu.thunk_cache import problems as cache_problems
 from .offline import is_offline_model
@@ -113,6 +115,7 @@ class Session:
         if is_offline_model(model):  # a saved plan (ge.save): its compile options come from the file
             model = load_plan(model)
         self.gear_plans = None  # ge.plan.GearPlans when runtime_v1 runs gears (dynamic_batch, dynamic_dims)
+        self._kv = None  # the cache inputs of a plan compiled with kv_cache_max_len (ge/kv_cache.py)
         # the model as given, to compile again at a run's shapes for a trace (run_traced); a Graph is
         # rewritten in place by the passes, a Plan is already compiled: neither can be
         self._source = None if isinstance(model, (Graph, Plan, GearPlans)) else model
@@ -168,6 +171,7 @@ class Session:
                 self._executor = _load(self.runtime, self.plan)
             self._warmable = True
         self._describe(ins, [self.plan.tensors[i] for i in self.plan.outputs])
+        self._kv = kv_layout(self.plan)
 
     def _init_geared(self, gp: GearPlans, auto: bool = False) -> None:
         """runtime_v1 over gears: one static plan per gear, memory shared; with `auto`, dims gears run the
@@ -198,10 +202,15 @@ class Session:
     @staticmethod
     def _pick_runtime(runtime: str, plan: Plan | None) -> str:
         have = available_runtimes()
+        kv = plan is not None and plan.options.kv_cache_max_len
         if runtime == "auto":
             # v1's task sink for static plans, static If / Loop / Scan included (20 ns vs 0.5 us host time per
-            # node, measured); v2 for shapes known only at run time, which v1 refuses
-            return "v1" if "v1" in have and runs_on_v1(plan) else "v2"
+            # node, measured); v2 for shapes known only at run time, which v1 refuses; the KV cache in place
+            # on v2 (it reads the caller's cache where it is; v1 copies feeds into its arena)
+            return "v1" if "v1" in have and runs_on_v1(plan) and not kv else "v2"
+        if runtime == "v1" and kv:
+            raise GEError("kv_cache_max_len runs on runtime_v2 (it reads and writes the caller's cache in place; "
+                          "runtime_v1 copies its feeds into the arena): runtime='v2' or 'auto'")
         if runtime not in RUNTIMES:
             raise GEError(f"unknown runtime '{runtime}': choose one of {', '.join(RUNTIMES)} or 'auto'")
         if runtime not in have:
@@ -257,22 +266,37 @@ class Session:
             with reporting(self.options), progress.phase("warm-up"):
                 before_first_run(self)
 
-    def run(self, output_names, feeds: dict, outputs: dict | None = None, *, feature_base=None) -> list[np.ndarray]:
+    def run(self, output_names, feeds: dict, outputs: dict | None = None, *, feature_base=None,
+            kv_cache=None) -> list[np.ndarray]:
         """Outputs named in output_names (all when None), computed from feeds {input name: array}.
+
+        `kv_cache=ge.KVCache(session)` (a model compiled with Options(kv_cache_max_len=N)): the past
+        key/value inputs are the cache's buffers, the step writes its new rows there in place and the cache's
+        length grows by the step's tokens (docs/kv-cache.md).
 
         `outputs={name: array}` writes those results into the caller's arrays (and returns them).
         `feature_base=array` (runtime_v1, Options(feature_base_refreshable=True)): this run and the next ones
         compute their refreshable feature map in the caller's array (GE's
         UpdateGraphRefreshableFeatureMemoryBase); the fixed part (Options.fixed_address_ops) stays resident.
         """
+        new = 0
+        if kv_cache is not None:
+            if not isinstance(feeds, dict):
+                raise InputError(f"feeds must be a dict of input name -> array, not {type(feeds).__name__}")
+            feeds, new = kv_cache.feeds(feeds)
+        elif self._kv is not None and isinstance(feeds, dict):
+            check_kv_feeds(self._kv, feeds)
         if not self._warm:   # the first run compiles what is not compiled yet: said (ge.progress)
             with reporting(self.options):
                 self.warm_up()
                 with progress.phase("first run"):
                     out = self._run(output_names, feeds, outputs, feature_base)
             self._warm = True
-            return out
-        return self._run(output_names, feeds, outputs, feature_base)
+        else:
+            out = self._run(output_names, feeds, outputs, feature_base)
+        if kv_cache is not None:
+            kv_cache.advance(new)
+        return out
 
     def _run(self, output_names, feeds, outputs, feature_base) -> list[np.ndarray]:
         if feature_base is not None:

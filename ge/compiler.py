@@ -25,6 +25,7 @@ from .memory.gear_weights import share_weights
 from .npu import progress
 from .plan_rules import check_compile_options
 from .options import Options, as_options
+from . import kv_cache
 from .parallel.data import split_batch
 from .parallel.tensor import split_tensor
 from .passes import run_pipeline
@@ -68,6 +69,8 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
     options = options.replace(aicore_num=check_compile_options(options))
     with progress.phase("import"):   # phases: for the CLI's "where the time went" (ge.npu.progress)
         graph = bind_input_shapes(import_model(model, inputs, outputs), options.input_shape)
+        if options.kv_cache_max_len:   # a decoder's past keys/values in place (docs/kv-cache.md)
+            graph = kv_cache.in_place(graph, options.kv_cache_max_len)
         if options.parallel == "data":
             graph = split_batch(graph, options.device_count)
         elif options.parallel == "tensor":
@@ -77,6 +80,8 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
         _check_size(graph, v, options)
     with progress.phase("passes"):
         graph = optimize(graph, options)
+        if options.kv_cache_max_len:
+            kv_cache.check(graph)
     with progress.phase("planning"):
         order = topological_order(graph, options.topo_sorting_mode)
         return build_plan(graph, order, options)

@@ -28,7 +28,8 @@ RANGES = {"max_streams": (1, MAX_STREAMS), "thread_budget": (0, 1 << 12), "aicor
           "device_memory_bytes": (1, 1 << 50), "executor_instances": (1, 1 << 12),
           "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30), "max_events": (0, 1 << 30),
           "gear_memory_split_bytes": (0, 1 << 50), "max_notifies": (1, 1024),
-          "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16), "capture_limit": (0, 1 << 12)}
+          "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16), "capture_limit": (0, 1 << 12),
+          "kv_cache_max_len": (0, 1 << 24)}
 PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable", "event_multiplexing", "enable_dynamic_shape_multi_stream",
@@ -95,6 +96,10 @@ class Options:
     # run's output is that input of the next, in the plan's "variable" segment (the input may be left out of
     # the feeds: it is the last output, zeros at first; feeding it sets the state)
     state_pairs: tuple = ()
+    # the KV cache in place (ge/kv_cache.py, docs/kv-cache.md): a decoder export's present = Concat(past, new)
+    # outputs become one buffer per past input of this many rows, fed back by Session.run(kv_cache=...), each
+    # step writing only its new rows; 0 = the export as it is
+    kv_cache_max_len: int = 0
     # event ids reused once both ends of their last use are done (GE's event multiplexing; schedule/multiplex.py)
     event_multiplexing: bool = False
     # the device's event ids (GE: EventAllocator::kMaxEventNum = 4096); a plan needing more is multiplexed,

@@ -140,6 +140,25 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("--repeat", type=int, default=5, help="traced runs for the measured per-op times (default 5)")
     h.set_defaults(fn="report:cmd_report")
 
+    g = sub.add_parser("generate", parents=[_model_flags()], help="tokens from a decoder step export (past "
+                       "key/values in and out), its KV cache in place; greedy or sampled; tokens per second")
+    g.add_argument("--prompt", metavar="IDS", help="token ids '1,2,3'; sequences of any lengths separated by ';' "
+                   "(left-padded, the padding masked); default '0'")
+    g.add_argument("--max-new-tokens", type=int, default=16, metavar="N", help="tokens to generate (default 16)")
+    g.add_argument("--max-len", type=int, default=None, metavar="N", help="the cache's rows (default: the longest "
+                   "prompt + max-new-tokens)")
+    g.add_argument("--sample", action="store_true", help="sample (default greedy, unless --top-k/--top-p/"
+                   "--temperature say otherwise)")
+    g.add_argument("--top-k", type=int, default=0, metavar="K", help="sample among the K most likely (0: off)")
+    g.add_argument("--top-p", type=float, default=1.0, metavar="P", help="sample from the smallest set of mass P")
+    g.add_argument("--temperature", type=float, default=1.0)
+    g.add_argument("--seed", type=int, default=None, help="the sampler's seed (the same seed, the same tokens)")
+    g.add_argument("--stop", metavar="IDS", help="stop tokens '50256,0': a sequence ends at the first")
+    g.add_argument("--pad", type=int, default=0, metavar="ID", help="the padding token (default 0)")
+    g.add_argument("--one-token-steps", action="store_true", help="compile for one new token a step (most of a "
+                   "step static) and feed the prompt a token a step")
+    g.set_defaults(fn="generate:cmd_generate")
+
     w = sub.add_parser("warmup", help="fill the kernel caches for models ahead of their first run, in "
                        "parallel worker processes (a kernel two need is compiled once)")
     w.add_argument("models", nargs="*", metavar="MODEL", help="models as `ge run` takes them, or 'all' for "
@@ -149,7 +168,7 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--runtime", default="auto", type=_runtime_choice, help="v1, v2 or auto (default)")
     w.set_defaults(fn="warmup:cmd_warmup")
 
-    for cmd in (r, q, c, f, h):   # one runtime each: checked by argparse, before any work
+    for cmd in (r, q, c, f, h, g):   # one runtime each: checked by argparse, before any work
         for a in cmd._actions:
             if a.dest == "runtime":
                 a.type = _runtime_choice

@@ -1,7 +1,7 @@
 """The kernel library: importing this package registers every kernel family, each named here."""
 from . import registry
 from . import (activation, attention, axis_scan, binary, bitwise, cast, control, conv, conv_bf16,  # noqa: F401
-               conv_scaled, einsum, elementwise, expanded, image_decoder, indexing, linalg, linear_attention,
+               conv_scaled, einsum, elementwise, expanded, image_decoder, indexing, kv_cache, linalg, linear_attention,
                loss, matmul, movement, nms, norm, pad, patches, pool, qlinear, qnhwc, quant, reduce, refused, resize,
                reverse_sequence, rms_norm, rnn, sample, select, sequence, softmax, spectral, tensor, tfidf,
                tree_ensemble, window)

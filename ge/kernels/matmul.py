@@ -26,8 +26,9 @@ import numpy as np
 from numba import njit
 
 from .epilogue import NONE, activation_args, epilogue
-from .gemm import COLS, ROWS, gemm_block, gemm_blocks, gemm_nt_block, share, split_axis, workspace
+from .gemm import COLS, ROWS, gemm_block, gemm_blocks, gemm_nt_block, k_depth, share, split_axis, workspace
 from .gemm_packed import gemm_packed_block, packed_size, packed_workspace
+from .gemv import gemv, gemv_blocks, gemv_packed
 from .registry import KernelContext, Launch, TensorSpec, broadcast_shapes, register
 from .tiling import block_range, largest_share
 
@@ -128,6 +129,11 @@ def _prepare_gemm(ctx: KernelContext) -> Launch:
     M, N, K = _gemm_dims(ctx)
     mode = _c_mode(ctx, M, N)
     act, p0, p1 = activation_args(ctx)
+    if M == 1:   # a decode step's row: B streamed once (gemv.py)
+        sam, sak = (1, M) if ctx.attr("transA", 0) else (K, 1)
+        return Launch(gemv, (M, N, K, sam, sak, int(ctx.attr("transB", 0)), float(ctx.attr("alpha", 1.0)),
+                             float(ctx.attr("beta", 1.0)), mode, act, p0, p1), (),
+                      inputs=(0, 1, 2 if mode != C_NONE else 0), tiled=True, block_dim=gemv_blocks(N, K, ctx.cores))
     nt = bool(ctx.attr("transB", 0)) or N == 1
     bd, axis, per = _gemm_tiling(ctx, M, N, K, nt=nt)
     args = (M, N, K, int(ctx.attr("transA", 0)), int(ctx.attr("transB", 0)), float(ctx.attr("alpha", 1.0)),
@@ -229,10 +235,16 @@ def _prepare_matmul(ctx: KernelContext) -> Launch:
     has_c = ctx.has(2)
     if ctx.attr("weight_shape") is not None:  # B packed at compile time: the batches are A's rows
         M, dtype = M * a_off.size, ctx.inputs[0].dtype
+        if M == 1:   # a decode step's row (gemv.py: the same bits as the unpacked row below)
+            return Launch(gemv_packed, (M, N, K, int(k_depth(K)), int(has_c), act, p0, p1), (),
+                          inputs=(0, 1, 2 if has_c else 0), tiled=True, block_dim=gemv_blocks(N, K, ctx.cores))
         bd, axis, _ = _gemm_tiling(ctx, M, N, K)
         per = packed_workspace(largest_share(M, 8, bd) if axis == ROWS else M, K, dtype)
         return Launch(matmul_packed, (M, N, K, int(has_c), act, p0, p1, axis), (TensorSpec((bd * per,), dtype),),
                       inputs=(0, 1, 2 if has_c else 0), tiled=True, block_dim=bd)
+    if M == 1 and a_off.size == 1 and N > 1:   # one row, one B: streamed (gemv.py)
+        return Launch(gemv, (M, N, K, K, 1, 0, 1.0, 1.0, C_ROW if has_c else C_NONE, act, p0, p1), (),
+                      inputs=(0, 1, 2 if has_c else 0), tiled=True, block_dim=gemv_blocks(N, K, ctx.cores))
     bd, axis, per = _gemm_tiling(ctx, M, N, K, batches=a_off.size, nt=N == 1)
     # an absent bias is stood in for by A (never read), so one specialization serves both
     return Launch(matmul, (M, N, K, a_off, b_off, int(has_c), act, p0, p1, axis),

@@ -17,6 +17,7 @@ from .fuse_layer_norm import fuse_layer_norm
 from .fuse_qdq import fuse_qdq
 from .fuse_skip_layer_norm import fuse_skip_layer_norm
 from .infer_shapes import infer_shapes
+from .kv_cache_attention import kv_cache_attention
 from .pack_bf16_convs import pack_bf16_convs
 from .pack_conv_weights import pack_conv_weights
 from .pack_matmul_weights import pack_matmul_weights
@@ -48,6 +49,7 @@ PIPELINE = [
     ("fold_batchnorm", fold_batchnorm),
     ("recognize_activations", recognize_activations),
     ("fuse_attention", fuse_attention),             # transformers: before fuse_activation takes a MatMul + Add
+    ("kv_cache_attention", kv_cache_attention),     # Options.kv_cache_max_len: attention over the cache in place
     ("fuse_layer_norm", fuse_layer_norm),           # before fuse_skip_layer_norm, which takes its node
     ("fuse_skip_layer_norm", fuse_skip_layer_norm),
     ("fuse_activation", fuse_activation),

@@ -27,8 +27,9 @@ def rand(*shape, dtype=np.float32):
 
 @pytest.fixture
 def tiny_blocks(monkeypatch):
-    from ge.kernels import conv, gemm
+    from ge.kernels import conv, gemm, gemv
     monkeypatch.setattr(gemm, "MIN_BLOCK_MACS", 1)
+    monkeypatch.setattr(gemv, "MIN_BLOCK_MACS", 1)
     monkeypatch.setattr(conv, "MIN_BLOCK_MACS", 1)
     monkeypatch.setattr(conv, "MIN_BLOCK_TAPS", 1)
 

@@ -1,0 +1,176 @@
+"""ge.generate: tokens from a decoder step export, one step a token, its past keys/values in place (docs/kv-cache.md).
+
+    out = ge.generate("gpt2_step.onnx", [[464, 3290], [40]], max_new_tokens=32, top_k=50, seed=0)
+    out.tokens, out.tokens_per_second
+
+Step 1: the session: the one given (compiled with Options(kv_cache_max_len)), else one compiled from the model
+        with a cache of prompt + max_new_tokens rows (or max_len); runtime_v2 (the mask grows a column a step).
+Step 2: the prompts: a 2-D array, or sequences of different lengths left-padded with pad_token_id, the
+        padding masked out (attention_mask 0); the export's position ids are its own (transformers' GPT-2 export
+        counts them from the past length, so a padded sequence's positions start later, as in onnxruntime
+        fed the same padded batch).
+Step 3: the loop: the prompt in one step, then one token a step; each step's last logits -> a token (greedy, or
+        sampled: temperature, top-k, then top-p on what is left, from numpy's Generator(seed)); a sequence
+        that picks a stop token is finished: its later tokens are pad_token_id and dropped; all finished or
+        max_new_tokens -> stop.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError
+
+
+@dataclass
+class Generation:
+    tokens: list = field(default_factory=list)       # per sequence: prompt + new tokens (no padding)
+    new_tokens: list = field(default_factory=list)   # per sequence: the new tokens (a stop token included)
+    seconds: float = 0.0                             # the whole loop, prompt step included
+    prompt_seconds: float = 0.0                      # the prompt's step
+    steps: int = 0
+
+    @property
+    def tokens_per_second(self) -> float:
+        """New tokens of all sequences over the loop's time."""
+        return sum(map(len, self.new_tokens)) / self.seconds if self.seconds > 0 else 0.0
+
+
+def pad_prompts(input_ids, pad_token_id: int = 0) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(ids [batch, longest], mask, lengths): ragged prompts left-padded, the padding masked."""
+    if isinstance(input_ids, np.ndarray):
+        if input_ids.ndim == 1:
+            input_ids = input_ids[None]
+        rows = [list(r) for r in input_ids]
+    else:
+        rows = [list(r) for r in input_ids]
+        if rows and not isinstance(rows[0], list) and np.ndim(rows[0]) == 0:
+            rows = [rows]
+    if not rows or any(len(r) == 0 for r in rows):
+        raise InputError("input_ids: give one or more non-empty token sequences")
+    try:
+        rows = [[int(t) for t in r] for r in rows]
+    except (TypeError, ValueError):
+        raise InputError("input_ids: token ids must be integers") from None
+    n = max(map(len, rows))
+    ids = np.full((len(rows), n), pad_token_id, np.int64)
+    mask = np.zeros((len(rows), n), np.int64)
+    for b, r in enumerate(rows):
+        ids[b, n - len(r):], mask[b, n - len(r):] = r, 1
+    return ids, mask, [len(r) for r in rows]
+
+
+def pick(logits: np.ndarray, rng, do_sample: bool, temperature: float = 1.0, top_k: int = 0,
+         top_p: float = 1.0) -> np.ndarray:
+    """One token per row of logits [batch, vocab]: argmax, or a sample after temperature, top-k, top-p."""
+    if not do_sample:
+        return logits.argmax(-1).astype(np.int64)
+    x = logits.astype(np.float64) / temperature
+    if 0 < top_k < x.shape[-1]:
+        kth = np.partition(x, -top_k, axis=-1)[:, -top_k][:, None]
+        x = np.where(x < kth, -np.inf, x)
+    p = np.exp(x - x.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    out = np.empty(len(p), np.int64)
+    for b, row in enumerate(p):
+        order = np.argsort(-row, kind="stable")
+        sorted_p = row[order]
+        if top_p < 1.0:   # the smallest set whose mass reaches top_p (the most likely token always kept)
+            keep = np.cumsum(sorted_p) - sorted_p < top_p
+            sorted_p = np.where(keep, sorted_p, 0.0)
+        c = np.cumsum(sorted_p)
+        out[b] = order[min(int(np.searchsorted(c, rng.random() * c[-1], side="right")), len(c) - 1)]
+    return out
+
+
+def _check(max_new_tokens, temperature, top_k, top_p) -> None:
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 1:
+        raise InputError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+    if not temperature > 0:
+        raise InputError(f"temperature must be > 0, got {temperature!r}")
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 0:
+        raise InputError(f"top_k must be an integer >= 0 (0: off), got {top_k!r}")
+    if not 0 < top_p <= 1:
+        raise InputError(f"top_p must be in (0, 1], got {top_p!r}")
+
+
+def generate(model, input_ids, max_new_tokens: int, *, do_sample: bool | None = None, temperature: float = 1.0,
+             top_k: int = 0, top_p: float = 1.0, seed: int | None = None, stop_tokens=(), pad_token_id: int = 0,
+             max_len: int | None = None, runtime: str = "auto", options=None, one_token_steps: bool = False
+             ) -> Generation:
+    """Greedy (default) or sampled (do_sample, or top_k / top_p / temperature given) tokens; see the module doc.
+    `one_token_steps` (a model, not a session): the session is compiled for one new token a step (its token
+    input's shape fixed to [batch, 1]: most of the step static, bound once) and the prompt goes in a token a
+    step, as it does for a session compiled so."""
+    from .api import Session
+    from .kv_state import KVCache
+    from .options import as_options
+    _check(max_new_tokens, temperature, top_k, top_p)
+    do_sample = (top_k > 0 or top_p < 1 or temperature != 1.0) if do_sample is None else bool(do_sample)
+    stops = {int(t) for t in np.atleast_1d(np.asarray(stop_tokens, np.int64))} if np.size(stop_tokens) else set()
+    # Step 2
+    ids, mask, lengths = pad_prompts(input_ids, pad_token_id)
+    batch, n = ids.shape
+    # Step 1
+    if isinstance(model, Session):
+        sess = model
+        if sess._kv is None:
+            raise InputError("generate: this session was compiled without Options(kv_cache_max_len=N); give the "
+                             "model itself, or compile with it")
+    else:
+        opts = as_options(options).replace(kv_cache_max_len=max_len or n + max_new_tokens)
+        if one_token_steps:
+            opts = opts.replace(input_shape=_one_token_shapes(model, batch))
+        sess = Session(model, runtime, opts)
+    if n + max_new_tokens - 1 > sess._kv["max_len"]:
+        raise InputError(f"input_ids: {n} prompt tokens + {max_new_tokens} new need "
+                         f"{n + max_new_tokens - 1} cache rows; the cache has {sess._kv['max_len']} (max_len)")
+    cache = KVCache(sess, batch)
+    ids_name, mask_name = sess._kv["ids"], sess._kv["mask"]
+    rng = np.random.default_rng(seed)
+    out = Generation(new_tokens=[[] for _ in range(batch)])
+    done = np.zeros(batch, bool)
+    # Step 3
+    t0 = time.perf_counter()
+    step_ids, full_mask = ids, mask
+    shape = next((a.shape for a in sess.get_inputs() if a.name == ids_name), None)
+    if one_token_steps or (shape is not None and shape[-1] == 1):   # the prompt but its last token, a token a step
+        for t in range(n - 1):
+            sess.run(None, {ids_name: ids[:, t:t + 1], mask_name: mask[:, :t + 1]}, kv_cache=cache)
+        step_ids = ids[:, n - 1:]
+    for step in range(max_new_tokens):
+        logits = sess.run(None, {ids_name: step_ids, mask_name: full_mask}, kv_cache=cache)[0]
+        if step == 0:
+            out.prompt_seconds = time.perf_counter() - t0
+        tok = pick(logits[:, -1], rng, do_sample, temperature, top_k, top_p)
+        for b in range(batch):
+            if not done[b]:
+                out.new_tokens[b].append(int(tok[b]))
+                done[b] = int(tok[b]) in stops
+        out.steps = step + 1
+        if done.all() or step == max_new_tokens - 1:
+            break
+        tok = np.where(done, pad_token_id, tok)
+        step_ids = tok[:, None].astype(np.int64)
+        full_mask = np.concatenate([full_mask, np.ones((batch, 1), np.int64)], axis=1)
+    out.seconds = time.perf_counter() - t0
+    out.tokens = [list(ids[b, n - lengths[b]:]) + out.new_tokens[b] for b in range(batch)]
+    out.tokens = [[int(t) for t in r] for r in out.tokens]
+    return out
+
+
+def _one_token_shapes(model, batch: int) -> str:
+    """Options.input_shape for one new token a step: the token input [batch, 1], the mask [batch, -1]."""
+    import onnx
+    proto = onnx.load(model, load_external_data=False) if isinstance(model, (str, bytes)) or hasattr(
+        model, "__fspath__") else model
+    ints = [i.name for i in getattr(getattr(proto, "graph", None), "input", [])
+            if i.type.tensor_type.elem_type == onnx.TensorProto.INT64 and len(i.type.tensor_type.shape.dim) == 2]
+    mask = next((n for n in ints if "mask" in n), None)
+    ids = [n for n in ints if n != mask]
+    if mask is None or len(ids) != 1:
+        raise InputError("one_token_steps: the model needs one 2-D int64 token input and an attention mask "
+                         f"(its 2-D int64 inputs: {ints or 'none'})")
+    return f"{ids[0]}:{batch},1;{mask}:{batch},-1"

@@ -1,0 +1,118 @@
+"""GEMV: one row of A times B, the decode step's every projection (a token a step: M = 1).
+
+gemm.py's blocked loops are built for many rows: packing A, register tiles of several rows, and (Gemm's B
+not packed at compile time) B packed again on every call. For one row all of that is overhead over a
+stream through B: a decoder's projections at M = 1 measured 1.6-5.7x onnxruntime's MLAS (one thread, AMD
+EPYC, loaded: 768 x 3072 2.46 vs 0.46 ms, 256 x 50257 15.5 vs 7.8 ms). Here y += a[k] * B[k, :] row after
+row, over column chunks that stay in L1 (CHUNK floats), so B is read once, in order, and the inner loop is
+one vectorized FMA over contiguous memory:
+  gemv        B [K, N] row-major (Gemm transB=0, MatMul), or [N, K] (transB=1: a dot product per column);
+  gemv_packed B in gemm_packed.pack_b's panels (pack_matmul_weights): per k block, panel by panel.
+Every y element is the chain y = 0; y += a[k] * b[k] for k = 0 .. K-1 in order in both, then the epilogue
+(bias, activation) as gemm's: the same bits packed or not and for any core count (blocks cut the columns).
+Tiled over AI cores by column panels (gemm_packed.panel_width).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .epilogue import epilogue
+from .gemm import MIN_BLOCK_MACS
+from .reduce import U
+from .tiling import block_dim_for, block_range
+
+CHUNK = 1024   # y columns kept in L1 while B's rows stream by (4 KB of float32)
+PANEL = 32     # tiling grain: gemm_packed's float32 panel
+
+
+@njit(nogil=True, cache=True)
+def _row(a, ao, sak, b, N, K, trans_b, y, yo, n0, n1):
+    zero = y.dtype.type(0)
+    if trans_b:   # b [N, K]: y[n] = a . b[n, :], k in order
+        for n in range(n0, n1):
+            s = zero
+            bo = U(n * K)
+            for k in range(K):
+                s += a[ao + k * sak] * b[bo + U(k)]
+            y[yo + n] = s
+        return
+    for j0 in range(n0, n1, CHUNK):
+        w = U(min(CHUNK, n1 - j0))
+        yb = U(yo + j0)
+        for j in range(w):
+            y[yb + j] = zero
+        k = 0
+        while k + 4 <= K:   # four rows a pass: y loaded and stored once per four FMAs, added in k's order
+            a0, a1, a2, a3 = a[ao + k * sak], a[ao + (k + 1) * sak], a[ao + (k + 2) * sak], a[ao + (k + 3) * sak]
+            b0 = U(k * N + j0)
+            b1, b2, b3 = b0 + U(N), b0 + U(2 * N), b0 + U(3 * N)
+            for j in range(w):   # unsigned indices: no wraparound test, the loop vectorizes
+                y[yb + j] = (((y[yb + j] + a0 * b[b0 + j]) + a1 * b[b1 + j]) + a2 * b[b2 + j]) + a3 * b[b3 + j]
+            k += 4
+        while k < K:
+            ak = a[ao + k * sak]
+            bo = U(k * N + j0)
+            for j in range(w):
+                y[yb + j] += ak * b[bo + j]
+            k += 1
+
+
+@njit(nogil=True, cache=True)
+def gemv(a, b, c, y, M, N, K, sam, sak, trans_b, alpha, beta, c_mode, act, p0, p1, block_idx, block_dim):
+    """y[m, :] = act(alpha * a[m, :] @ B + beta * c) for m < M (a few rows), block block_idx's columns.
+    c_mode as matmul.py's (0 none, 1 scalar, 2 column, 3 row, 4 full)."""
+    n0, n1 = block_range(N, PANEL, block_idx, block_dim)
+    if n1 <= n0:
+        return
+    has_v = 1 if c_mode == 3 or c_mode == 4 else 0
+    for m in range(M):
+        _row(a, m * sam, sak, b, N, K, trans_b, y, m * N, n0, n1)
+        s = 0.0
+        if c_mode == 1:
+            s = beta * c[0]
+        elif c_mode == 2:
+            s = beta * c[m]
+        voff = (m * N if c_mode == 4 else 0) + n0
+        epilogue(y, m * N + n0, n1 - n0, alpha, s, c, voff, beta, has_v, act, p0, p1)
+
+
+@njit(nogil=True, cache=True)
+def gemv_packed(a, bp, c, y, M, N, K, kc, has_c, act, p0, p1, block_idx, block_dim):
+    """y[m, :] = act(a[m, :] @ B + c), B packed by gemm_packed.pack_b in k blocks of kc rows."""
+    P = 128 // y.itemsize
+    Np = (N + P - 1) // P * P
+    n0, n1 = block_range(N, P, block_idx, block_dim)
+    if n1 <= n0:
+        return
+    zero = y.dtype.type(0)
+    for m in range(M):
+        yo, ao = m * N, m * K
+        y[yo + n0:yo + n1] = zero
+        for k0 in range(0, K, kc):
+            kn = min(kc, K - k0)
+            for p0_ in range(n0, n1, P):
+                w = U(min(P, N - p0_))
+                yb = U(yo + p0_)
+                base = k0 * Np + p0_ * kn
+                k = 0
+                while k + 4 <= kn:   # as gemv's rows: four a pass, in k's order
+                    a0, a1, a2, a3 = a[ao + k0 + k], a[ao + k0 + k + 1], a[ao + k0 + k + 2], a[ao + k0 + k + 3]
+                    b0 = U(base + k * P)
+                    b1, b2, b3 = b0 + U(P), b0 + U(2 * P), b0 + U(3 * P)
+                    for j in range(w):
+                        y[yb + j] = (((y[yb + j] + a0 * bp[b0 + j]) + a1 * bp[b1 + j]) + a2 * bp[b2 + j]) + \
+                            a3 * bp[b3 + j]
+                    k += 4
+                while k < kn:
+                    ak = a[ao + k0 + k]
+                    bo = U(base + k * P)
+                    for j in range(w):
+                        y[yb + j] += ak * bp[bo + j]
+                    k += 1
+        epilogue(y, yo + n0, n1 - n0, 1.0, 0.0, c, n0, 1.0, has_c, act, p0, p1)
+
+
+def gemv_blocks(N: int, K: int, cores: int) -> int:
+    """Blocks for a GEMV of N columns over K: whole panels, each at least MIN_BLOCK_MACS."""
+    return block_dim_for(-(-N // PANEL), cores, -(-MIN_BLOCK_MACS // max(1, K * PANEL)))

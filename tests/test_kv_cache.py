@@ -1,0 +1,151 @@
+"""The KV cache in place (Options.kv_cache_max_len, ge.KVCache, ge.generate, `ge generate`): a decoder step export
+run step by step against onnxruntime running the same export with its Concat'd presents fed back."""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import ge
+from ge import exports
+from ge.errors import GEError, InputError
+from ge.generation import pad_prompts, pick
+
+NAME, LAYERS, HEADS, HEAD, VOCAB = "gpt2_tiny_step", 2, 4, 16, 100
+MAX = 24
+
+
+@pytest.fixture(scope="module")
+def model():
+    return exports.load(NAME)
+
+
+@pytest.fixture(scope="module")
+def sess(model):
+    return ge.Session(model, options=ge.Options(kv_cache_max_len=MAX))
+
+
+@pytest.fixture(scope="module")
+def ref(model):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def _ort_loop(ref, prompts, new, rng=None, **sampling):
+    """The reference: onnxruntime on the export, presents fed back as the next pasts."""
+    ids, mask, _ = pad_prompts(prompts)
+    b = ids.shape[0]
+    past = {f"past_key_values.{i}.{kv}": np.zeros((b, HEADS, 0, HEAD), np.float32)
+            for i in range(LAYERS) for kv in ("key", "value")}
+    names = [o.name for o in ref.get_outputs()]
+    out = []
+    for _ in range(new):
+        r = ref.run(None, {"input_ids": ids, "attention_mask": mask, **past})
+        tok = pick(r[0][:, -1], rng, rng is not None, **sampling)
+        out.append(tok)
+        past = {n.replace("present", "past_key_values"): v for n, v in zip(names[1:], r[1:])}
+        ids, mask = tok[:, None], np.concatenate([mask, np.ones((b, 1), np.int64)], axis=1)
+    return np.stack(out, 1).tolist()
+
+
+def test_steps_match_onnxruntime_with_the_past_in_place(sess, ref):
+    plan = sess.plan
+    assert [plan.tensors[i].name for i in plan.outputs] == ["logits"]   # the presents live in the cache
+    assert sum(n.op_type == "CachedAttention" for n in plan.nodes) == LAYERS
+    assert not any(n.op_type == "Concat" and any(plan.tensors[i].name.startswith("past_key_values")
+                                                 for i in n.inputs) for n in plan.nodes)
+    cache = ge.KVCache(sess, batch=2)
+    buffers = {k: a.ctypes.data for k, a in cache.arrays.items()}
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, VOCAB, (2, 4))
+    past = {f"past_key_values.{i}.{kv}": np.zeros((2, HEADS, 0, HEAD), np.float32)
+            for i in range(LAYERS) for kv in ("key", "value")}
+    names = [o.name for o in ref.get_outputs()]
+    total = 0
+    for _ in range(4):
+        total += ids.shape[1]
+        mask = np.ones((2, total), np.int64)
+        r = ref.run(None, {"input_ids": ids, "attention_mask": mask, **past})
+        (logits,) = sess.run(None, {"input_ids": ids, "attention_mask": mask}, kv_cache=cache)
+        np.testing.assert_allclose(logits, r[0], rtol=1e-5, atol=1e-5)
+        assert cache.length == total
+        for n, v in zip(names[1:], r[1:]):
+            np.testing.assert_allclose(cache.present(n.replace("present", "past_key_values")), v, atol=1e-6)
+        past = {n.replace("present", "past_key_values"): v for n, v in zip(names[1:], r[1:])}
+        ids = r[0][:, -1:].argmax(-1)
+    assert {k: a.ctypes.data for k, a in cache.arrays.items()} == buffers
+    # the presents compared above are the caller's buffers: the steps wrote their rows there, nothing copied
+    assert sess.stats()["zero_copy_inputs"] >= 4 * 2 * LAYERS
+
+
+def test_generate_greedy_equals_the_onnxruntime_loop(sess, ref):
+    prompts = [[5, 17, 3], [40, 2, 99, 7, 61]]   # different lengths: left-padded, the padding masked
+    want = _ort_loop(ref, prompts, 6)
+    for _ in range(3):   # a shape's later runs replay on runtime_v2: the same tokens
+        out = ge.generate(sess, prompts, 6)
+        assert out.new_tokens == want
+    assert out.tokens[0] == prompts[0] + want[0] and out.steps == 6 and out.tokens_per_second > 0
+
+
+def test_generate_one_token_steps_equals_the_onnxruntime_loop(model, ref):
+    prompts = [[5, 17, 3], [40, 2, 99, 7, 61]]   # the prompt a token a step through a plan of one-token steps
+    out = ge.generate(model, prompts, 5, one_token_steps=True)
+    assert out.new_tokens == _ort_loop(ref, prompts, 5)
+
+
+def test_generate_sampling_is_seeded(sess, ref):
+    prompts = [[1, 2, 3, 4]]
+    kw = dict(temperature=1.5, top_k=20, top_p=0.9)
+    a = ge.generate(sess, prompts, 6, seed=7, **kw)
+    assert ge.generate(sess, prompts, 6, seed=7, **kw).new_tokens == a.new_tokens
+    assert a.new_tokens == _ort_loop(ref, prompts, 6, np.random.default_rng(7), **kw)
+
+
+def test_generate_stops_each_sequence_at_a_stop_token(sess, ref):
+    prompts = [[5, 17, 3], [40, 2, 99, 7, 61]]
+    want = _ort_loop(ref, prompts, 5)
+    stop = want[0][1]
+    out = ge.generate(sess, prompts, 5, stop_tokens=[stop])
+    assert out.new_tokens[0] == want[0][:want[0].index(stop) + 1]
+    k = want[1].index(stop) + 1 if stop in want[1] else 5
+    assert out.new_tokens[1] == want[1][:k]
+
+
+def test_the_cli_prints_tokens_and_their_rate(capsys, sess):
+    from ge.cli import main
+    assert main(["generate", NAME, "--prompt", "5,17,3;40,2,99,7,61", "--max-new-tokens", "3"]) == 0
+    text = capsys.readouterr().out
+    want = ge.generate(sess, [[5, 17, 3], [40, 2, 99, 7, 61]], 3).new_tokens
+    assert f"sequence 0: 5 17 3 | {' '.join(map(str, want[0]))}" in text
+    assert "tokens/s" in text
+
+
+def test_bad_input_names_what_is_at_fault(sess, model):
+    cache = ge.KVCache(sess, batch=1)
+    ids = np.zeros((1, 1), np.int64)
+    with pytest.raises(InputError, match="attention_mask"):   # a past longer than the cache
+        sess.run(None, {"input_ids": ids, "attention_mask": np.ones((1, MAX + 1), np.int64)})
+    with pytest.raises(InputError, match="attention_mask"):   # the mask does not follow the cache's length
+        sess.run(None, {"input_ids": ids, "attention_mask": np.ones((1, 3), np.int64)}, kv_cache=cache)
+    with pytest.raises(InputError, match="batch"):
+        sess.run(None, {"input_ids": np.zeros((2, 1), np.int64), "attention_mask": np.ones((2, 1), np.int64)},
+                 kv_cache=cache)
+    feeds = {"input_ids": ids, "attention_mask": np.ones((1, 1), np.int64)}
+    caches = {f"past_key_values.{i}.{kv}": np.zeros((1, HEADS, MAX, HEAD), np.float32)
+              for i in range(LAYERS) for kv in ("key", "value")}
+    with pytest.raises(InputError, match="past_key_values.0.key"):   # heads that differ
+        sess.run(None, {**feeds, **caches, "past_key_values.0.key": np.zeros((1, 3, MAX, HEAD), np.float32)})
+    with pytest.raises(InputError, match="past_key_values.1.value"):   # the wrong dtype
+        sess.run(None, {**feeds, **caches, "past_key_values.1.value": np.zeros((1, HEADS, MAX, HEAD))})
+    with pytest.raises(InputError, match="cache rows"):
+        ge.generate(sess, [[1] * 20], MAX)
+    with pytest.raises(InputError, match="top_p"):
+        ge.generate(sess, [[1]], 2, top_p=0)
+    with pytest.raises(GEError, match="Concat"):   # no past to keep: an export without present outputs
+        ge.Session(exports.load("gpt2_tiny"), options=ge.Options(kv_cache_max_len=8))
+    with pytest.raises(GEError, match="runtime_v2"):   # runtime_v1 would copy the cache into its arena
+        ge.Session(model, runtime="v1", options=ge.Options(kv_cache_max_len=8, input_shape="input_ids:1,1;"
+                                                             "attention_mask:1,4"))
+    fixed = ge.Session(model, options=ge.Options(kv_cache_max_len=8, input_shape="input_ids:1,1;attention_mask:1,4"))
+    assert fixed.runtime == "v2"   # auto: a static plan with the cache in place stays on runtime_v2
