@@ -22,6 +22,13 @@ the rows left over from the tiles of 8 run as a tile of 4 (8 FMA chains, full sp
   plain one's speed; prefetching the next panel into L2 on top cost 3-8%.
 - PREFETCH_C: while a tile runs, the next tile's 8 rows of C are prefetched (they are far apart: an L2 or
   TLB miss each would stall the tile's start): +8% on the conv-shaped GEMM 256x3136x576, neutral elsewhere.
+- Compiled units: `_panel`, `_tiles` and `_panel_a` are functions of their own, not inlined (the tiles are
+  inlined into them): a call passing a constant (sak 1, padded, R) compiles that literal specialization once,
+  and `_streamed` and `_blocked` then link the same copies instead of each inlining its own. gemm_nn's float32
+  compile, CPU seconds on the AMD EPYC (2026-12-07, loaded): 78.0 with every level inlined, 24.7 so; one
+  core, best of alternating runs: 64x3136x64 and 8x256x1024 -2 to -3% (a call per panel), 128x256x256,
+  100^3, 256x784x128, 32x196x1152 level (the large shapes not measurable under that load). With `_tile2`
+  not inlined either (a call per tile): 35.8 s, but -8% at K = 64; with only `_panel`/`_panel_a`: 33.7 s.
 Every C element is one FMA chain over k in increasing order whatever tile, row or mask it falls in
 (gemm.py's bitwise property).
 """
@@ -38,7 +45,7 @@ PREFETCH_C = True
 NARROW = not host_has("avx512f")
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True)
 def _panel(a, b, brow, ldb, c, m0, mr, m1, j0, bo, nc, k0, kn, sam, sak, ldc, load, padded):
     """C[m0:m1, j0:j0+nc] (+)= A[m0:m1, k0:k0+kn] @ B, panel by panel (2 vectors of columns), each swept
     by the row tiles: panel p's row k at b[brow[k] + bo + p*P] (brow non-empty: B in place) or at
@@ -55,7 +62,7 @@ def _panel(a, b, brow, ldb, c, m0, mr, m1, j0, bo, nc, k0, kn, sam, sak, ldc, lo
             _tiles(a, b, brow, ldb, c, m0, mr, m1, j0 + j, o, w, k0, kn, sam, sak, ldc, load, padded)
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True)
 def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load, padded):
     """C[m0:m1, j:j+w] (+)= A[m0:m1, k0:k0+kn] @ one panel (B's row k at b[brow[k] + o] or b[k*ldb + o])."""
     L = vlanes(c)
@@ -83,7 +90,7 @@ def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load,
             _row(a, ao, sak, b, brow, ldb, o + L, c, co + L, kn, load, w - L)
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True)
 def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, sak, ldc, load):
     """_panel for a packed B block and a packed A block (the leftover rows read A in place)."""
     L = vlanes(c)
