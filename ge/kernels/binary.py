@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .arity import padded_inputs
 from .blocks import G, blocks, byte_scale, row_range, tiled
 from .broadcast import broadcast_strides, commute, walk2, walk3
 from .cast import copy_launch
@@ -238,12 +239,13 @@ def where(c, x, y, out, shape, sc, sx, sy, block_idx, block_dim):
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def variadic(*xs):
-    """xs = (x_0, ..., x_k-1, out, op, shape, strides, block_idx, block_dim), k >= 2: strides holds k+1
-    rows of shape.size, the last row the output's. out = x_0 op x_1, then out = out op x_i, then Mean
-    scales by 1/k; every step over the block's part only (the star-args carry the block arguments)."""
-    ins, out, op, shape, strides = xs[:-6], xs[-6], xs[-5], xs[-4], xs[-3]
+    """xs = (x_0, ..., out, k, op, shape, strides, block_idx, block_dim), k >= 2 inputs read (the x's past
+    them are arity.py's fillers): strides holds k+1 rows of shape.size, the last row the output's.
+    out = x_0 op x_1, then out = out op x_i, then Mean scales by 1/k; every step over the block's part only
+    (the star-args carry the block arguments)."""
+    ins, out, k, op, shape, strides = xs[:-7], xs[-7], xs[-6], xs[-5], xs[-4], xs[-3]
     block_idx, block_dim = xs[-2], xs[-1]
-    k, r = len(ins), shape.size
+    r = shape.size
     for i in range(1, k):
         a = ins[0] if i == 1 else out
         sa = strides[:r] if i == 1 else strides[k * r:]
@@ -408,7 +410,9 @@ def _prepare_variadic(op):
             return copy_launch(ctx)
         out = ctx.outputs[0].shape
         shape, *strides = broadcast_strides(out, *[s.shape for s in ctx.inputs], out)
-        return _launch(ctx, variadic, (op, shape, np.concatenate(strides)), _NS * (len(ctx.inputs) - 1))
+        k = len(ctx.inputs)
+        return _launch(ctx, variadic, (k, op, shape, np.concatenate(strides)), _NS * (k - 1),
+                       inputs=padded_inputs(k))
     return prepare
 
 

@@ -27,6 +27,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .arity import ARITY, padded_inputs
 from .blocks import G, blocks, tiled
 from .registry import KernelContext, Launch, TensorSpec, broadcast_shapes, normalize_axis, register
 from .strided import (DTYPES, contiguous_strides, copy_run, dense_copy_args, int_values, permuted, strided_launch,
@@ -146,7 +147,10 @@ def _prepare_concat(ctx: KernelContext) -> Launch:
     inner = math.prod(shape[axis + 1:])
     widths = np.array([x.shape[axis] * inner for x in ctx.inputs], np.int64)
     nb = blocks(ctx, math.prod(shape), walk_ns(int(widths.mean()), True, ctx.outputs[0].dtype.itemsize))
-    return tiled(concat, (shape[axis] * inner, widths), nb)
+    picked = padded_inputs(len(ctx.inputs))  # fillers get width 0: one compile per dtype (arity.py)
+    if picked is not None:
+        widths = np.concatenate([widths, np.zeros(ARITY - len(ctx.inputs), np.int64)])
+    return tiled(concat, (shape[axis] * inner, widths), nb, inputs=picked)
 
 
 def _split_parts(ctx: KernelContext, n: int) -> list[int]:
