@@ -12,6 +12,7 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import external_data_helper, shape_inference
@@ -19,6 +20,7 @@ from onnx import external_data_helper, shape_inference
 from ..errors import ModelFileError, ModelLoadError, ModelParseError, UnsupportedOpError
 from ..ir import Graph
 from ..ir.dtypes import check, from_onnx
+from ..kernels.ml import output_types
 from .onnx_attrs import attribute_value, tensor_to_array
 from .onnx_bodies import check_bodies, free_names, node_free_names, value_kind
 from .onnx_functions import inline_functions
@@ -311,6 +313,8 @@ class _Importer:
                 check_bodies(node, opset, name)
             for v in node.outputs:
                 self.typed(v.name, v)
+            if node.domain == "ai.onnx.ml" and any(v.dtype is None for v in node.outputs):
+                _ml_types(node)
         for vi in g.output:
             v = resolve(vi.name)
             if v is None:
@@ -330,6 +334,16 @@ class _Importer:
     def _unknown(self, n, node_name, x):
         raise ModelLoadError(f"{self.name}: {n.op_type} node '{node_name}' reads '{x}', which no enclosing "
                              "graph defines")
+
+
+def _ml_types(node) -> None:
+    """Types ONNX's inference leaves out for ONNX-ML ops (Normalizer, the classifiers...): ge.kernels.ml's."""
+    types = output_types(node.op_type, node.attrs, node.inputs)
+    for v, (dtype, shape, kind) in zip(node.outputs, types or ()):
+        if v.dtype is None and dtype is not None:
+            v.dtype, v.kind = np.dtype(dtype), kind
+            if v.shape is None and kind == "tensor":
+                v.shape = shape
 
 
 def _check_schema(n, opset: int, model_name: str) -> None:

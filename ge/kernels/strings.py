@@ -89,7 +89,7 @@ def string_split(call, args):
     maxsplit = -1 if maxsplit is None else int(maxsplit)
     if maxsplit < -1:
         maxsplit = -1
-    parts = [s.split(delim, maxsplit) for s in x.reshape(-1)]
+    parts = [s.split(delim, maxsplit) if s else [] for s in x.reshape(-1)]   # "": no parts (onnxruntime's)
     width = max((len(p) for p in parts), default=0)
     y = np.full((len(parts), width), "", dtype=object)
     for i, p in enumerate(parts):
