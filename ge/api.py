@@ -48,7 +48,7 @@ def _node_arg(t) -> NodeArg:
             "optional_sequence": "optional(seq(tensor({})))"}.get(t.value_kind, "tensor({})")
     if "map(" in t.value_kind:   # map(K) / seq(map(K)): onnxruntime's "seq(map(int64,tensor(float)))"
         kind = t.value_kind.replace(")", ",tensor({}))", 1)
-    return NodeArg(t.name, list(t.shape), kind.format(name), t.dtype)
+    return NodeArg(t.name, [] if "map(" in t.value_kind else list(t.shape), kind.format(name), t.dtype)
 
 
 def _as_text(a: np.ndarray, name: str) -> np.ndarray:

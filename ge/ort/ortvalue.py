@@ -4,7 +4,8 @@ An OrtValue here is a numpy array (C-ordered) and nothing else: one made from an
 onnxruntime's does on the CPU (`numpy()`, `__array__`, `data_ptr` and DLPack all see the same bytes), and an
 output of a run owns its memory (ge's runtimes return arrays that are the caller's, never views of a device
 arena), so an OrtValue kept after its session closed stays valid. Devices other than "cpu" are refused as
-onnxruntime's CPU package refuses them; sparse tensors and strings are not in ge yet (refused, named).
+onnxruntime's CPU package refuses them; sparse tensors are not in ge yet, string OrtValues neither as in
+onnxruntime (refused, named; strings go through run() as numpy arrays).
 """
 from __future__ import annotations
 
@@ -73,7 +74,9 @@ class OrtValue:
         _cpu(device_type, "ortvalue_from_numpy")
         arr = numpy_obj if isinstance(numpy_obj, np.ndarray) else np.asarray(numpy_obj)
         if arr.dtype.kind in "OUS":
-            raise UsageError("an OrtValue from a string or object array: ge has no string tensors yet")
+            # onnxruntime's own refusal: "only supported from non-string numpy arrays" (feed strings to run())
+            raise UsageError("an OrtValue from a string or object array: like onnxruntime, ge makes OrtValues from "
+                             "non-string arrays only; pass string tensors to run() as numpy arrays")
         element_dtype(arr.dtype)
         return cls(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
 

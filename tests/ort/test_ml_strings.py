@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
 
+import ge
 import ge.ort
 from ge.errors import InputError, UnsupportedOpError
 
@@ -140,3 +141,21 @@ def test_an_op_without_strings_support_is_named():
         ge.ort.InferenceSession(m)
     assert isinstance(e.value, (UnsupportedOpError, ge.ort.capi.onnxruntime_pybind11_state.Fail))
     assert "Relu" in str(e.value)
+
+
+def test_a_string_plan_is_not_saved_to_a_gem(tmp_path):
+    sess = ge.ort.InferenceSession(STRINGS)
+    with pytest.raises(ge.errors.GEError, match="string tensors are not in the offline format"):
+        ge.save(sess.plan, str(tmp_path / "s.gem"))
+
+
+def test_logreg_iris_example():
+    """onnxruntime's documented example model, ge's own copy (tools/make_ort_datasets.py)."""
+    path = ge.ort.datasets.get_example("logreg_iris.onnx")
+    x = np.array([[5.1, 3.5], [6.2, 2.9], [7.7, 3.0]], np.float32)
+    ref = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    sess = ge.ort.InferenceSession(path)
+    assert [(o.name, o.shape, o.type) for o in sess.get_outputs()] == \
+        [(o.name, o.shape, o.type) for o in ref.get_outputs()]
+    for want, got in zip(ref.run(None, {"float_input": x}), sess.run(None, {"float_input": x})):
+        _same(want, got)
