@@ -453,7 +453,8 @@ def tree_ensemble_regressor(call, args):
     base = _floats(call, "base_values")
     if base is not None and base.size:
         z = z + base.reshape(1, -1)
-    return [post_transform(call, z).astype(np.float32)]
+    out = call.out_dtypes[0] if call.out_dtypes and call.out_dtypes[0] is not None else np.float32
+    return [post_transform(call, z).astype(out)]   # opset 3 on doubles gives doubles (onnxruntime's)
 
 
 @register_host("TreeEnsembleClassifier", domain=ML)
