@@ -395,7 +395,7 @@ class Session:
                 continue
             if not isinstance(a, np.ndarray):
                 a = _as_array(a, t.name)
-            if t.dtype == STRING and a.dtype.kind in "OUS":   # str_ / bytes_ / object arrays of text
+            if t.dtype == STRING and a.dtype.kind in "OUSV":   # str_ / bytes_ / void / object arrays of text
                 a = _as_text(a, t.name)
             if a.dtype != t.dtype:
                 raise InputError(f"input '{t.name}' has dtype {a.dtype}, expected {t.dtype}")

@@ -9,7 +9,8 @@ DIR holds onnxruntime's scripts as its repository has them (nothing of them is i
 `DIR/tests/*.py` (onnxruntime/test/python: unittest files). A test file's `from helper import get_name` is
 given here: names resolve in --testdata (onnxruntime/test/testdata; a test whose model is missing fails on
 onnxruntime too and is not counted). `--make-testdata DIR` writes the models some tests need whose content
-the tests themselves fix (the ZipMap models), for when onnxruntime's testdata folder is not at hand.
+the tests themselves fix (mul_1, matmul_1/2, logicaland, identity_string, the sequence and ZipMap models...),
+for when onnxruntime's testdata folder is not at hand.
 
 Units: an example script counts once (it passes when it exits 0), a test method once (unittest's verdict).
 The import change is textual, line by line: `import onnxruntime as X` -> `import ge.ort as X`,
@@ -95,17 +96,75 @@ def run_tests(path: Path, ge: bool, env, testdata: str) -> dict[str, tuple[bool,
 
 
 def make_testdata(folder: str) -> None:
-    """The models of onnxruntime_test_python_mlops.py's ZipMap tests, as the tests define them."""
-    from onnx import TensorProto, helper, save
+    """Models onnxruntime's tests load whose content the tests themselves fix (names, types, shapes and the
+    values they assert), built with onnx.helper: for when onnxruntime's testdata folder is not at hand."""
+    import json
+    import shutil
+
+    import numpy as np
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper, save
     os.makedirs(folder, exist_ok=True)
-    for name, key, labels in (("zipmap_stringfloat.onnx", TensorProto.STRING, {"classlabels_strings": ["class1", "class2", "class3"]}),
-                              ("zipmap_int64float.onnx", TensorProto.INT64, {"classlabels_int64s": [10, 20, 30]})):
-        out = helper.make_value_info("Z", helper.make_sequence_type_proto(helper.make_map_type_proto(
-            key, helper.make_tensor_type_proto(TensorProto.FLOAT, None))))
-        graph = helper.make_graph([helper.make_node("ZipMap", ["X"], ["Z"], domain="ai.onnx.ml", **labels)], "zipmap",
-                                  [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, 3])], [out])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)])
-        save(model, os.path.join(folder, name))
+
+    def model(name, nodes, ins, outs, inits=(), ml=None, opset=17, meta=None):
+        imports = [h.make_opsetid("", opset)] + ([h.make_opsetid("ai.onnx.ml", ml)] if ml else [])
+        m = h.make_model(h.make_graph(nodes, name.split(".")[0], ins, outs, list(inits)), opset_imports=imports)
+        if meta:
+            h.set_model_props(m, meta)
+        save(m, os.path.join(folder, name))
+
+    def seq_of(elem, key=None):
+        t = h.make_tensor_type_proto(elem, None)
+        return h.make_sequence_type_proto(h.make_map_type_proto(key, t) if key else t)
+
+    for name, key, labels in (("zipmap_stringfloat.onnx", T.STRING, {"classlabels_strings": ["class1", "class2", "class3"]}),
+                              ("zipmap_int64float.onnx", T.INT64, {"classlabels_int64s": [10, 20, 30]})):
+        model(name, [h.make_node("ZipMap", ["X"], ["Z"], domain="ai.onnx.ml", **labels)],
+              [h.make_tensor_value_info("X", T.FLOAT, [None, 3])], [h.make_value_info("Z", seq_of(T.FLOAT, key))], ml=1)
+    shutil.copy(ROOT / "ge" / "ort" / "datasets" / "mul_1.onnx", os.path.join(folder, "mul_1.onnx"))
+    w = numpy_helper.from_array(np.array([[1.0], [2.0]], np.float32), "W")
+    for name, batch in (("matmul_1.onnx", 3), ("matmul_2.onnx", "None")):
+        model(name, [h.make_node("MatMul", ["X", "W"], ["Y"])], [h.make_tensor_value_info("X", T.FLOAT, [batch, 2])],
+              [h.make_tensor_value_info("Y", T.FLOAT, [batch, 1])], [w])
+    model("logicaland.onnx", [h.make_node("And", ["input1:0", "input:0"], ["output:0"])],
+          [h.make_tensor_value_info(n, T.BOOL, [2, 2]) for n in ("input1:0", "input:0")],
+          [h.make_tensor_value_info("output:0", T.BOOL, [2, 2])])
+    model("identity_string.onnx", [h.make_node("Identity", ["input:0"], ["output:0"])],
+          [h.make_tensor_value_info("input:0", T.STRING, [2, 2])], [h.make_tensor_value_info("output:0", T.STRING, [2, 2])])
+    model("sequence_length.onnx", [h.make_node("SequenceLength", ["X"], ["Y"])], [h.make_value_info("X", seq_of(T.FLOAT))],
+          [h.make_tensor_value_info("Y", T.INT64, [])])
+    model("sequence_construct.onnx", [h.make_node("SequenceConstruct", ["tensor1", "tensor2"], ["output_sequence"])],
+          [h.make_tensor_value_info(n, T.INT64, [2, 3]) for n in ("tensor1", "tensor2")],
+          [h.make_value_info("output_sequence", seq_of(T.INT64))])
+    model("sequence_insert.onnx", [h.make_node("SequenceInsert", ["input_seq", "tensor"], ["output_sequence"])],
+          [h.make_value_info("input_seq", seq_of(T.INT64)), h.make_tensor_value_info("tensor", T.INT64, [2, 3])],
+          [h.make_value_info("output_sequence", seq_of(T.INT64))])
+    opt = h.make_optional_type_proto(seq_of(T.FLOAT))
+    model("identity_opt.onnx", [h.make_node("Identity", ["x"], ["y"])], [h.make_value_info("x", opt)],
+          [h.make_value_info("y", opt)], opset=16)
+    x = h.make_tensor_value_info("x", T.FLOAT, ["Dim1", "Dim2", 5])
+    for d, den in zip(x.type.tensor_type.shape.dim, ("DATA_BATCH", "DATA_CHANNEL")):
+        d.denotation = den
+    model("abs_free_dimensions.onnx", [h.make_node("Abs", ["x"], ["y"])], [x],
+          [h.make_tensor_value_info("y", T.FLOAT, ["Dim1", "Dim2", 5])])
+    config = {"session_options": {"inter_op_num_threads": 5, "intra_op_num_threads": 2,
+                                  "graph_optimization_level": 99, "enable_profiling": 1}}
+    model("model_with_valid_ort_config_json.onnx", [h.make_node("Abs", ["x"], ["y"])],
+          [h.make_tensor_value_info("x", T.FLOAT, [2])], [h.make_tensor_value_info("y", T.FLOAT, [2])],
+          meta={"ort_config": json.dumps(config)})
+    model("add_mul_add.onnx", [h.make_node("Add", ["a", "b"], ["t0"], name="add_0"),
+                               h.make_node("Mul", ["t0", "b"], ["t1"], name="mul_0"),
+                               h.make_node("Add", ["t1", "a"], ["c"], name="add_1")],
+          [h.make_tensor_value_info(n, T.FLOAT, [3]) for n in ("a", "b")], [h.make_tensor_value_info("c", T.FLOAT, [3])])
+    pads = h.make_tensor("Pads_not_on_disk", T.INT64, [4], [0, 0, 0, 0])
+    pads.ClearField("int64_data")
+    pads.data_location = T.EXTERNAL
+    for k, v in (("location", "Pads_not_on_disk.bin"), ("offset", "0"), ("length", "32")):
+        entry = pads.external_data.add()
+        entry.key, entry.value = k, v
+    model("model_with_external_initializer_come_from_user.onnx", [h.make_node("Pad", ["x", "Pads_not_on_disk"], ["y"])],
+          [h.make_tensor_value_info("x", T.FLOAT, [1, 2])], [h.make_tensor_value_info("y", T.FLOAT, [2, 3])], [pads])
 
 
 def main() -> int:

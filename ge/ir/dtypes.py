@@ -68,7 +68,7 @@ def is_string(dtype) -> bool:
 
 
 def as_strings(a) -> np.ndarray:
-    """An array of text (numpy str_ or bytes_, or objects holding str or bytes) as ge's object array of str;
+    """An array of text (numpy str_, bytes_ or void, or objects holding str or bytes) as ge's object array of str;
     bytes are read as UTF-8 (ONNX stores strings as bytes)."""
     a = np.asarray(a)
     if a.dtype.kind == "U":
@@ -76,6 +76,8 @@ def as_strings(a) -> np.ndarray:
     out = np.empty(a.shape, object)
     flat, src = out.reshape(-1), a.reshape(-1)
     for i, x in enumerate(src):
+        if isinstance(x, np.void):   # numpy void elements: their bytes (onnxruntime reads them so)
+            x = x.tobytes()
         flat[i] = x.decode("utf-8", errors="replace") if isinstance(x, bytes) else str(x)
     return out
 

@@ -109,6 +109,10 @@ class OrtValue:
     def ort_value_from_sparse_tensor(cls, sparse_tensor) -> "OrtValue":
         raise UsageError("sparse tensors (COO/CSR) are not in ge yet")
 
+    def _get_c_value(self) -> "OrtValue":
+        """onnxruntime's native value behind an OrtValue: ge's is its own."""
+        return self
+
     # -- what it holds ---------------------------------------------------------------------------------
     def data_ptr(self) -> int:
         return self._array.ctypes.data
