@@ -395,10 +395,11 @@ class Session:
                 continue
             if not isinstance(a, np.ndarray):
                 a = _as_array(a, t.name)
-            if t.dtype == STRING and a.dtype.kind in "OUSV":   # str_ / bytes_ / void / object arrays of text
-                a = _as_text(a, t.name)
-            if a.dtype != t.dtype:
-                raise InputError(f"input '{t.name}' has dtype {a.dtype}, expected {t.dtype}")
+            if a.dtype != t.dtype or a.dtype.hasobject:   # (one compare on the numeric path)
+                if t.dtype == STRING and a.dtype.kind in "OUSV":   # str_ / bytes_ / void / object arrays of text
+                    a = _as_text(a, t.name)
+                if a.dtype != t.dtype:
+                    raise InputError(f"input '{t.name}' has dtype {a.dtype}, expected {t.dtype}")
             if len(a.shape) != len(t.shape):
                 raise InputError(f"input '{t.name}' has shape {list(a.shape)}, expected {list(t.shape)}")
             for got, want in zip(a.shape, t.shape):
