@@ -159,3 +159,23 @@ def test_logreg_iris_example():
         [(o.name, o.shape, o.type) for o in ref.get_outputs()]
     for want, got in zip(ref.run(None, {"float_input": x}), sess.run(None, {"float_input": x})):
         _same(want, got)
+
+
+def test_static_plans_holding_strings_run_on_v2():
+    """A string input no node reads, or one passed straight out, leaves the plan static: auto still picks
+    runtime_v2 (runtime_v1's arena holds bytes) and runtime_v1 refuses it by name (it crashed reading it)."""
+    unused = _model([h.make_node("Relu", ["x"], ["y"])],
+                    [h.make_tensor_value_info("x", T.FLOAT, [2]), h.make_tensor_value_info("s", T.STRING, [2])],
+                    [h.make_tensor_value_info("y", T.FLOAT, [2])], opset=17)
+    through = _model([], [h.make_tensor_value_info("s", T.STRING, [2])],
+                     [h.make_tensor_value_info("s", T.STRING, [2])], opset=17)
+    feeds = {"x": np.array([-1, 2], np.float32), "s": np.array(["a", "b"])}
+    for m in (unused, through):
+        ref = onnxruntime.InferenceSession(m, providers=["CPUExecutionProvider"])
+        sess = ge.ort.InferenceSession(m)
+        assert sess.session.runtime == "v2"
+        given = {i.name: feeds[i.name] for i in ref.get_inputs()}
+        for want, got in zip(ref.run(None, given), sess.run(None, given)):
+            _same(want, got)
+    with pytest.raises(ge.errors.GEError, match="runtime_v1 cannot hold tensor 's'"):
+        ge.ort.InferenceSession(unused, runtime="v1")
