@@ -20,6 +20,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer, OneHotEncoder, StandardScaler
+from sklearn.svm import SVC, SVR
 from sklearn.tree import DecisionTreeClassifier
 
 
@@ -43,6 +44,9 @@ def models():
     yield "pipeline_impute_scale_logreg", make_pipeline(SimpleImputer(), StandardScaler(), Normalizer(),
                                                         LogisticRegression(max_iter=500)).fit(holes, y), holes
     yield "onehot_strings", OneHotEncoder(handle_unknown="ignore").fit(cats), cats
+    yield "svc_iris", SVC(kernel="rbf").fit(x, y), x   # one-vs-one scores, then skl2onnx's ovr graph
+    yield "svc_poly_binary", SVC(kernel="poly", degree=2).fit(x, y > 0), x
+    yield "svr_rbf", SVR(kernel="rbf").fit(x[:, :3], x[:, 3]), x[:, :3]
 
 
 def main():
