@@ -179,3 +179,14 @@ def test_static_plans_holding_strings_run_on_v2():
             _same(want, got)
     with pytest.raises(ge.errors.GEError, match="runtime_v1 cannot hold tensor 's'"):
         ge.ort.InferenceSession(unused, runtime="v1")
+
+
+def test_an_ml_plan_round_trips_through_a_gem(tmp_path):
+    """Host ONNX-ML ops and a sequence-of-maps output survive ge.save / ge.Session(.gem)."""
+    path = str(FIXTURES / "logreg_iris.onnx")
+    sess = ge.Session(path)
+    ge.save(sess.plan, str(tmp_path / "m.gem"))
+    again = ge.Session(str(tmp_path / "m.gem"))
+    x = np.random.default_rng(3).random((4, 4)).astype(np.float32) * 7
+    for want, got in zip(sess.run(None, {"X": x}), again.run(None, {"X": x})):
+        _same(want, got)
