@@ -297,7 +297,10 @@ def _cast(call, args):
 
 
 def _constant(call, args):
-    return [np.array(call.attrs["value"], dtype=object)]
+    value = call.attrs.get("value")
+    if value is None:   # Constant(value_strings=[...]) (opset 12+), or value_string: a scalar
+        value = call.attrs.get("value_strings", call.attrs.get("value_string"))
+    return [np.array(value, dtype=object)]
 
 
 GENERIC = {

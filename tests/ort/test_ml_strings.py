@@ -93,6 +93,19 @@ STRING_FEEDS = {"x": np.array([1.5, np.nan, -np.inf, 0.1, 3e38, 1e-7], np.float3
                 "words": np.array(["2.25", " -1e3", "7"])}   # numpy str_ is taken as well
 
 
+def test_string_constants_fold():
+    """Constant value_strings / value_string (folded at compile time with the string ops after them)."""
+    m = _model([h.make_node("Constant", [], ["c"], value_strings=["a", "bb"]),
+                h.make_node("StringConcat", ["c", "s"], ["y"]),
+                h.make_node("Constant", [], ["d"], value_string="z"),
+                h.make_node("StringConcat", ["y", "d"], ["w"])],
+               [h.make_tensor_value_info("s", T.STRING, [2])], [h.make_tensor_value_info("w", T.STRING, [2])])
+    feeds = {"s": np.array(["1", "2"], object)}
+    ref = onnxruntime.InferenceSession(m, providers=["CPUExecutionProvider"])
+    for want, got in zip(ref.run(None, feeds), ge.ort.InferenceSession(m).run(None, feeds)):
+        _same(want, got)
+
+
 def test_string_graph_matches_onnxruntime():
     ref = onnxruntime.InferenceSession(STRINGS, providers=["CPUExecutionProvider"])
     sess = ge.ort.InferenceSession(STRINGS)
