@@ -93,3 +93,27 @@ def test_a_raising_logger_callback_under_pythons_own_hook(capsys, monkeypatch):
         ge.ort.set_default_logger_callback(None)
         ge.ort.set_default_logger_severity(2)
     assert "ZeroDivisionError" in capsys.readouterr().err
+
+
+def test_sparse_tensors_coo_and_csr(rt):
+    cpu = rt.OrtDevice.make("cpu", 0)
+    values, indices = np.array([1.0, 2.0, 3.0], np.float32), np.array([3, 5, 15], np.int64)
+    st = rt.SparseTensor.sparse_coo_from_numpy([9, 9], values, indices, cpu)
+    assert (st.format(), st.dense_shape(), st.data_type(), st.device_name()) == \
+        (rt.OrtSparseFormat.ORT_SPARSE_COO, [9, 9], "sparse_tensor(float)", "cpu")
+    assert not st.values().flags.writeable and not st.as_coo_view().indices().flags.writeable
+    np.testing.assert_array_equal(st.values(), values)
+    np.testing.assert_array_equal(st.as_coo_view().indices(), indices)
+    v = rt.OrtValue.ort_value_from_sparse_tensor(st)
+    assert v.is_sparse_tensor() and not v.is_tensor()
+    np.testing.assert_array_equal(v.as_sparse_tensor().values(), values)
+    text = rt.SparseTensor.sparse_coo_from_numpy([9, 9], np.array(["xyz", "yxz", "zyx"]), indices, cpu)
+    assert text.data_type() == "sparse_tensor(string)" and list(text.values()) == ["xyz", "yxz", "zyx"]
+    with pytest.raises(RuntimeError):
+        st.to_cuda(rt.OrtDevice.make("cuda", 0))
+    inner, outer = np.array([1, 1, 1], np.int64), np.array([0, 1, 2, 3, 3, 3, 3, 3, 3, 3], np.int64)
+    csr = rt.SparseTensor.sparse_csr_from_numpy([9, 9], values, inner, outer, cpu)
+    assert csr.format() == rt.OrtSparseFormat.ORT_SPARSE_CSRC and csr.data_type() == "sparse_tensor(float)"
+    np.testing.assert_array_equal(csr.as_csrc_view().inner(), inner)
+    np.testing.assert_array_equal(csr.as_csrc_view().outer(), outer)
+    assert not csr.as_csrc_view().outer().flags.writeable
