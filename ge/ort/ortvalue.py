@@ -107,7 +107,7 @@ class OrtValue:
 
     @classmethod
     def ort_value_from_sparse_tensor(cls, sparse_tensor) -> "OrtValue":
-        from .sparse import SparseTensor  # noqa: PLC0415 (sparse.py imports this module)
+        from .sparse import SparseTensor  # noqa: PLC0415 (only when asked: sparse tensors are rare)
         if not isinstance(sparse_tensor, SparseTensor):
             raise InputError(f"ort_value_from_sparse_tensor: a SparseTensor, not {type(sparse_tensor).__name__}")
         return _SparseValue(sparse_tensor)

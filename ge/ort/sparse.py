@@ -13,9 +13,10 @@ import enum
 
 import numpy as np
 
+from onnx import TensorProto
+
 from ..errors import InputError, UsageError
-from ..ir.dtypes import as_strings
-from .ortvalue import element_dtype, type_name
+from ..ir.dtypes import SHORT, as_strings, to_onnx
 
 
 class OrtSparseFormat(enum.IntEnum):
@@ -35,7 +36,8 @@ def _values(values) -> np.ndarray:
     v = np.asarray(values)
     if v.dtype.kind in "OUS":
         return as_strings(v).reshape(-1)
-    element_dtype(v.dtype)   # a type ge has, else a typed refusal
+    if v.dtype not in SHORT:
+        raise UsageError(f"SparseTensor: element type {v.dtype} has no ge tensor")
     return v.reshape(-1)
 
 
@@ -106,7 +108,7 @@ class SparseTensor:
         return list(self._shape)
 
     def data_type(self) -> str:
-        return "sparse_" + (type_name(self._values.dtype) if self._values.dtype != object else "tensor(string)")
+        return f"sparse_tensor({TensorProto.DataType.Name(to_onnx(self._values.dtype)).lower()})"
 
     def device_name(self) -> str:
         return "cpu"
