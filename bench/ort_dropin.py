@@ -6,7 +6,8 @@ Both sides run the same compiled session (InferenceSession.session is the ge.Ses
 the drop-in's own work per run (feeds checked for non-arrays, run options, output names). Each sample is
 `--calls` runs in a row; samples alternate between the sides in a shuffled order each round (ge.bench.alternate).
 Prints the date, the machine and the commit, then per model the median per run on each side and the ratio.
-Models: a tiny Add+Relu (where any per-run cost shows most) and two light models (squeezenet, resnet50).
+Models: a tiny Add+Relu (where any per-run cost shows most), a scikit-learn export (logreg_iris: host ONNX-ML
+ops on runtime_v2, tests/fixtures/sklearn) and two light models (squeezenet, resnet50); `--models` picks some.
 """
 from __future__ import annotations
 
@@ -36,6 +37,12 @@ def tiny() -> bytes:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
+MODELS = {"tiny": tiny,
+          "logreg_iris": lambda: os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "sklearn",
+                                              "logreg_iris.onnx"),
+          "squeezenet": lambda: light_model_path("squeezenet"), "resnet50": lambda: light_model_path("resnet50")}
+
+
 def commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -48,17 +55,18 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--calls", type=int, default=0, help="runs per sample (default: 200 tiny, 5 light models)")
+    p.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
     args = p.parse_args(argv)
     print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; {machine()}; commit {commit()}")
     print(f"{'model':<12} {'ge.Session.run':>16} {'InferenceSession.run':>22} {'ratio':>7}  "
           "spread (p25-p75 of round ratios)   best: ge / drop-in / ratio")
-    for name, model in (("tiny", tiny()), ("squeezenet", light_model_path("squeezenet")),
-                        ("resnet50", light_model_path("resnet50"))):
-        isess = ge.ort.InferenceSession(model)
+    for name in args.models:
+        isess = ge.ort.InferenceSession(MODELS[name]())
         sess = isess.session
         rng = np.random.default_rng(0)
-        feeds = {a.name: rng.standard_normal(a.shape).astype(a.dtype) for a in sess.get_inputs()}
-        calls = args.calls or (200 if name == "tiny" else 5)
+        feeds = {a.name: rng.standard_normal([d if isinstance(d, int) else 4 for d in a.shape]).astype(a.dtype)
+                 for a in sess.get_inputs()}
+        calls = args.calls or (200 if name in ("tiny", "logreg_iris") else 5)
 
         def base():
             for _ in range(calls):

@@ -16,7 +16,7 @@ from .errors import DeviceMemoryError, GEError, InputError
 from .gear_fallback import GearsOrV2
 from .hccl.ops import collectives
 from .ir import Graph
-from .ir.dtypes import to_onnx
+from .ir.dtypes import STRING, as_strings, to_onnx
 from .kv_cache import check_feeds as check_kv_feeds
 from .kv_cache import layout as kv_layout
 from .npu import progress
@@ -31,7 +31,7 @@ from .progress import reporting
 from .warmup import before_first_run
 
 RUNTIMES = ("v1", "v2")
-_ONNX_TYPE_NAMES = {"float32": "float", "float64": "double", "bool": "bool"}
+_ONNX_TYPE_NAMES = {"float32": "float", "float64": "double", "bool": "bool", "object": "string"}
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,20 @@ def _node_arg(t) -> NodeArg:
     to_onnx(t.dtype)  # only types ONNX knows reach here
     kind = {"sequence": "seq(tensor({}))", "optional": "optional(tensor({}))",
             "optional_sequence": "optional(seq(tensor({})))"}.get(t.value_kind, "tensor({})")
-    return NodeArg(t.name, list(t.shape), kind.format(name), t.dtype)
+    if "map(" in t.value_kind:   # map(K) / seq(map(K)): onnxruntime's "seq(map(int64,tensor(float)))"
+        kind = t.value_kind.replace(")", ",tensor({}))", 1)
+    return NodeArg(t.name, [] if "map(" in t.value_kind else list(t.shape), kind.format(name), t.dtype)
+
+
+def _as_text(a: np.ndarray, name: str) -> np.ndarray:
+    """A string input as ge's object array of str (onnxruntime takes numpy str_, bytes_ and object arrays);
+    an element that is not text is an InputError."""
+    if a.dtype.kind == "O" and not all(isinstance(x, (str, bytes)) for x in a.reshape(-1)):
+        bad = next(x for x in a.reshape(-1) if not isinstance(x, (str, bytes)))
+        raise InputError(f"input '{name}' is tensor(string) but holds a {type(bad).__name__} ({str(bad)[:40]!r})")
+    if a.dtype.kind == "O" and all(type(x) is str for x in a.reshape(-1)):
+        return a
+    return as_strings(a)
 
 
 def _as_array(a, name: str) -> np.ndarray:
@@ -406,8 +419,11 @@ class Session:
                 continue
             if not isinstance(a, np.ndarray):
                 a = _as_array(a, t.name)
-            if a.dtype != t.dtype:
-                raise InputError(f"input '{t.name}' has dtype {a.dtype}, expected {t.dtype}")
+            if a.dtype != t.dtype or a.dtype.hasobject:   # (one compare on the numeric path)
+                if t.dtype == STRING and a.dtype.kind in "OUSV":   # str_ / bytes_ / void / object arrays of text
+                    a = _as_text(a, t.name)
+                if a.dtype != t.dtype:
+                    raise InputError(f"input '{t.name}' has dtype {a.dtype}, expected {t.dtype}")
             if len(a.shape) != len(t.shape):
                 raise InputError(f"input '{t.name}' has shape {list(a.shape)}, expected {list(t.shape)}")
             for got, want in zip(a.shape, t.shape):
@@ -424,6 +440,12 @@ class Session:
         """A sequence (list of arrays) or optional (None or its element) input, its element dtype checked."""
         if a is None and t.value_kind.startswith("optional"):
             return None
+        if "map(" in t.value_kind:   # map(K) / seq(map(K)) of ONNX-ML: a dict, or a list of dicts
+            maps = a if t.value_kind.startswith("seq(") else [a]
+            if not isinstance(maps, (list, tuple)) or not all(isinstance(m, dict) for m in maps):
+                raise InputError(f"input '{t.name}' is a {t.value_kind}: give "
+                                 f"{'a list of dicts' if t.value_kind.startswith('seq(') else 'a dict'}")
+            return list(maps) if t.value_kind.startswith("seq(") else a
         seq = t.value_kind in ("sequence", "optional_sequence")
         if seq != isinstance(a, (list, tuple)):
             raise InputError(f"input '{t.name}' is a {t.value_kind}: give "

@@ -423,8 +423,15 @@ def _pairs(plan, node, body, caps):
 
 
 def runs_on_v1(plan: Plan) -> bool:
-    """The task sink can run every node: static, or static control flow."""
-    return all(not n.is_dynamic or (n.bodies and not static_control_reason(plan, n)) for n in plan.nodes)
+    """The task sink can run every node: static, or static control flow; and no tensor is a host object
+    (strings: ge/kernels/strings.py), which its arena cannot hold."""
+    return all(not n.is_dynamic or (n.bodies and not static_control_reason(plan, n)) for n in plan.nodes) \
+        and host_object_tensor(plan) is None
+
+
+def host_object_tensor(plan: Plan):
+    """The first tensor of the plan whose elements are Python objects (a string tensor), or None."""
+    return next((t for t in plan.tensors if t.dtype is not None and t.dtype.hasobject), None)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from ge.npu.memory import align_up
 from ge.npu.native import STATUS
 from ge.npu.programs import cross_thread_events, dispatch_cores, stream_threads, thread_budget, thread_programs
 from ge.npu.thunks import TaskArgs, ThunkError
-from ge.plan import Plan, PlanNode, event_uses, static_control_reason
+from ge.plan import Plan, PlanNode, event_uses, host_object_tensor, static_control_reason
 
 from . import labels, rows as marks
 from .dispatch import MAX_CORES
@@ -458,6 +458,10 @@ def feature_bytes(plan: Plan) -> int:
 
 
 def _check_static(plan: Plan) -> None:
+    text = host_object_tensor(plan)
+    if text is not None:   # device memory holds bytes, a string tensor holds Python objects
+        raise GEError(f"runtime_v1 cannot hold tensor '{text.name}' ({text.dtype}: strings) in its arena; use "
+                      "runtime='v2' (or 'auto', which picks it)")
     for n in plan.nodes:
         why = static_control_reason(plan, n) if n.kernel.host is not None else ""
         if why:   # static If / Loop become label tasks (labels.py); the rest runs host-driven on runtime_v2

@@ -84,6 +84,10 @@ def _check(spec, v, what: str):
         if kind.startswith("optional"):
             return None
         raise ShapeError(f"{what} is empty, the plan says {kind}")
+    if "map(" in kind:   # ONNX-ML maps (ZipMap, DictVectorizer): a dict, or a list of dicts
+        if not (isinstance(v, dict) or isinstance(v, list) and all(isinstance(m, dict) for m in v)):
+            raise ShapeError(f"{what} is a {type(v).__name__}, the plan says {kind}")
+        return v
     if isinstance(v, list):
         if kind not in ("sequence", "optional_sequence"):
             raise ShapeError(f"{what} is a sequence, the plan says {kind}")

@@ -510,6 +510,9 @@ def _feed(inst: Instance, feeds: dict, bufs: list, shapes: list, inner: bool = F
         if not isinstance(a, np.ndarray):   # a sequence (list) or an empty optional (None): host values
             bufs[t], shapes[t] = a, None
             continue
+        if a.dtype.kind == "O":   # a string tensor: a host value (ge/kernels/strings.py), read as it is
+            bufs[t], shapes[t] = a.reshape(-1), a.shape
+            continue
         if inner and a.flags.writeable:
             pass
         elif zero_copy_aligned(a) and a.flags.writeable:

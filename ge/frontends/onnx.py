@@ -12,14 +12,16 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import external_data_helper, shape_inference
 
 from ..errors import ModelFileError, ModelLoadError, ModelParseError, UnsupportedOpError
 from ..ir import Graph
-from ..ir.dtypes import check, from_onnx
-from .onnx_attrs import attribute_value, tensor_to_array
+from ..ir.dtypes import check, from_onnx, to_onnx
+from ..kernels.ml import output_types
+from .onnx_attrs import attribute_value, node_attributes, tensor_to_array
 from .onnx_bodies import check_bodies, free_names, node_free_names, value_kind
 from .onnx_functions import inline_functions
 
@@ -173,6 +175,7 @@ def import_onnx(model) -> Graph:
         inferred = shape_inference.infer_shapes(proto, strict_mode=False).graph
     except Exception:  # noqa: BLE001 - inference is a hint only; ge infers again
         inferred = g
+    inferred = _typed_ml_outputs(proto, inferred)
     expanded = inline_functions(proto, opsets, inferred)
     if expanded is not None:  # ops ge runs as their ONNX functions, typed again with their new nodes
         proto, g = expanded, expanded.graph
@@ -311,6 +314,8 @@ class _Importer:
                 check_bodies(node, opset, name)
             for v in node.outputs:
                 self.typed(v.name, v)
+            if node.domain == "ai.onnx.ml" and any(v.dtype is None for v in node.outputs):
+                _ml_types(node)
         for vi in g.output:
             v = resolve(vi.name)
             if v is None:
@@ -330,6 +335,59 @@ class _Importer:
     def _unknown(self, n, node_name, x):
         raise ModelLoadError(f"{self.name}: {n.op_type} node '{node_name}' reads '{x}', which no enclosing "
                              "graph defines")
+
+
+def _typed_ml_outputs(proto, inferred):
+    """ONNX's inference leaves most ONNX-ML ops' outputs untyped, and so everything after them (an SVC
+    export's Cast, Neg and ArrayFeatureExtractor): with ge.kernels.ml's types declared, ONNX infers again.
+    The inferred graph back (the given one when there was nothing to add or inference fails)."""
+    known = {vi.name: vi for vi in list(inferred.value_info) + list(inferred.input) + list(inferred.output)}
+    known.update({t.name: onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                  for t in proto.graph.initializer})
+    added = []
+    for n in proto.graph.node:
+        if n.domain != "ai.onnx.ml" or all(o in known for o in n.output if o):
+            continue
+        ins = []
+        for x in n.input:
+            vi = known.get(x)
+            tt = vi.type.tensor_type if vi is not None and vi.type.HasField("tensor_type") else None
+            dims = None if tt is None or not tt.HasField("shape") else tuple(
+                d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim)
+            ins.append(_Typed(from_onnx(tt.elem_type) if tt is not None and tt.elem_type else None, dims))
+        types = output_types(n.op_type, node_attributes(n), ins) or ()
+        for o, (dtype, shape, kind) in zip(n.output, types):
+            if o and o not in known and dtype is not None and kind == "tensor":
+                vi = onnx.helper.make_tensor_value_info(o, to_onnx(dtype), None if shape is None else list(shape))
+                known[o] = vi
+                added.append(vi)
+    if not added:
+        return inferred
+    augmented = onnx.ModelProto()
+    augmented.CopyFrom(proto)
+    augmented.graph.value_info.extend(added)
+    try:
+        return shape_inference.infer_shapes(augmented, strict_mode=False).graph
+    except Exception:  # noqa: BLE001 - a hint, as above
+        return inferred
+
+
+class _Typed:
+    """What output_types reads of an input value: dtype and shape."""
+    __slots__ = ("dtype", "shape")
+
+    def __init__(self, dtype, shape):
+        self.dtype, self.shape = dtype, shape
+
+
+def _ml_types(node) -> None:
+    """Types ONNX's inference leaves out for ONNX-ML ops (Normalizer, the classifiers...): ge.kernels.ml's."""
+    types = output_types(node.op_type, node.attrs, node.inputs)
+    for v, (dtype, shape, kind) in zip(node.outputs, types or ()):
+        if v.dtype is None and dtype is not None:
+            v.dtype, v.kind = np.dtype(dtype), kind
+            if v.shape is None and kind == "tensor":
+                v.shape = shape
 
 
 def _check_schema(n, opset: int, model_name: str) -> None:

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
-from onnx import AttributeProto, numpy_helper
+from onnx import AttributeProto, TensorProto, numpy_helper
 
 from ..errors import ModelLoadError
+from ..ir.dtypes import as_strings
 
 
 def tensor_to_array(t, base_dir: str | None = None) -> np.ndarray:
@@ -12,7 +13,8 @@ def tensor_to_array(t, base_dir: str | None = None) -> np.ndarray:
     if any(d < 0 for d in t.dims):   # numpy's reshape would read any negative dim as "the rest": [-4] as [4]
         raise ModelLoadError(f"tensor '{t.name}' declares dims {list(t.dims)[:8]}: a negative dimension")
     try:
-        return np.array(numpy_helper.to_array(t, base_dir=base_dir or ""))
+        a = np.array(numpy_helper.to_array(t, base_dir=base_dir or ""))
+        return as_strings(a) if t.data_type == TensorProto.STRING else a   # ONNX's bytes as str
     except Exception as e:  # noqa: BLE001 - any decode failure is a bad model
         raise ModelLoadError(f"cannot decode tensor '{t.name}': {e}") from e
 

@@ -2,7 +2,9 @@
 
 - `free_names(graph)`: names a graph's nodes (and nested bodies) read without defining them: the outer
   values a body captures (ONNX scoping: a body sees every name of its enclosing graphs).
-- `value_kind(type_proto)`: ("tensor" | "sequence" | "optional" | "optional_sequence", element TypeProto).
+- `value_kind(type_proto)`: ("tensor" | "sequence" | "optional" | "optional_sequence" | "map(K)" |
+  "seq(map(K))", element TypeProto): a map (ONNX-ML's ZipMap and DictVectorizer) has its key type K (int64
+  or string) in its kind and its value type as the element.
 - `check_bodies(node, where)`: a control node's bodies against the op's signature (input and output counts),
   so a malformed model is a ModelLoadError naming the node, not a failure deep in a run.
 """
@@ -37,9 +39,16 @@ def value_kind(tp):
     which = tp.WhichOneof("value")
     if which == "tensor_type":
         return "tensor", tp
+    if which == "sequence_type" and tp.sequence_type.elem_type.WhichOneof("value") == "map_type":
+        kind, elem = value_kind(tp.sequence_type.elem_type)
+        return (f"seq({kind})", elem) if kind else ("", None)
     if which == "sequence_type":
         kind, elem = value_kind(tp.sequence_type.elem_type)
         return ("sequence", elem) if kind == "tensor" else ("", None)
+    if which == "map_type":
+        key = {7: "int64", 8: "string"}.get(tp.map_type.key_type)
+        kind, elem = value_kind(tp.map_type.value_type)
+        return (f"map({key})", elem) if key and kind == "tensor" else ("", None)
     if which == "optional_type":
         kind, elem = value_kind(tp.optional_type.elem_type)
         return ({"tensor": "optional", "sequence": "optional_sequence"}.get(kind, ""), elem)

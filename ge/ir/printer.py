@@ -11,6 +11,8 @@ def format_type(v) -> str:
     kind = getattr(v, "kind", "tensor")
     if kind == "tensor":
         return f"{short(v.dtype)}[{dims}]"
+    if "map(" in kind:   # map(K) / seq(map(K)): ONNX-ML's maps, key type K
+        return kind.replace("(", "<").replace(")", f",{short(v.dtype)}>", 1).replace(")", ">")
     return {"sequence": "seq<{}>", "optional": "opt<{}>", "optional_sequence": "opt<seq<{}>>"}[kind].format(
         short(v.dtype))
 

@@ -2,7 +2,9 @@
 infer + prepare (`OpKernel.bind`) that the compiler, offline loading and runtime_v2's dynamic nodes share."""
 from __future__ import annotations
 
+from ..ir.dtypes import STRING
 from .registry import KernelContext, Launch, OpKernel, TensorSpec, lookup
+from .strings import on_strings
 
 
 def node_opset(graph, node) -> int:
@@ -10,7 +12,12 @@ def node_opset(graph, node) -> int:
 
 
 def node_kernel(graph, node) -> OpKernel:
-    return lookup(node.op_type, node.domain, node_opset(graph, node), node.name)
+    """The node's kernel; a host function instead when a value of the node is a string tensor (strings.py)."""
+    opset = node_opset(graph, node)
+    kernel = lookup(node.op_type, node.domain, opset, node.name)
+    if kernel.host is None and any(v is not None and v.dtype == STRING for v in (*node.inputs, *node.outputs)):
+        return on_strings(kernel, node.name, opset)
+    return kernel
 
 
 def static_spec(v) -> TensorSpec | None:

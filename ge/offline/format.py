@@ -89,6 +89,10 @@ def plan_document(plan: Plan, enc: _Encoder | None = None, prefix: str = "") -> 
     """(the JSON document, the arrays for weights.npz) of a plan; a body's document shares its outer plan's
     encoder, its constants under `prefix`."""
     enc = enc or _Encoder()
+    text = next((t for t in plan.tensors if t.dtype not in TOKEN), None)
+    if text is not None:   # strings are host objects: npz would need pickle, which ge never loads
+        raise GEError(f"cannot save plan '{plan.name}' to a .gem: tensor '{text.name}' holds {text.dtype} "
+                      "(string tensors are not in the offline format yet; keep the .onnx and compile it)")
     constants = {}
     for i, a in plan.constants.items():
         a = np.asarray(a)

@@ -33,7 +33,8 @@ KINDS = ("input", "const", "activation")
 SEGMENTS = ("weights", "feature_map", "atomic", "io", "dynamic", "fixed", "variable")
 MAX_RANK, MAX_DIM, MAX_NAME = 32, 1 << 40, 4096
 MAX_DEPTH = 16   # bodies inside bodies, as the ONNX frontend allows
-VALUE_KINDS = ("tensor", "sequence", "optional", "optional_sequence")
+VALUE_KINDS = ("tensor", "sequence", "optional", "optional_sequence", "map(int64)", "map(string)",
+               "seq(map(int64))", "seq(map(string))")
 BODIES = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",), "SequenceMap": ("body",)}
 
 

@@ -35,28 +35,7 @@ package_name = "ge"
 SessionIOBinding = IOBinding
 
 
-class OrtSparseFormat(enum.IntEnum):
-    ORT_SPARSE_UNDEFINED = 0
-    ORT_SPARSE_COO = 1
-    ORT_SPARSE_CSRC = 2
-    ORT_SPARSE_BLOCK_SPARSE = 4
-
-
-class SparseTensor:
-    """onnxruntime.SparseTensor: not in ge yet (COO/CSR tensors), refused by name."""
-
-    def __init__(self, *args, **kwargs):
-        raise UsageError("SparseTensor: sparse tensors (COO/CSR) are not in ge yet")
-
-    @classmethod
-    def sparse_coo_from_numpy(cls, *args, **kwargs):
-        raise UsageError("SparseTensor.sparse_coo_from_numpy: sparse tensors are not in ge yet")
-
-    @classmethod
-    def sparse_csr_from_numpy(cls, *args, **kwargs):
-        raise UsageError("SparseTensor.sparse_csr_from_numpy: sparse tensors are not in ge yet")
-
-
+from .sparse import OrtSparseFormat, SparseTensor  # noqa: E402
 from . import capi, datasets  # noqa: E402
 
 __all__ = ["InferenceSession", "SessionOptions", "RunOptions", "IOBinding", "SessionIOBinding", "OrtValue",

@@ -87,8 +87,18 @@ class OrtMemoryInfo:
 class OrtArenaCfg:
     """An arena configuration, kept as given: ge's caching allocator is configured by ge.Options."""
 
+    FIELDS = ("max_mem", "arena_extend_strategy", "initial_chunk_size_bytes", "max_dead_bytes_per_chunk",
+              "initial_growth_chunk_size_bytes", "max_power_of_two_extend_bytes")
+
     def __init__(self, *args, **kwargs):
         self.args, self.config = args, dict(args[0]) if args and isinstance(args[0], dict) else kwargs
+        values = dict(zip(self.FIELDS, args)) if args and not isinstance(args[0], dict) else dict(self.config)
+        unknown = sorted(set(values) - set(self.FIELDS))
+        if unknown:
+            raise InputError(f"OrtArenaCfg: unknown option(s) {', '.join(unknown)}; known: {', '.join(self.FIELDS)}")
+        # onnxruntime's defaults: -1 (its choice) for each field not given
+        for name in self.FIELDS:
+            setattr(self, name, int(values.get(name, -1)))
 
 
 def create_and_register_allocator(mem_info: OrtMemoryInfo, arena_cfg: OrtArenaCfg | None = None) -> None:

@@ -19,6 +19,18 @@ def _Unraisable(exc_type, exc_value, exc_traceback, err_msg):  # noqa: N802 - sy
                            object=None)
 
 
+def _report(record) -> None:
+    """An exception of the callback, as Python reports one it cannot raise: to a hook someone installed
+    (pytest's takes any record with these fields), else printed to stderr (CPython's own hook accepts only
+    its UnraisableHookArgs, which Python code cannot make)."""
+    if sys.unraisablehook is not sys.__unraisablehook__:
+        sys.unraisablehook(record)
+        return
+    import traceback  # noqa: PLC0415
+    print(f"Exception ignored in: {record.err_msg}", file=sys.stderr)
+    traceback.print_exception(record.exc_type, record.exc_value, record.exc_traceback, file=sys.stderr)
+
+
 _STATE = {"severity": 2, "verbosity": 0, "callback": None}
 
 
@@ -57,6 +69,6 @@ def log(severity: int, message: str, logid: str = "", where: str = "ge.ort") -> 
         try:
             callback(severity, "ge", logid, where, message)
         except Exception as e:  # noqa: BLE001 - a raising callback must not fail the call that logged
-            sys.unraisablehook(_Unraisable(type(e), e, e.__traceback__, f"logger callback {callback!r}"))
+            _report(_Unraisable(type(e), e, e.__traceback__, f"logger callback {callback!r}"))
     else:
         warnings.warn(message, stacklevel=3)

@@ -4,7 +4,8 @@ An OrtValue here is a numpy array (C-ordered) and nothing else: one made from an
 onnxruntime's does on the CPU (`numpy()`, `__array__`, `data_ptr` and DLPack all see the same bytes), and an
 output of a run owns its memory (ge's runtimes return arrays that are the caller's, never views of a device
 arena), so an OrtValue kept after its session closed stays valid. Devices other than "cpu" are refused as
-onnxruntime's CPU package refuses them; sparse tensors and strings are not in ge yet (refused, named).
+onnxruntime's CPU package refuses them; string OrtValues too, as in onnxruntime (refused, named; strings go
+through run() as numpy arrays). Sparse tensors (ge/ort/sparse.py) are held and described, not run.
 """
 from __future__ import annotations
 
@@ -73,7 +74,9 @@ class OrtValue:
         _cpu(device_type, "ortvalue_from_numpy")
         arr = numpy_obj if isinstance(numpy_obj, np.ndarray) else np.asarray(numpy_obj)
         if arr.dtype.kind in "OUS":
-            raise UsageError("an OrtValue from a string or object array: ge has no string tensors yet")
+            # onnxruntime's own refusal: "only supported from non-string numpy arrays" (feed strings to run())
+            raise UsageError("an OrtValue from a string or object array: like onnxruntime, ge makes OrtValues from "
+                             "non-string arrays only; pass string tensors to run() as numpy arrays")
         element_dtype(arr.dtype)
         return cls(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
 
@@ -104,7 +107,14 @@ class OrtValue:
 
     @classmethod
     def ort_value_from_sparse_tensor(cls, sparse_tensor) -> "OrtValue":
-        raise UsageError("sparse tensors (COO/CSR) are not in ge yet")
+        from .sparse import SparseTensor  # noqa: PLC0415 (only when asked: sparse tensors are rare)
+        if not isinstance(sparse_tensor, SparseTensor):
+            raise InputError(f"ort_value_from_sparse_tensor: a SparseTensor, not {type(sparse_tensor).__name__}")
+        return _SparseValue(sparse_tensor)
+
+    def _get_c_value(self) -> "OrtValue":
+        """onnxruntime's native value behind an OrtValue: ge's is its own."""
+        return self
 
     # -- what it holds ---------------------------------------------------------------------------------
     def data_ptr(self) -> int:
@@ -171,6 +181,41 @@ class OrtValue:
 
     def __repr__(self) -> str:
         return f"OrtValue({self.data_type()}{self.shape()}, cpu)"
+
+
+class _SparseValue(OrtValue):
+    """An OrtValue holding a SparseTensor (ge/ort/sparse.py): described and handed back, not run (ge's
+    models take dense tensors)."""
+
+    __slots__ = ()
+
+    def is_tensor(self) -> bool:
+        return False
+
+    def is_sparse_tensor(self) -> bool:
+        return True
+
+    def as_sparse_tensor(self):
+        return self._array
+
+    def data_type(self) -> str:
+        return self._array.data_type()
+
+    def shape(self) -> list[int]:
+        return self._array.dense_shape()
+
+    def numpy(self) -> np.ndarray:
+        raise UsageError("this OrtValue holds a sparse tensor: as_sparse_tensor() gives it (ge's models take dense "
+                         "tensors)")
+
+    def data_ptr(self) -> int:
+        return self._array.values().ctypes.data
+
+    def tensor_size_in_bytes(self) -> int:
+        return self._array.values().nbytes
+
+    def element_type(self) -> int:
+        return to_onnx(self._array.values().dtype)
 
 
 class OrtValueVector:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..api import NodeArg, Session
-from ..errors import ExecutionError, InputError
+from ..errors import ExecutionError, Fail, InputError
 from ..options import Options, as_options
 from . import providers as prov
 from .devices import OrtMemoryInfo
@@ -206,6 +206,20 @@ class InferenceSession:
         """[]: ge compiles initializers into the plan (folded, packed), so none can be fed in their place."""
         return []
 
+    @property
+    def _sess(self) -> "_CSession":
+        """onnxruntime's native session object, which scripts reach for its low-level calls."""
+        return _CSession(self)
+
+    def get_provider_graph_assignment_info(self) -> list["EpAssignedSubgraph"]:
+        """Per node of the model, the provider it runs on (ge: all on its one, the CPU provider), as
+        onnxruntime gives it when `session.record_ep_graph_assignment_info` is "1"."""
+        if self._sess_options.config_entries.get("session.record_ep_graph_assignment_info") != "1":
+            raise Fail("Session configuration entry 'session.record_ep_graph_assignment_info' must be set to \"1\" "
+                       "to record the providers' graph assignment")
+        return [EpAssignedSubgraph(prov.CPU, (EpAssignedNode(n.name, n.op_type, n.domain),))
+                for n in _model_nodes(self._model)]
+
     def get_providers(self) -> list[str]:
         return [prov.CPU]
 
@@ -314,3 +328,49 @@ def _metadata(model) -> ModelMetadata | None:
     return ModelMetadata(proto.producer_name, proto.graph.name, proto.domain, proto.doc_string,
                          proto.graph.doc_string, proto.model_version,
                          {p.key: p.value for p in proto.metadata_props})
+
+
+@dataclass(frozen=True)
+class EpAssignedNode:
+    name: str
+    op_type: str
+    domain: str
+
+
+@dataclass(frozen=True)
+class EpAssignedSubgraph:
+    ep_name: str
+    nodes: tuple
+
+    def get_nodes(self) -> list[EpAssignedNode]:
+        return list(self.nodes)
+
+
+def _model_nodes(model) -> list:
+    """The top graph's nodes of a model given as a path, bytes or a ModelProto (a .gem: its plan's nodes)."""
+    import onnx  # noqa: PLC0415
+    if hasattr(model, "graph"):
+        return list(model.graph.node)
+    if isinstance(model, (bytes, bytearray)):
+        return list(onnx.load_from_string(bytes(model)).graph.node)
+    if str(model).endswith(".gem"):
+        return []
+    return list(onnx.load(str(model), load_external_data=False).graph.node)
+
+
+class _CSession:
+    """The native session's calls scripts use: `run_with_ort_values(feeds, output_names, run_options)` (feeds
+    {name: OrtValue}, an OrtValueVector back) and `run(output_names, feeds, run_options)`."""
+
+    def __init__(self, owner: InferenceSession):
+        self._owner = owner
+
+    def run_with_ort_values(self, feeds: dict, output_names, run_options=None):
+        from .ortvalue import OrtValueVector  # noqa: PLC0415
+        return OrtValueVector(self._owner.run_with_ort_values(output_names, feeds, run_options))
+
+    def run(self, output_names, feeds, run_options=None):
+        return self._owner.run(output_names, feeds, run_options)
+
+    def run_with_iobinding(self, binding, run_options=None):
+        return self._owner.run_with_iobinding(binding, run_options)

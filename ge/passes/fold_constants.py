@@ -15,7 +15,9 @@ import math
 import numpy as np
 
 from ..errors import DeviceMemoryError
+from ..kernels import strings
 from ..kernels.bind import node_context, node_kernel, static_spec
+from ..kernels.control import HostCall
 from ..kernels.registry import run_kernel
 from .infer_shapes import infer_node
 
@@ -63,6 +65,11 @@ def _fold(graph, node, capacity) -> bool:
     if not all(v is None or v.is_const for v in node.inputs):  # Constant has no inputs at all
         return False
     kernel = node_kernel(graph, node)
+    if kernel.host is not None and strings.foldable(kernel):   # string ops: pure host functions
+        call = HostCall(node.op_type, node.name, node.attrs, node_context(graph, node, kernel).opset,
+                        tuple(v.dtype for v in node.outputs), {})
+        graph.fold_node(node, kernel.host(call, [None if v is None else v.const for v in node.inputs]))
+        return True
     if kernel.host is not None:  # control flow and sequences: opaque (fold_if takes constant Ifs)
         return False
     arrays = [None if v is None else v.const for v in node.inputs]

@@ -1,10 +1,10 @@
-"""onnxruntime.datasets: the example models its documentation loads (written by tools/make_ort_datasets.py).
-logreg_iris.onnx (a scikit-learn export of ONNX-ML ops with map outputs) is not among them yet."""
+"""onnxruntime.datasets: the example models its documentation loads (written by tools/make_ort_datasets.py):
+mul_1.onnx, sigmoid.onnx and logreg_iris.onnx (ONNX-ML ops with a sequence of maps out)."""
 from __future__ import annotations
 
 import os
 
-EXAMPLES = ("mul_1.onnx", "sigmoid.onnx")
+EXAMPLES = ("logreg_iris.onnx", "mul_1.onnx", "sigmoid.onnx")
 
 
 def get_example(name: str) -> str:
