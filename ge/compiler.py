@@ -14,7 +14,8 @@ import os
 from types import MappingProxyType
 
 from .errors import DeviceMemoryError, GEError
-from .ir import Graph
+from . import partition
+from .ir import Graph, Node
 from .kernels.bind import node_context, node_kernel, static_spec
 from .kernels.registry import UnknownValueError
 from .bodies import compile_bodies, host_kernel
@@ -79,7 +80,7 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
         graph = optimize(graph, options)
     with progress.phase("planning"):
         order = topological_order(graph, options.topo_sorting_mode)
-        return build_plan(graph, order, options)
+        return build_plan(graph, order, options, sink=not options.parallel)
 
 
 def _static_gear(graph: Graph, options: Options, what: str, advice: str) -> Plan:
@@ -245,8 +246,9 @@ def _is_batched(k: int, symbol: str, declared, plans) -> bool:
     return all(d == (g,) for d, g in zip(lead, plans))
 
 
-def build_plan(graph: Graph, order: list, options: Options) -> Plan:
-    """Number the tensors, bind each node's kernel and (where shapes are static) its launch, plan memory."""
+def build_plan(graph: Graph, order: list, options: Options, sink: bool = False) -> Plan:
+    """Number the tensors, bind each node's kernel and (where shapes are static) its launch, plan memory.
+    `sink`: a dynamic graph's static pieces become PartitionedCall nodes (ge/partition.py)."""
     tensors: list[PlanTensor] = []
     index: dict[int, int] = {}
     constants = {}
@@ -269,17 +271,20 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
         return index[id(v)]
 
     inputs = tuple(tensor_of(v) for v in graph.inputs)
+    bound = {}   # id(node) -> (kernel, launch, dynamic, bodies)
+    for node in order:
+        kernel = host_kernel(node, node_kernel(graph, node))
+        if kernel.host is not None:   # control flow, sequences: on the host, bodies compiled into plans
+            bound[id(node)] = kernel, None, True, compile_bodies(node, lambda g: _compile_body(g, options))
+        else:
+            bound[id(node)] = (kernel, *_bind_launch(graph, node, kernel, options.aicore_num), ())
+    if sink:   # a dynamic plan's static pieces, each a static plan of its own (ge/partition.py)
+        order = _sink_pieces(graph, order, bound, options)
     nodes = []
     for step, node in enumerate(order):
-        kernel = host_kernel(node, node_kernel(graph, node))
+        kernel, launch, dynamic, bodies = bound[id(node)]
         ins = tuple(tensor_of(v) for v in node.inputs)
         outs = tuple(tensor_of(v) for v in node.outputs)
-        if kernel.host is not None:   # control flow, sequences: on the host, bodies compiled into plans
-            launch, dynamic = None, True
-            bodies = compile_bodies(node, lambda g: _compile_body(g, options))
-        else:
-            launch, dynamic = _bind_launch(graph, node, kernel, options.aicore_num)
-            bodies = ()
         nodes.append(PlanNode(step, node.name, node.op_type, node.domain, node_context(
             graph, node, kernel).opset, dict(node.attrs), ins, outs, kernel, launch, dynamic,
             kernel.engine, bodies=bodies))
@@ -296,6 +301,30 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
     memory = plan_memory(plan)
     log.debug("plan %s: %s", plan.name, memory.summary())
     return dataclasses.replace(plan, memory=memory)
+
+
+def _sink_pieces(graph: Graph, order: list, bound: dict, options: Options) -> list:
+    """The order with each static piece of a dynamic graph (ge/partition.py, Steps 1-5) as one stand-in
+    PartitionedCall node, its piece compiled into a static plan (kernels bound again, streams, memory)."""
+    flags = [bound[id(n)] for n in order]
+    if all(not dynamic for _, _, dynamic, _ in flags):
+        return order
+    known = [not dynamic for _, _, dynamic, _ in flags]
+    tasks = [launch is not None and not dynamic for _, launch, dynamic, _ in flags]
+    pieces = partition.static_pieces(graph, order, known, tasks, options.static_model_ops_lower_limit)
+    if not pieces:
+        return order
+    inner = options.replace(state_pairs=())
+    out = []
+    for unit in partition.unit_order(order, pieces):
+        if not isinstance(unit, partition.Piece):
+            out.append(unit)
+            continue
+        body = build_plan(partition.piece_graph(graph, unit), unit.nodes, inner)
+        call = Node(partition.OP, unit.name, list(unit.inputs), list(unit.outputs), domain=partition.DOMAIN)
+        bound[id(call)] = node_kernel(graph, call), None, True, ((partition.BODY, body, 0),)
+        out.append(call)
+    return out
 
 
 def _compile_body(graph: Graph, options: Options) -> Plan:

@@ -25,6 +25,16 @@ from .npu.memory import IO_ALIGN
 from .options import Options
 
 INPUT, CONST, ACTIVATION = "input", "const", "activation"
+# a static piece of a dynamic plan (ge/partition.py, GE's PartitionedCall): a host node whose one body ("f") is
+# a static plan that runtime_v2 runs by runtime_v1's task sink (runtime_v2/sunk.py)
+SUNK_OP, SUNK_DOMAIN = "PartitionedCall", "ge"
+
+
+def sunk_plan(node) -> "Plan | None":
+    """The static plan a PartitionedCall node runs (None for any other node)."""
+    if node.op_type == SUNK_OP and node.domain == SUNK_DOMAIN and node.bodies:
+        return node.bodies[0][1]
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +285,9 @@ class Plan:
                              f"{list(self.tensors[o].shape)}" for o in n.outputs)
             ins = ", ".join("None" if i < 0 else f"%{self.tensors[i].name}" for i in n.inputs)
             tag = " (alias)" if n.is_alias else " (dynamic)" if n.is_dynamic else " (no task)" if n.no_task else ""
-            if n.bodies:   # control flow: label tasks on runtime_v1, or host-driven
+            if sunk_plan(n) is not None:   # a static piece: its own plan, on runtime_v1's task sink
+                tag = f" (static piece of {len(sunk_plan(n).nodes)} nodes: sunk)"
+            elif n.bodies:   # control flow: label tasks on runtime_v1, or host-driven
                 tag = f" (bodies {', '.join(a for a, _, _ in n.bodies)}: " + (
                     "host-driven)" if static_control_reason(self, n) else "label tasks)")
             sync = waits.get(n.step, []) + records.get(n.step, [])
