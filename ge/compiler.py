@@ -29,7 +29,7 @@ from .options import Options, as_options
 from .parallel.data import split_batch
 from .parallel.tensor import split_tensor
 from .passes import run_pipeline
-from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor
+from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor, host_driven
 from .npu.engines import GE_LOCAL, engine_for_op
 from .schedule import schedule
 from .schedule.toposort import topological_order
@@ -86,7 +86,7 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
 def _static_gear(graph: Graph, options: Options, what: str, advice: str) -> Plan:
     """One gear's plan, which runtime_v1 runs: a GEError (`what` ... `advice`) naming a node left dynamic."""
     plan = compile(graph, options)
-    dyn = [n for n in plan.nodes if n.is_dynamic]
+    dyn = host_driven(plan)
     if dyn:
         raise GEError(f"{what} {dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has shapes "
                       f"known only at run time{advice}")

@@ -192,3 +192,24 @@ def describe(plan) -> str:
     shown = ", ".join(host[:4]) + (f" and {len(host) - 4} more" if len(host) > 4 else "")
     return (f"{s['pieces']} static piece{'s' * (s['pieces'] != 1)} sunk, {s['sunk_nodes']} of {s['nodes']} "
             f"nodes; host-driven: {shown or 'none'}")
+
+
+def pieces_table(plan) -> list[str]:
+    """`ge plan`'s lines on the pieces: the summary, then one line a piece (nodes, tasks' feature map)."""
+    line = describe(plan)
+    if not line:
+        return []
+    out = [f"sunk      {line}", "  (each piece a static plan on runtime_v1's task sink inside runtime_v2's host loop; "
+                                "static_model_ops_lower_limit " f"{plan.options.static_model_ops_lower_limit})"]
+    for n in plan.nodes:
+        body = sunk_plan(n)
+        if body is not None:
+            fm = body.memory.segments.get("feature_map", 0) / 2**20 if body.memory else 0.0
+            out.append(f"  {n.name}: {len(body.nodes)} nodes, feature map {fm:.2f} MiB, "
+                       f"{len(body.inputs)} in / {len(body.outputs)} out")
+    return out
+
+
+def stats(plan) -> dict:
+    """Session.stats()'s "static_pieces": summary() with its one line ("" when nothing sank)."""
+    return {**summary(plan), "line": describe(plan)}

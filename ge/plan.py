@@ -343,6 +343,8 @@ class Plan:
 def static_control_reason(plan: Plan, node: PlanNode) -> str:
     """Why the task sink cannot run control node `node` from its tables ("" when it can)."""
     what = f"{node.op_type} node '{node.name}'"
+    if sunk_plan(node) is not None:
+        return f"{what} is a static piece of a dynamic plan (runtime_v2 runs it on runtime_v1's task sink)"
     if node.op_type not in LABEL_OPS or not node.bodies:
         return f"{what} runs host-driven (sequences and optionals have no label tasks)"
     if node.op_type == "Scan" and node.opset < 9:
@@ -432,6 +434,11 @@ def _pairs(plan, node, body, caps):
             dt, shape = _spec(plan, t)
             pairs.append((f"scan output {j} row", _spec(body, o), [(dt, shape[1:])]))
     return pairs
+
+
+def host_driven(plan: Plan) -> list:
+    """The nodes runtime_v2 drives from the host: dynamic ones, not the static pieces it sinks (sunk_plan)."""
+    return [n for n in plan.nodes if n.is_dynamic and sunk_plan(n) is None]
 
 
 def runs_on_v1(plan: Plan) -> bool:
