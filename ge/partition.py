@@ -213,3 +213,23 @@ def pieces_table(plan) -> list[str]:
 def stats(plan) -> dict:
     """Session.stats()'s "static_pieces": summary() with its one line ("" when nothing sank)."""
     return {**summary(plan), "line": describe(plan)}
+
+
+def piece_memory(plan) -> tuple[int, int]:
+    """(weight bytes, planned feature-map bytes) of a plan's static pieces (each has its own memory plan)."""
+    weights = fm = 0
+    for n in plan.nodes:
+        body = sunk_plan(n)
+        if body is not None:
+            weights += sum(a.nbytes for a in body.constants.values())
+            fm += body.memory.segments.get("feature_map", 0) if body.memory is not None else 0
+    return weights, fm
+
+
+def task_nodes(plan) -> list:
+    """The plan's nodes with those of its static pieces in place of their PartitionedCall nodes."""
+    out = []
+    for n in plan.nodes:
+        body = sunk_plan(n)
+        out.extend(body.nodes if body is not None else (n,))
+    return out

@@ -66,6 +66,18 @@ def test_the_piece_is_a_static_plan_with_its_own_memory_and_the_outer_plan_names
         ge.Session(detector, runtime="v1")
 
 
+def test_ge_run_lines_count_the_pieces_weights_memory_and_tasks(detector):
+    from ge.cli.common import cores, memory_line
+    sess = ge.Session(detector)
+    sess.run(None, {"image": _images(1)[0]})
+    body = sunk_plan(sess.plan.nodes[0])
+    weights = sum(a.nbytes for p in (sess.plan, body) for a in p.constants.values())
+    assert f"weights {weights / 2**20:.2f} MiB" in memory_line(sess)
+    assert f"plus {body.memory.segments['feature_map'] / 2**20:.2f} MiB planned for the static pieces" in memory_line(sess)
+    tasks = sum(n.launch is not None and not n.no_task for n in body.nodes)
+    assert f"of {tasks} tasks split into blocks" in cores(sess)
+
+
 def test_a_partitioned_plan_saved_and_loaded_runs_the_same(detector, tmp_path):
     plan = ge.compile(detector)
     ge.save(plan, tmp_path / "det.gem")
