@@ -16,6 +16,7 @@ from ge.compiler import import_model
 from ge.errors import GEError
 from ge.models import detector_like
 from ge.plan import host_driven, sunk_plan
+from hammer import hammer
 
 ALL_HOST = {"static_model_ops_lower_limit": 1 << 40}
 
@@ -64,6 +65,14 @@ def test_the_piece_is_a_static_plan_with_its_own_memory_and_the_outer_plan_names
     assert "PartitionedCall_stem_3: 24 nodes" in text and "(static piece of 24 nodes: sunk)" in plan.summary()
     with pytest.raises(GEError, match="NonMaxSuppression node 'nms_87'"):   # v1 names a host-driven node
         ge.Session(detector, runtime="v1")
+
+
+def test_threads_share_a_partitioned_session(detector):
+    """Each concurrent run gets a runtime_v2 instance, and its piece a runtime_v1 instance (both pooled)."""
+    sess, host = ge.Session(detector), ge.Session(detector, options=ALL_HOST)
+    xs = _images(4, seed=11)
+    want = [host.run(None, {"image": x}) for x in xs]
+    assert hammer(lambda x: sess.run(None, {"image": x}), xs, want, runs=5, timeout=300, rotate=True) == []
 
 
 def test_ge_run_lines_count_the_pieces_weights_memory_and_tasks(detector):
