@@ -13,13 +13,15 @@ sink runs, whose own threads and the calling thread then take the tokens as runt
 """
 from __future__ import annotations
 
+import numpy as np
+
 import runtime_v1   # the other runtime (the import floors keep runtimes off the compiler, not off each other)
 from ge.npu.aicore import hold, unhold
 from ge.plan import sunk_plan
 
 
 class SunkNode:
-    __slots__ = ("node", "body", "pairs")
+    __slots__ = ("node", "body", "pairs", "outs")
 
     def __init__(self, step, closed_with: list):
         self.node = step.node
@@ -27,15 +29,23 @@ class SunkNode:
         self.body = runtime_v1.load(plan)   # its tables, weights and arena: loaded once
         closed_with.append(self.body)       # the outer executor closes it
         self.pairs = tuple(zip(plan.inputs, self.node.inputs))
+        # per output: (position, outer tensor, shape, elements)
+        self.outs = tuple((k, t, tuple(plan.tensors[b].shape), plan.tensors[b].nbytes // plan.tensors[b].dtype.itemsize)
+                          for k, (b, t) in enumerate(zip(plan.outputs, self.node.outputs)))
 
     def __call__(self, bufs, shapes, spans, alloc, core=None) -> None:
         feeds = {b: bufs[t] for b, t in self.pairs}
+        # an output already given its memory this run (a caller's bound output, a state pair's next block:
+        # executor.py, states.py) is computed into it, as run_static does for a static step's host outputs
+        into = {k: bufs[t].reshape(shape) for k, t, shape, n in self.outs
+                if isinstance(bufs[t], np.ndarray) and bufs[t].size == n}
         if core is not None:
             unhold(core[0])
         try:
-            outs = self.body.run(feeds)
+            outs = self.body.run(feeds, into)
         finally:
             if core is not None:
                 hold(core[0])
-        for t, a in zip(self.node.outputs, outs):
-            bufs[t], shapes[t] = a.reshape(-1), a.shape
+        for (k, t, _, _), a in zip(self.outs, outs):
+            if k not in into:
+                bufs[t], shapes[t] = a.reshape(-1), a.shape

@@ -113,6 +113,32 @@ def _two_inputs_model():
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
 
 
+def _state_model():
+    """A running state updated by a static chain (the piece makes the next state), a NonZero on it after."""
+    nodes = [h.make_node("Add", ["s_in", "x"], ["a"], name="a"), h.make_node("Mul", ["a", "half"], ["b"], name="b"),
+             h.make_node("Relu", ["b"], ["c"], name="c"), h.make_node("Sub", ["c", "x"], ["s_out"], name="d"),
+             h.make_node("NonZero", ["s_out"], ["nz"], name="nz")]
+    f = T.FLOAT
+    g = h.make_graph(nodes, "state", [h.make_tensor_value_info("x", f, [2, 4]), h.make_tensor_value_info("s_in", f, [2, 4])],
+                     [h.make_tensor_value_info("s_out", f, [2, 4]), h.make_tensor_value_info("nz", T.INT64, None)],
+                     [onnx.numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def test_a_state_pair_made_by_a_piece_carries_from_run_to_run():
+    opts = {"state_pairs": {"s_out": "s_in"}}
+    sess = ge.Session(_state_model(), options=opts)
+    host = ge.Session(_state_model(), options=dict(opts, **ALL_HOST))
+    assert sess.stats()["static_pieces"]["pieces"] == 1
+    rng, state = np.random.default_rng(4), np.zeros((2, 4), np.float32)
+    for _ in range(3):
+        x = rng.standard_normal((2, 4)).astype(np.float32)
+        got, want = sess.run(None, {"x": x}), host.run(None, {"x": x})
+        state = np.maximum((state + x) * np.float32(0.5), 0) - x
+        np.testing.assert_array_equal(got[0], state)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+
+
 @pytest.mark.parametrize("limit, pieces", [(0, 1), (6, 1), (7, 0)])
 def test_an_input_of_unknown_dims_and_the_threshold(limit, pieces):
     model = _two_inputs_model()
