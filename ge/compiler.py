@@ -246,9 +246,10 @@ def _is_batched(k: int, symbol: str, declared, plans) -> bool:
     return all(d == (g,) for d, g in zip(lead, plans))
 
 
-def build_plan(graph: Graph, order: list, options: Options, sink: bool = False) -> Plan:
+def build_plan(graph: Graph, order: list, options: Options, sink: bool = False, bound: dict | None = None) -> Plan:
     """Number the tensors, bind each node's kernel and (where shapes are static) its launch, plan memory.
-    `sink`: a dynamic graph's static pieces become PartitionedCall nodes (ge/partition.py)."""
+    `sink`: a dynamic graph's static pieces become PartitionedCall nodes (ge/partition.py); `bound`: nodes
+    already bound (a piece's, bound with the whole graph)."""
     tensors: list[PlanTensor] = []
     index: dict[int, int] = {}
     constants = {}
@@ -271,8 +272,10 @@ def build_plan(graph: Graph, order: list, options: Options, sink: bool = False) 
         return index[id(v)]
 
     inputs = tuple(tensor_of(v) for v in graph.inputs)
-    bound = {}   # id(node) -> (kernel, launch, dynamic, bodies)
+    bound = dict(bound or {})   # id(node) -> (kernel, launch, dynamic, bodies)
     for node in order:
+        if id(node) in bound:
+            continue
         kernel = host_kernel(node, node_kernel(graph, node))
         if kernel.host is not None:   # control flow, sequences: on the host, bodies compiled into plans
             bound[id(node)] = kernel, None, True, compile_bodies(node, lambda g: _compile_body(g, options))
@@ -305,7 +308,8 @@ def build_plan(graph: Graph, order: list, options: Options, sink: bool = False) 
 
 def _sink_pieces(graph: Graph, order: list, bound: dict, options: Options) -> list:
     """The order with each static piece of a dynamic graph (ge/partition.py, Steps 1-5) as one stand-in
-    PartitionedCall node, its piece compiled into a static plan (kernels bound again, streams, memory)."""
+    PartitionedCall node, its piece compiled into a static plan (the launches bound above; its own streams
+    and memory plan)."""
     flags = [bound[id(n)] for n in order]
     if all(not dynamic for _, _, dynamic, _ in flags):
         return order
@@ -320,7 +324,8 @@ def _sink_pieces(graph: Graph, order: list, bound: dict, options: Options) -> li
         if not isinstance(unit, partition.Piece):
             out.append(unit)
             continue
-        body = build_plan(partition.piece_graph(graph, unit), unit.nodes, inner)
+        body = build_plan(partition.piece_graph(graph, unit), unit.nodes, inner,
+                          bound={id(n): bound[id(n)] for n in unit.nodes})
         call = Node(partition.OP, unit.name, list(unit.inputs), list(unit.outputs), domain=partition.DOMAIN)
         bound[id(call)] = node_kernel(graph, call), None, True, ((partition.BODY, body, 0),)
         out.append(call)
