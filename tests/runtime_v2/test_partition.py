@@ -156,6 +156,36 @@ def test_an_input_of_unknown_dims_and_the_threshold(limit, pieces):
     assert st["pieces"] == pieces and st["sunk_nodes"] == 6 * pieces
 
 
+def _before_and_after_model():
+    """A static chain (piece A) feeds a NonZero and, past it, a second static chain (piece B) that also reads
+    the count of nonzeros (a scalar: static again after the data-sized NonZero)."""
+    nodes = [h.make_node("Mul", ["x", "half"], ["a1"], name="a1"), h.make_node("Sub", ["a1", "half"], ["a2"], name="a2"),
+             h.make_node("Relu", ["a2"], ["a3"], name="a3"), h.make_node("Add", ["a3", "x"], ["a4"], name="a4"),
+             h.make_node("NonZero", ["a3"], ["nz"], name="nz"), h.make_node("Cast", ["nz"], ["nzf"], name="nzf", to=T.FLOAT),
+             h.make_node("ReduceSum", ["nzf"], ["count"], name="count", keepdims=0),
+             h.make_node("Add", ["a4", "count"], ["b1"], name="b1"), h.make_node("Mul", ["b1", "half"], ["b2"], name="b2"),
+             h.make_node("Relu", ["b2"], ["b3"], name="b3"), h.make_node("Sub", ["b3", "a4"], ["y"], name="b4")]
+    g = h.make_graph(nodes, "before_after", [h.make_tensor_value_info("x", T.FLOAT, [2, 8])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2, 8])],
+                     [onnx.numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def test_pieces_before_and_after_a_data_sized_node_run_in_order():
+    model = _before_and_after_model()
+    sess, host = ge.Session(model), ge.Session(model, options=ALL_HOST)
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    plan = sess.plan
+    assert [n.op_type for n in plan.nodes] == ["PartitionedCall", "NonZero", "Cast", "ReduceSum", "PartitionedCall"]
+    assert [len(sunk_plan(n).nodes) for n in plan.nodes if sunk_plan(n) is not None] == [4, 4]
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        x = rng.standard_normal((2, 8)).astype(np.float32)
+        got = sess.run(None, {"x": x})[0]
+        assert np.array_equal(got, host.run(None, {"x": x})[0])
+        np.testing.assert_allclose(got, ref.run(None, {"x": x})[0], rtol=1e-6, atol=1e-6)
+
+
 def test_ge_option_name_sets_the_threshold():
     assert ge.Options.from_dict({"ge.exec.static_model_ops_lower_limit": "9"}).static_model_ops_lower_limit == 9
     assert ge.Options().static_model_ops_lower_limit == 4   # GE's default (static_model_ops_lower_limit_ = 4)
