@@ -29,8 +29,8 @@ from .options import Options, as_options
 from .parallel.data import split_batch
 from .parallel.tensor import split_tensor
 from .passes import run_pipeline
-from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor, host_driven
-from .npu.engines import GE_LOCAL, engine_for_op
+from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor, host_driven, runs_on_v1
+from .npu.engines import GE_LOCAL, LABEL_OPS, engine_for_op
 from .schedule import schedule
 from .schedule.toposort import topological_order
 
@@ -313,6 +313,11 @@ def _sink_pieces(graph: Graph, order: list, bound: dict, options: Options) -> li
     flags = [bound[id(n)] for n in order]
     if all(not dynamic for _, _, dynamic, _ in flags):
         return order
+    if all(not dynamic or (bodies and n.op_type in LABEL_OPS) for n, (_, _, dynamic, bodies) in zip(order, flags)):
+        # only If / Loop / Scan are dynamic: when they are static control flow the task sink runs the whole
+        # plan (label tasks, runs_on_v1), better than any piece of it; the trial plan reuses the binds
+        if runs_on_v1(build_plan(graph, order, options, bound=bound)):
+            return order
     known = [not dynamic for _, _, dynamic, _ in flags]
     tasks = [launch is not None and not dynamic for _, launch, dynamic, _ in flags]
     pieces = partition.static_pieces(graph, order, known, tasks, options.static_model_ops_lower_limit)

@@ -186,6 +186,33 @@ def test_pieces_before_and_after_a_data_sized_node_run_in_order():
         np.testing.assert_allclose(got, ref.run(None, {"x": x})[0], rtol=1e-6, atol=1e-6)
 
 
+def test_static_control_flow_keeps_the_whole_plan_on_the_task_sink():
+    """An If whose branches are static runs as runtime_v1's label tasks: the plan is not cut (a piece would
+    send it to runtime_v2); with a NonZero after it, the static chain sinks and the If runs host-driven."""
+    out = lambda name: [h.make_tensor_value_info(name, T.FLOAT, [2, 8])]  # noqa: E731
+    then = h.make_graph([h.make_node("Mul", ["a4", "half"], ["t"])], "then", [], out("t"))
+    other = h.make_graph([h.make_node("Identity", ["a4"], ["e"])], "else", [], out("e"))
+    chain = [h.make_node("Mul", ["x", "half"], ["a1"]), h.make_node("Sub", ["a1", "half"], ["a2"]),
+             h.make_node("Relu", ["a2"], ["a3"]), h.make_node("Add", ["a3", "x"], ["a4"]),
+             h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other, name="pick")]
+    ins = [h.make_tensor_value_info("x", T.FLOAT, [2, 8]), h.make_tensor_value_info("c", T.BOOL, [])]
+    inits = [onnx.numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+
+    def model(nodes, outputs):
+        return h.make_model(h.make_graph(chain + nodes, "cf", ins, outputs, inits),
+                            opset_imports=[h.make_opsetid("", 17)])
+    x = np.random.default_rng(2).standard_normal((2, 8)).astype(np.float32)
+    static = ge.Session(model([], out("y")))
+    assert static.runtime == "v1" and not any(sunk_plan(n) for n in static.plan.nodes)
+    nz = model([h.make_node("NonZero", ["y"], ["nz"], name="nz")], [h.make_tensor_value_info("nz", T.INT64, None)])
+    sess, host = ge.Session(nz), ge.Session(nz, options=ALL_HOST)
+    assert sess.runtime == "v2" and sess.stats()["static_pieces"]["pieces"] == 1
+    for c in (True, False):
+        feeds = {"x": x, "c": np.array(c)}
+        assert np.array_equal(sess.run(None, feeds)[0], host.run(None, feeds)[0])
+        assert np.array_equal(static.run(None, feeds)[0], ge.Session(model([], out("y")), runtime="v2").run(None, feeds)[0])
+
+
 def test_ge_option_name_sets_the_threshold():
     assert ge.Options.from_dict({"ge.exec.static_model_ops_lower_limit": "9"}).static_model_ops_lower_limit == 9
     assert ge.Options().static_model_ops_lower_limit == 4   # GE's default (static_model_ops_lower_limit_ = 4)
