@@ -12,6 +12,7 @@ import numpy as np
 from .compiler import compile as compile_model
 from .compiler import compile_gears
 from .dynamic_reasons import dynamic_reasons, runtime_reason
+from .partition import stats as pieces_stats
 from .errors import DeviceMemoryError, GEError, InputError
 from .gear_fallback import GearsOrV2
 from .hccl.ops import collectives
@@ -239,10 +240,14 @@ class Session:
         """The runtime's counters (runtime_v1: zero-copy bindings, native and fallback tasks, streams...;
         runtime_v2: steps, instances, stream threads), with `runtime` ("v1" / "v2") and `runtime_reason`:
         why it runs there (runtime="auto": the plan is static, or which nodes have shapes known only at run
-        time and why); "thunk_cache": the problems met with the thunk and Numba caches (a refused folder, a
+        time and why); "static_pieces" (runtime_v2): what of a dynamic plan runs on runtime_v1's task sink
+        ({"pieces", "sunk_nodes", "nodes", "host_driven", "line"}, ge/partition.py); "thunk_cache": the problems met with the thunk and Numba caches (a refused folder, a
         damaged entry quarantined), each also warned once; [] when none."""
-        return {**self._executor.stats(), "runtime": self.runtime, "runtime_reason": self._reason,
-                "thunk_cache": cache_problems()}
+        out = {**self._executor.stats(), "runtime": self.runtime, "runtime_reason": self._reason,
+               "thunk_cache": cache_problems()}
+        if isinstance(self.plan, Plan) and self.runtime == "v2":   # the pieces it sank (ge/partition.py)
+            out["static_pieces"] = pieces_stats(self.plan)
+        return out
 
     @property
     def stream_threads(self) -> int:

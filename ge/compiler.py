@@ -14,7 +14,8 @@ import os
 from types import MappingProxyType
 
 from .errors import DeviceMemoryError, GEError
-from .ir import Graph
+from . import partition
+from .ir import Graph, Node
 from .kernels.bind import node_context, node_kernel, static_spec
 from .kernels.registry import UnknownValueError
 from .bodies import compile_bodies, host_kernel
@@ -29,8 +30,8 @@ from . import kv_cache
 from .parallel.data import split_batch
 from .parallel.tensor import split_tensor
 from .passes import run_pipeline
-from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor
-from .npu.engines import GE_LOCAL, engine_for_op
+from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor, host_driven, runs_on_v1
+from .npu.engines import GE_LOCAL, LABEL_OPS, engine_for_op
 from .schedule import schedule
 from .schedule.toposort import topological_order
 
@@ -84,13 +85,13 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
             kv_cache.check(graph)
     with progress.phase("planning"):
         order = topological_order(graph, options.topo_sorting_mode)
-        return build_plan(graph, order, options)
+        return build_plan(graph, order, options, sink=not options.parallel)
 
 
 def _static_gear(graph: Graph, options: Options, what: str, advice: str) -> Plan:
     """One gear's plan, which runtime_v1 runs: a GEError (`what` ... `advice`) naming a node left dynamic."""
     plan = compile(graph, options)
-    dyn = [n for n in plan.nodes if n.is_dynamic]
+    dyn = host_driven(plan)
     if dyn:
         raise GEError(f"{what} {dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has shapes "
                       f"known only at run time{advice}")
@@ -250,8 +251,10 @@ def _is_batched(k: int, symbol: str, declared, plans) -> bool:
     return all(d == (g,) for d, g in zip(lead, plans))
 
 
-def build_plan(graph: Graph, order: list, options: Options) -> Plan:
-    """Number the tensors, bind each node's kernel and (where shapes are static) its launch, plan memory."""
+def build_plan(graph: Graph, order: list, options: Options, sink: bool = False, bound: dict | None = None) -> Plan:
+    """Number the tensors, bind each node's kernel and (where shapes are static) its launch, plan memory.
+    `sink`: a dynamic graph's static pieces become PartitionedCall nodes (ge/partition.py); `bound`: nodes
+    already bound (a piece's, bound with the whole graph)."""
     tensors: list[PlanTensor] = []
     index: dict[int, int] = {}
     constants = {}
@@ -274,17 +277,22 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
         return index[id(v)]
 
     inputs = tuple(tensor_of(v) for v in graph.inputs)
+    bound = dict(bound or {})   # id(node) -> (kernel, launch, dynamic, bodies)
+    for node in order:
+        if id(node) in bound:
+            continue
+        kernel = host_kernel(node, node_kernel(graph, node))
+        if kernel.host is not None:   # control flow, sequences: on the host, bodies compiled into plans
+            bound[id(node)] = kernel, None, True, compile_bodies(node, lambda g: _compile_body(g, options))
+        else:
+            bound[id(node)] = (kernel, *_bind_launch(graph, node, kernel, options.aicore_num), ())
+    if sink:   # a dynamic plan's static pieces, each a static plan of its own (ge/partition.py)
+        order = _sink_pieces(graph, order, bound, options)
     nodes = []
     for step, node in enumerate(order):
-        kernel = host_kernel(node, node_kernel(graph, node))
+        kernel, launch, dynamic, bodies = bound[id(node)]
         ins = tuple(tensor_of(v) for v in node.inputs)
         outs = tuple(tensor_of(v) for v in node.outputs)
-        if kernel.host is not None:   # control flow, sequences: on the host, bodies compiled into plans
-            launch, dynamic = None, True
-            bodies = compile_bodies(node, lambda g: _compile_body(g, options))
-        else:
-            launch, dynamic = _bind_launch(graph, node, kernel, options.aicore_num)
-            bodies = ()
         nodes.append(PlanNode(step, node.name, node.op_type, node.domain, node_context(
             graph, node, kernel).opset, dict(node.attrs), ins, outs, kernel, launch, dynamic,
             kernel.engine, bodies=bodies))
@@ -301,6 +309,37 @@ def build_plan(graph: Graph, order: list, options: Options) -> Plan:
     memory = plan_memory(plan)
     log.debug("plan %s: %s", plan.name, memory.summary())
     return dataclasses.replace(plan, memory=memory)
+
+
+def _sink_pieces(graph: Graph, order: list, bound: dict, options: Options) -> list:
+    """The order with each static piece of a dynamic graph (ge/partition.py, Steps 1-5) as one stand-in
+    PartitionedCall node, its piece compiled into a static plan (the launches bound above; its own streams
+    and memory plan)."""
+    flags = [bound[id(n)] for n in order]
+    if all(not dynamic for _, _, dynamic, _ in flags):
+        return order
+    if all(not dynamic or (bodies and n.op_type in LABEL_OPS) for n, (_, _, dynamic, bodies) in zip(order, flags)):
+        # only If / Loop / Scan are dynamic: when they are static control flow the task sink runs the whole
+        # plan (label tasks, runs_on_v1), better than any piece of it; the trial plan reuses the binds
+        if runs_on_v1(build_plan(graph, order, options, bound=bound)):
+            return order
+    known = [not dynamic for _, _, dynamic, _ in flags]
+    tasks = [launch is not None and not dynamic for _, launch, dynamic, _ in flags]
+    pieces = partition.static_pieces(graph, order, known, tasks, options.static_model_ops_lower_limit)
+    if not pieces:
+        return order
+    inner = options.replace(state_pairs=())
+    out = []
+    for unit in partition.unit_order(order, pieces):
+        if not isinstance(unit, partition.Piece):
+            out.append(unit)
+            continue
+        body = build_plan(partition.piece_graph(graph, unit), unit.nodes, inner,
+                          bound={id(n): bound[id(n)] for n in unit.nodes})
+        call = Node(partition.OP, unit.name, list(unit.inputs), list(unit.outputs), domain=partition.DOMAIN)
+        bound[id(call)] = node_kernel(graph, call), None, True, ((partition.BODY, body, 0),)
+        out.append(call)
+    return out
 
 
 def _compile_body(graph: Graph, options: Options) -> Plan:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from .kernels.bind import prepare_launch
 from .kernels.registry import TensorSpec, UnknownValueError
-from .plan import Plan, runs_on_v1, static_control_reason
+from .partition import describe
+from .plan import Plan, host_driven, runs_on_v1, static_control_reason, sunk_plan
 
 
 def _spec(plan: Plan, t: int):
@@ -88,7 +89,7 @@ def dynamic_reasons(plan: Plan) -> list[str]:
     data, shaped = [], []
     from_data: set[int] = set()   # steps whose shapes depend on data, not only on the input shapes
     for node in plan.nodes:
-        if not node.is_dynamic or (node.bodies and not static_control_reason(plan, node)):
+        if not node.is_dynamic or sunk_plan(node) is not None or (node.bodies and not static_control_reason(plan, node)):
             continue
         if any(t >= 0 and producer.get(t) is not None and producer[t].step in from_data for t in node.inputs):
             from_data.add(node.step)
@@ -118,8 +119,10 @@ def runtime_reason(plan: Plan, runtime: str, asked: str) -> str:
         return "auto: every shape is static, the task sink (runtime_v1) runs the plan"
     if runs_on_v1(plan):
         return "auto: runtime_v1 is not available in this build"
-    dyn = sum(n.is_dynamic for n in plan.nodes)
+    dyn = len(host_driven(plan))
     why = dynamic_reasons(plan)
-    head = f"auto: {dyn} of {len(plan.nodes)} nodes have shapes known only at run time, runtime_v2 runs them"
+    sunk = describe(plan)
+    nodes = len(plan.nodes) + sum(len(sunk_plan(n).nodes) - 1 for n in plan.nodes if sunk_plan(n) is not None)
+    head = f"auto: {dyn} of {nodes} nodes have shapes known only at run time, runtime_v2 runs them"
     return head + (f" ({why[0]}" + (f"; and {len(why) - 1} more causes" if len(why) > 1 else "") + ")"
-                   if why else "")
+                   if why else "") + (f"; {sunk.split('; host-driven')[0]} (runtime_v1's task sink)" if sunk else "")

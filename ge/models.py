@@ -12,6 +12,9 @@
 - `all_reduce_layers(...)`: an MLP whose every layer's activations are HcomAllReduce'd (like data-parallel
   gradients) and scaled, while the next layers compute on: the model GE's AllReduce-parallel pass
   (`ge.hcomParallel`) is for.
+- `detector_like(...)`: a static ResNet-ish conv backbone with a box head (boxes [1, N, 4], scores
+  [1, 1, N]) and NonMaxSuppression at the end, whose output count follows the data (issue 42's detector
+  target: the backbone sinks, NMS stays host-driven). `backbone=True`: the same model without the NMS.
 - `with_symbolic_dims(model, {input: {axis: name}})`: a copy of a model whose input dims are dim_params
   (e.g. a light model with a symbolic batch).
 """
@@ -125,6 +128,51 @@ def bert_like(layers: int = 2, hidden: int = 64, heads: int = 4, vocab: int = 10
     return b.model("bert_like", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, seq])],
                    [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [batch, seq, hidden])],
                    opset)
+
+
+def detector_like(hw: int = 64, width: int = 16, blocks: int = 2, seed: int = 0, backbone: bool = False,
+                  max_boxes: int = 50) -> onnx.ModelProto:
+    """image float32 [1, 3, hw, hw] -> selected int64 [K, 3] (NonMaxSuppression's rows) and their boxes
+    float32 [K, 4]; `backbone`: boxes [1, N, 4] and scores [1, 1, N] (N = (hw / 8)^2 anchors)."""
+    b = _Builder(seed)
+    x = b.op("Relu", [b.conv("image", 3, width, 3, "stem", stride=2)], "stem_relu")
+    c = width
+    for stage in range(3):   # stride 2 per stage after the first: hw / 8 at the end
+        if stage:
+            x = b.op("Relu", [b.conv(x, c, 2 * c, 3, f"s{stage}_down", stride=2)], f"s{stage}_down_relu")
+            c *= 2
+        for k in range(blocks):   # a residual block: conv-relu-conv + x, relu
+            p = f"s{stage}_b{k}"
+            h = b.op("Relu", [b.conv(x, c, c, 3, f"{p}_c1")], f"{p}_r1")
+            x = b.op("Relu", [b.op("Add", [x, b.conv(h, c, c, 3, f"{p}_c2")], f"{p}_add")], f"{p}_out")
+    n = (hw // 8) ** 2
+    head = b.conv(x, c, 5, 1, "head")                                     # [1, 5, hw/8, hw/8]
+    flat = b.op("Reshape", [head, b.const("head_shape", np.array([1, 5, n], np.int64))], "head_flat")
+    start = b.const("box_start", np.array([0], np.int64))
+    box_end, axis1 = b.const("box_end", np.array([4], np.int64)), b.const("axis1", np.array([1], np.int64))
+    deltas = b.op("Slice", [flat, start, box_end, axis1], "deltas")      # [1, 4, N]
+    grid = (np.arange(n, dtype=np.float32) % (hw // 8)) * 8, (np.arange(n, dtype=np.float32) // (hw // 8)) * 8
+    anchors = b.const("anchors", np.stack([grid[1], grid[0], grid[1] + 8, grid[0] + 8])[None].astype(np.float32))
+    boxes = b.op("Transpose", [b.op("Add", [b.op("Mul", [deltas, b.const("box_scale", np.array(4.0, np.float32))],
+                                                 "box_scaled"), anchors], "box_abs")], "boxes", perm=[0, 2, 1])
+    scores = b.op("Sigmoid", [b.op("Slice", [flat, box_end, b.const("score_end", np.array([5], np.int64)), axis1],
+                                   "logits")], "scores")             # [1, 1, N]
+    f32 = TensorProto.FLOAT
+    image = [helper.make_tensor_value_info("image", f32, [1, 3, hw, hw])]
+    if backbone:
+        b.nodes += [helper.make_node("Identity", [boxes], ["boxes_out"], name="boxes_out"),
+                    helper.make_node("Identity", [scores], ["scores_out"], name="scores_out")]
+        return b.model("detector_backbone", image, [helper.make_tensor_value_info("boxes_out", f32, [1, n, 4]),
+                                                    helper.make_tensor_value_info("scores_out", f32, [1, 1, n])])
+    sel = b.op("NonMaxSuppression", [boxes, scores, b.const("max_boxes", np.array([max_boxes], np.int64)),
+                                     b.const("iou", np.array([0.5], np.float32)),
+                                     b.const("score_min", np.array([0.3], np.float32))], "nms")
+    idx = b.op("Gather", [sel, b.const("col2", np.array(2, np.int64))], "box_index", axis=1)   # [K]
+    b.nodes += [helper.make_node("Identity", [sel], ["selected"], name="selected"),
+                helper.make_node("Gather", [b.op("Squeeze", [boxes, b.const("axis0", np.array([0], np.int64))],
+                                                 "boxes_2d"), idx], ["kept_boxes"], name="kept_boxes", axis=0)]
+    return b.model("detector_like", image, [helper.make_tensor_value_info("selected", TensorProto.INT64, ["K", 3]),
+                                            helper.make_tensor_value_info("kept_boxes", f32, ["K", 4])])
 
 
 def _image_block(name: str, b: _Builder, y: str, c_in: int, hw: int, c_out: int, hw_out: int | None = None):

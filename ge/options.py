@@ -29,7 +29,8 @@ RANGES = {"max_streams": (1, MAX_STREAMS), "thread_budget": (0, 1 << 12), "aicor
           "atomic_clean_policy": (0, 1), "max_tasks_per_stream": (0, 1 << 30), "max_events": (0, 1 << 30),
           "gear_memory_split_bytes": (0, 1 << 50), "max_notifies": (1, 1024),
           "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16), "capture_limit": (0, 1 << 12),
-          "kv_cache_max_len": (0, 1 << 24)}
+          "kv_cache_max_len": (0, 1 << 24),
+          "static_model_ops_lower_limit": (0, 1 << 62)}
 PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable", "event_multiplexing", "enable_dynamic_shape_multi_stream",
@@ -123,6 +124,11 @@ class Options:
     # executor instance keeps recorded as native tables, least recently used evicted first; 0 = no replays
     # (so does the environment's GE_V2_REPLAY=0). See runtime_v2/replay.py
     capture_limit: int = 8
+    # a plan that stays dynamic: each maximal static piece of at least this many tasks is compiled as a static
+    # plan of its own and run by runtime_v1's task sink inside runtime_v2's host loop (GE's DynamicShapePartitioner
+    # and ge.exec.static_model_ops_lower_limit, default 4 as GE's; ge/partition.py). A number larger than the
+    # graph keeps every node host-driven
+    static_model_ops_lower_limit: int = 4
     # runtime_v1: the feature-map segment may be re-bound to a caller's buffer between runs
     feature_base_refreshable: bool = False
     # runtime_v1: a static If / Loop / Scan body of several streams runs them side by side as activated streams
@@ -336,6 +342,7 @@ GE_ALIASES = {
     "dynamic_dims": lambda v: ("dynamic_dims", v),
     "ge.inputShape": lambda v: ("input_shape", v),
     "ge.featureBaseRefreshable": lambda v: ("feature_base_refreshable", _flag(v)),
+    "ge.exec.static_model_ops_lower_limit": lambda v: ("static_model_ops_lower_limit", int(str(v).strip())),
     "ge.exec.disableReuseMemory": lambda v: ("disable_reuse_memory", _flag(v)),
     "ge.exec.atomicCleanPolicy": lambda v: ("atomic_clean_policy", int(str(v).strip())),
     "ge.topoSortingMode": lambda v: ("topo_sorting_mode", str(v)),

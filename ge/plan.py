@@ -25,6 +25,16 @@ from .npu.memory import IO_ALIGN
 from .options import Options
 
 INPUT, CONST, ACTIVATION = "input", "const", "activation"
+# a static piece of a dynamic plan (ge/partition.py, GE's PartitionedCall): a host node whose one body ("f") is
+# a static plan that runtime_v2 runs by runtime_v1's task sink (runtime_v2/sunk.py)
+SUNK_OP, SUNK_DOMAIN = "PartitionedCall", "ge"
+
+
+def sunk_plan(node) -> "Plan | None":
+    """The static plan a PartitionedCall node runs (None for any other node)."""
+    if node.op_type == SUNK_OP and node.domain == SUNK_DOMAIN and node.bodies:
+        return node.bodies[0][1]
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +285,9 @@ class Plan:
                              f"{list(self.tensors[o].shape)}" for o in n.outputs)
             ins = ", ".join("None" if i < 0 else f"%{self.tensors[i].name}" for i in n.inputs)
             tag = " (alias)" if n.is_alias else " (dynamic)" if n.is_dynamic else " (no task)" if n.no_task else ""
-            if n.bodies:   # control flow: label tasks on runtime_v1, or host-driven
+            if sunk_plan(n) is not None:   # a static piece: its own plan, on runtime_v1's task sink
+                tag = f" (static piece of {len(sunk_plan(n).nodes)} nodes: sunk)"
+            elif n.bodies:   # control flow: label tasks on runtime_v1, or host-driven
                 tag = f" (bodies {', '.join(a for a, _, _ in n.bodies)}: " + (
                     "host-driven)" if static_control_reason(self, n) else "label tasks)")
             sync = waits.get(n.step, []) + records.get(n.step, [])
@@ -331,6 +343,8 @@ class Plan:
 def static_control_reason(plan: Plan, node: PlanNode) -> str:
     """Why the task sink cannot run control node `node` from its tables ("" when it can)."""
     what = f"{node.op_type} node '{node.name}'"
+    if sunk_plan(node) is not None:
+        return f"{what} is a static piece of a dynamic plan (runtime_v2 runs it on runtime_v1's task sink)"
     if node.op_type not in LABEL_OPS or not node.bodies:
         return f"{what} runs host-driven (sequences and optionals have no label tasks)"
     if node.op_type == "Scan" and node.opset < 9:
@@ -420,6 +434,11 @@ def _pairs(plan, node, body, caps):
             dt, shape = _spec(plan, t)
             pairs.append((f"scan output {j} row", _spec(body, o), [(dt, shape[1:])]))
     return pairs
+
+
+def host_driven(plan: Plan) -> list:
+    """The nodes runtime_v2 drives from the host: dynamic ones, not the static pieces it sinks (sunk_plan)."""
+    return [n for n in plan.nodes if n.is_dynamic and sunk_plan(n) is None]
 
 
 def runs_on_v1(plan: Plan) -> bool:

@@ -55,7 +55,7 @@ from ge.npu.memory import align_up
 from ge.npu.native import STATUS
 from ge.npu.programs import cross_thread_events, dispatch_cores, stream_threads, thread_budget, thread_programs
 from ge.npu.thunks import TaskArgs, ThunkError
-from ge.plan import Plan, PlanNode, event_uses, host_object_tensor, static_control_reason
+from ge.plan import Plan, PlanNode, event_uses, host_object_tensor, static_control_reason, sunk_plan
 
 from . import labels, rows as marks
 from .dispatch import MAX_CORES
@@ -463,7 +463,8 @@ def _check_static(plan: Plan) -> None:
         raise GEError(f"runtime_v1 cannot hold tensor '{text.name}' ({text.dtype}: strings) in its arena; use "
                       "runtime='v2' (or 'auto', which picks it)")
     for n in plan.nodes:
-        why = static_control_reason(plan, n) if n.kernel.host is not None else ""
+        # (a static piece of a dynamic plan, sunk_plan, is no control node: the host-driven nodes are named below)
+        why = static_control_reason(plan, n) if n.kernel.host is not None and sunk_plan(n) is None else ""
         if why:   # static If / Loop become label tasks (labels.py); the rest runs host-driven on runtime_v2
             raise GEError(f"runtime_v1 cannot run {n.op_type} node '{n.name}' from its task tables: {why}; use "
                           "runtime='v2' (or 'auto', which picks it)")

@@ -35,7 +35,7 @@ from ge.npu.aicore import hold, team, unhold
 from ge.npu.pool import InstancePool
 from ge.npu.programs import stream_threads, thread_of, thread_programs
 from ge.npu.thunks import ThunkError
-from ge.plan import aligned_empty, event_uses, runs_on_v1, zero_copy_aligned
+from ge.plan import aligned_empty, event_uses, runs_on_v1, sunk_plan, zero_copy_aligned
 
 from .address import address_need
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
@@ -49,6 +49,7 @@ from .replay import Replays, capture_limit
 from .states import States
 from .stream_memory import StreamAlloc, stream_tables
 from .streams import StreamRunner
+from .sunk import SunkNode
 from .tiled import TiledCall
 
 
@@ -183,7 +184,8 @@ class Executor:
             self._consts[i] = np.ascontiguousarray(a).reshape(-1)
         self._shapes = [t.shape if t.is_static else None for t in plan.tensors]
         self._bodies: list = []   # executors of control-flow bodies (control.py), closed with this one
-        self._dynamic = {s.node.step: HostNode(plan, s, self._body_executor) if s.node.kernel.host
+        self._dynamic = {s.node.step: SunkNode(s, self._bodies) if sunk_plan(s.node) is not None
+                         else HostNode(plan, s, self._body_executor) if s.node.kernel.host
                          else DynamicNode(plan, s) for s in self.lowered.steps if s.kind == DYNAMIC}
         self._outputs = tuple((t, t in self.lowered.copy_out) for t in plan.outputs)
         self.last_run = "none"   # how the latest run ran: replayed, recorded or host (stats())

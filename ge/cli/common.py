@@ -199,8 +199,10 @@ def mib(n: int) -> str:
 def memory_line(sess) -> str:
     """Weights and the feature map of the plan the session runs: the static memory plan's, or (tensors with
     shapes known only at run time) runtime_v2's caching allocator peak over the runs so far."""
+    from ..partition import piece_memory
     plan = sess.plan
-    line = f"memory    weights {mib(sum(a.nbytes for a in plan.constants.values()))}"
+    piece_w, piece_fm = piece_memory(plan)   # a dynamic plan's static pieces: their own weights and plans
+    line = f"memory    weights {mib(sum(a.nbytes for a in plan.constants.values()) + piece_w)}"
     s = plan.memory.stats if plan.memory is not None else None
     if not plan.is_dynamic and s is not None:   # the numbers and words of `ge plan`
         return line + (f"   feature map: no reuse {mib(s.no_reuse_bytes)}, planned {mib(s.feature_map_bytes)} "
@@ -210,6 +212,8 @@ def memory_line(sess) -> str:
              f"allocated, {mib(dyn.get('peak_reserved', 0))} reserved")
     if s is not None and s.feature_map_bytes:
         line += f", plus {mib(s.feature_map_bytes)} planned for the static tensors"
+    if piece_fm:
+        line += f", plus {mib(piece_fm)} planned for the static pieces (runtime_v1)"
     return line
 
 
@@ -219,9 +223,11 @@ def plural(n: int, word: str) -> str:
 
 def cores(sess) -> str:
     """The AI cores the plan is tiled for, the tasks tiled over them, and the stream threads."""
+    from ..partition import task_nodes
     plan = sess.plan
-    tiled = sum(n.launch is not None and n.launch.block_dim > 1 for n in plan.nodes)
-    tasks = sum(n.launch is not None and not n.no_task for n in plan.nodes)
+    nodes = task_nodes(plan)   # a dynamic plan's static pieces: their tasks
+    tiled = sum(n.launch is not None and n.launch.block_dim > 1 for n in nodes)
+    tasks = sum(n.launch is not None and not n.no_task for n in nodes)
     pulled = sess.stats().get("pulled_by_cores", 0)
     where = f"pulled by the {pulled} cores" if pulled else f"on {plural(sess.stream_threads, 'thread')}"
     return (f"{plan.options.aicore_num} AI cores ({tiled} of {tasks} tasks split into blocks), "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..errors import GEError
+from ..plan import host_driven
 from ..progress import Progress
 from . import common
 
@@ -9,7 +10,7 @@ from . import common
 def check_static(plan, runtime: str) -> None:
     """--runtime v1 on a plan v1 cannot run: say so at compile time, with the fix."""
     common.check_runtime(runtime)
-    dyn = [n for n in plan.nodes if n.is_dynamic]
+    dyn = host_driven(plan)
     if runtime == "v1" and dyn:
         free = sorted({d for t in plan.inputs for d in plan.tensors[t].shape if isinstance(d, str)})
         raise GEError(f"runtime_v1 runs static plans only, and {dyn[0].op_type} node '{dyn[0].name}' (and "
@@ -22,15 +23,17 @@ def dynamic_summary(plan, most: int = 5) -> str:
     """Which nodes keep the plan dynamic and why (the first few causes and a count), and what the memory
     table below then covers."""
     from ..dynamic_reasons import dynamic_reasons
-    dyn = [n for n in plan.nodes if n.is_dynamic]
+    from ..partition import pieces_table, summary
+    dyn = host_driven(plan)
     sized = sum(1 for t in plan.tensors if t.kind == "activation" and not t.is_static)
     why = dynamic_reasons(plan)
-    lines = [f"dynamic   {len(dyn)} of {common.plural(len(plan.nodes), 'node')} have shapes known only at run "
+    lines = [f"dynamic   {len(dyn)} of {common.plural(summary(plan)['nodes'], 'node')} have shapes known only at run "
              f"time: runtime_v2 runs them and allocates their {common.plural(sized, 'tensor')} per run (`ge run` "
              "prints its allocator's peak); the memory plan below covers the static tensors only"]
     lines += [f"  because {w}" for w in why[:most]]
     if len(why) > most:
         lines.append(f"  (and {len(why) - most} more)")
+    lines += pieces_table(plan)
     return "\n".join(lines) + "\n"
 
 

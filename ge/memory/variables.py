@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from ..errors import GEError
 from ..npu.memory import align_up
+from ..plan import sunk_plan
 
 
 def check_states(plan, root) -> tuple[tuple[int, int], ...]:
     """Step 1: the plan's (input, output) state pairs, or GEError naming the pair at fault."""
     names = {t.name for t in plan.tensors}
-    produced = {t: n for n in plan.nodes if n.launch is not None and not n.no_task for t in n.outputs}
+    # (a static piece's outputs too: runtime_v1 computes or copies each into the block it is given, sunk.py)
+    produced = {t: n for n in plan.nodes if (n.launch is not None and not n.no_task) or sunk_plan(n) is not None
+                for t in n.outputs}
     seen = set()
     for out, inp in plan.options.state_pairs:
         where = f"state pair '{out}' -> '{inp}' (Options.state_pairs)"

@@ -24,7 +24,9 @@ from ..kernels.registry import TensorSpec, lookup
 from ..npu.engines import ENGINES
 from ..option_values import MAX_GEARS
 from ..options import Options
-from ..plan import GearPlans, MemoryPlan, MemoryStats, Plan, PlanNode, PlanTensor, SyncEvent, TensorMemory
+from ..partition import BODY   # (registers the PartitionedCall host op a sunk piece's node binds to)
+from ..plan import (SUNK_DOMAIN, SUNK_OP, GearPlans, MemoryPlan, MemoryStats, Plan, PlanNode, PlanTensor, SyncEvent,
+                    TensorMemory)
 from .bounded import Check, host_memory
 from .format import FORMAT, GEARS, GEARS_READS, GEARS_VERSION, READS, VERSION, digest_matches
 
@@ -386,7 +388,7 @@ def _bodies(d, op, domain, name, ins, dynamic, arrays, where, depth) -> tuple:
     """A control node's bodies: the ones its op has, each a plan checked as the outer one is; captured inputs
     are the node's last inputs, so their counts must fit in them."""
     raw = d.get("bodies", [])
-    want = BODIES.get(op, ()) if domain == "" else ()
+    want = BODIES.get(op, ()) if domain == "" else (BODY,) if (op, domain) == (SUNK_OP, SUNK_DOMAIN) else ()
     got = [array(b, f"{where}.bodies[{k}]", 3) for k, b in enumerate(array(raw, f"{where}.bodies"))]
     attrs = [text(b[0], f"{where}.bodies[{k}].attribute") for k, b in enumerate(got)]
     if sorted(attrs) != sorted(want) or (want and not dynamic):
