@@ -406,6 +406,12 @@ def _check_schema(n, opset: int, model_name: str) -> None:
         if not lo <= count <= hi:
             want = f"{lo}" if lo == hi else f"{lo} to {hi}"
             raise ModelLoadError(f"{where} has {count} {what}; opset {opset} {n.op_type} takes {want}")
+    optional = onnx.defs.OpSchema.FormalParameterOption.Optional
+    for i, x in enumerate(n.input):  # "" leaves out an optional input only (a kernel would read None)
+        formal = schema.inputs[min(i, len(schema.inputs) - 1)] if schema.inputs else None
+        if x == "" and formal is not None and formal.option != optional:
+            raise ModelLoadError(f"{where}: input {i} ('{formal.name}') is empty, but opset {opset} "
+                                 f"{n.op_type} requires it")
     given = {a.name: a for a in n.attribute}
     for attr_name, spec in schema.attributes.items():
         a = given.get(attr_name)

@@ -137,9 +137,12 @@ class Graph:
                      if isinstance(outputs, int) else list(outputs))
         node = Node(op_type, name, list(inputs), [], dict(attrs or {}), domain)
         for vname in out_names:
-            v = self.values.get(vname) or self.add_value(vname)
-            if v.producer is not None or v.const is not None or v in self.inputs:
+            v = self.values.get(vname)
+            # a value made here is nobody's yet (the inputs' list is only searched for an existing one:
+            # a node added to a graph of 10,000 inputs would search it every time)
+            if v is not None and (v.producer is not None or v.const is not None or v in self.inputs):
                 raise ValueError(f"value '{vname}' is defined twice (by node '{name}')")
+            v = v or self.add_value(vname)
             v.producer = node
             node.outputs.append(v)
         for v in node.inputs:

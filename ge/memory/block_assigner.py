@@ -74,7 +74,8 @@ def level1(buffers, classify, first_release: bool = False) -> list[Block]:
         cls = classify(b.size)
         queue = free.get((b.stream, cls), [])
         # a request also written on other streams takes only a block that is free there as well
-        fits = [k for k, blk in enumerate(queue) if not (b.starts and blk.members[-1].conflicts(b))]
+        fits = [k for k, blk in enumerate(queue) if not blk.members[-1].conflicts(b)] if b.starts \
+            else range(len(queue))
         if fits:
             blk = queue.pop(fits[0] if first_release else fits[-1])
         else:

@@ -51,6 +51,7 @@ import numpy as np
 from ..errors import GEError
 from ..npu.memory import align_up
 from ..plan import CONST, INPUT, fixed_address_steps, static_control_reason
+from .conflicts import ConflictIndex
 from .variables import check_states
 
 NEVER = 2 ** 62  # the end of a life that never ends
@@ -316,6 +317,7 @@ def live_lower_bound(buffers, steps: int) -> int:
     while requests of parallel branches conflict though their steps are far apart. So at each of the
     busiest steps a greedy clique (largest first, each joining when it conflicts with all taken) starts
     from the requests alive there and then grows with any other request: every clique is a valid bound.
+    The requests that may join are the ones conflicting with every member (a ConflictIndex: conflicts.py).
     """
     if not buffers:
         return 0
@@ -327,13 +329,19 @@ def live_lower_bound(buffers, steps: int) -> int:
     if not any(b.free_at for b in buffers):
         return int(live.max())
     by_size = sorted(buffers, key=lambda b: -b.size)
-    best = 0
+    index = ConflictIndex(buffers)
+    for b in buffers:
+        index.add(b)
+    best, mates = 0, {}  # mates: id(b) -> ids of the requests conflicting with b (asked once)
     for t in np.argsort(-live, kind="stable")[:CLIQUE_STEPS]:
         alive = [b for b in by_size if b.begin <= t <= b.end]
-        clique = []
+        clique, joinable = [], None  # joinable: the requests conflicting with every one taken (None: any)
         for b in alive + by_size:
-            if all(b is not c and b.conflicts(c) for c in clique):
+            if joinable is None or id(b) in joinable:
                 clique.append(b)
+                if id(b) not in mates:
+                    mates[id(b)] = {id(c) for c in index.conflicting(b)}
+                joinable = mates[id(b)] if joinable is None else joinable & mates[id(b)]
         best = max(best, sum(b.size for b in clique))
     return best
 

@@ -7,16 +7,22 @@ for the big workspace the next node needs.
 Steps:
   1. cap = the live lower bound (the smallest arena that could possibly work).
   2. Walk the requests in allocation order. For a request b, the placed requests that conflict with it
-     (may be alive at once: Buffer.conflicts) cut [0, cap) into free spans.
+     (may be alive at once: Buffer.conflicts, asked of a ConflictIndex: conflicts.py) cut [0, cap) into free
+     spans.
   3. Candidates: the bottom and the top position of every free span long enough for b.
   4. Score each candidate by the longest free span it leaves, counting only the conflicting requests that
      will still be alive when b ends (those that die earlier free their space before b does): keep the
-     candidate that leaves the longest span, lowest offset on ties.
+     candidate that leaves the longest span, lowest offset on ties. A candidate lies in one gap between the
+     staying requests and splits only that one: its score is the longer of the two pieces and the longest
+     other gap (the staying gaps are found once per request, not once per candidate).
   5. With no candidate, place b on top of everything it conflicts with and raise the cap to its end.
 """
 from __future__ import annotations
 
+import bisect
+
 from .block_assigner import Assignment
+from .conflicts import ConflictIndex
 from .lifetime import live_lower_bound
 
 
@@ -36,28 +42,27 @@ def two_sided_fit(buffers) -> Assignment:
     steps = max((b.begin for b in buffers), default=0) + 1
     cap = live_lower_bound(buffers, steps)  # Step 1
     offsets = [0] * len(buffers)
-    placed: dict[int, list] = {}  # stream -> [(buffer, offset)] still alive (allocation order: begins grow)
-    ever: dict[int, list] = {}    # stream -> every (buffer, offset) placed: other streams test each one
+    placed = ConflictIndex(buffers)
     for b in sorted(buffers, key=lambda b: b.id):
-        mine = placed.setdefault(b.stream, [])
-        mine[:] = [(o, off) for o, off in mine if o.end >= b.begin]
-        conflicting = [(o, off) for o, off in mine if o.conflicts(b)] + [
-            (o, off) for s, lst in ever.items() if s != b.stream or b.starts for o, off in lst
-            if o.conflicts(b) and (s != b.stream or o.end < b.begin)]  # (the rest are in mine)
+        conflicting = [(o, offsets[o.id]) for o in placed.conflicting(b)]
         spans, top = _free_spans(sorted((off, off + o.size) for o, off in conflicting), cap)
         candidates = {p for s, e in spans if e - s >= b.size for p in (s, e - b.size)}  # Step 3
         if candidates:  # Step 4
             staying = [(off, off + o.size) for o, off in conflicting if o.free_for(b.stream) > b.end]
+            gaps, _ = _free_spans(sorted(staying), cap)
+            starts, lengths = [s for s, _ in gaps], [e - s for s, e in gaps]
+            longest = sorted(range(len(gaps)), key=lambda k: -lengths[k])[:2]
 
             def score(p):
-                left, _ = _free_spans(sorted(staying + [(p, p + b.size)]), cap)
-                return -max((e - s for s, e in left), default=0), p
+                # b splits the one gap of the staying requests that holds it; the others stay as they are
+                k = bisect.bisect_right(starts, p) - 1
+                other = max((lengths[i] for i in longest if i != k), default=0)
+                return -max(other, p - gaps[k][0], gaps[k][1] - p - b.size), p
             offset = min(candidates, key=score)
         else:  # Step 5
             offset = top
             cap = max(cap, top + b.size)
         offsets[b.id] = offset
-        mine.append((b, offset))
-        ever.setdefault(b.stream, []).append((b, offset))
+        placed.add(b)
     total = max((offsets[b.id] + b.size for b in buffers), default=0)
     return Assignment("two-sided-fit", tuple(offsets), total)

@@ -38,7 +38,6 @@ from .split_variadic import split_variadic
 # compute_in_float32 first: kernel infers refuse 16-bit floats in the ops it brackets.
 PIPELINE = [
     ("compute_in_float32", compute_in_float32),
-    ("split_variadic", split_variadic),   # many-input Sum / Max / Min / Concat: nodes of <= 8 (compile once)
     ("infer_shapes", infer_shapes),
     ("fuse_qdq", fuse_qdq),
     ("fold_constants", fold_constants),
@@ -58,6 +57,11 @@ PIPELINE = [
 ]
 # once the pipeline has reached its fixed point: layouts for the kernels (the folds above match plain Convs)
 LOWERING = [
+    # many-input Sum / Max / Min / Mean / Concat: nodes of <= 8 inputs (compiled once per arity class); after
+    # PRECISION, which decides a node's 16-bit stores as one node (its parts then keep its bits), and before
+    # fuse_collectives, whose Concats stay whole (continuous memory)
+    ("split_variadic", split_variadic),
+    ("infer_shapes", infer_shapes),
     ("fuse_collectives", fuse_collectives),    # fused AllReduces: one Concat -> HcomAllReduce -> Split a group
     ("pack_bf16_convs", pack_bf16_convs),   # before pack_conv_weights, which would take the same Convs
     ("fold_channel_scale", fold_channel_scale),   # SE's Mul into the unpacked conv after it (ge::ScaledConv)
