@@ -1,5 +1,5 @@
 """The repository can be read on its own: no file points at a document outside it, and every docs page,
-relative link and docs/ge-reference.md section that a file cites exists.
+relative link, docs/ge-reference.md section and bench/ script that a file cites exists.
 
 GE's rules and what GE's users read about GE are restated in docs/ge-reference.md (§8 for the articles), so
 a comment cites that page's section ("docs/ge-reference.md §3.4") or GE's public source path, never notes
@@ -28,6 +28,7 @@ MD_LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)\s]*)?\)")
 BARE_MD = re.compile(r"(?<![\w./-])([\w-]+\.md)\b")
 GE_REF_CITE = re.compile(r"ge-reference\.md\)?\s*((?:§\d+(?:\.\d+)?(?:,\s*|\s+and\s+)?)+)")
 SECTION = re.compile(r"^#{2,3} (\d+(?:\.\d+)?)[. ]", re.M)
+BENCH_SCRIPT = re.compile(r"(?<![\w./-])(bench/[\w]+\.py)\b")
 
 
 def _files(*suffixes: str) -> list[Path]:
@@ -53,6 +54,13 @@ def test_every_cited_docs_page_exists():
     missing = [f"{where}: docs/{name}" for path in _files(".py", ".md") for where, line in _lines(path)
                for name in DOCS_PAGE.findall(line) if not (ROOT / "docs" / name).is_file()]
     assert not missing, "docs pages cited but absent:\n" + "\n".join(missing)
+
+
+def test_every_cited_bench_script_exists():
+    """A figure's script is named where the figure is quoted: merging or renaming a bench must carry its citers."""
+    missing = [f"{where}: {name}" for path in _files(".py", ".md") for where, line in _lines(path)
+               for name in BENCH_SCRIPT.findall(line) if not (ROOT / name).is_file()]
+    assert not missing, "bench scripts cited but absent:\n" + "\n".join(missing)
 
 
 def test_every_relative_markdown_link_resolves():
