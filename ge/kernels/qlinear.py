@@ -230,8 +230,10 @@ def _prepare_qlinear_conv(ctx: KernelContext) -> Launch:
 
 
 def wants_vnni(ctx: KernelContext, geom) -> bool:
-    """conv_vnni.py's case: 2-D, ungrouped, undilated, int8 weights without a zero point, an 8-bit output."""
-    return (HAS_VNNI and len(ctx.inputs[0].shape) == 4 and int(geom[21]) == 1 and not ctx.has(5)
+    """conv_vnni.py's case: 2-D, ungrouped, undilated, int8 weights without a zero point (absent, as fuse_qdq
+    leaves it, or a constant zero: ONNX's QLinearConv requires the input), an 8-bit output."""
+    zero_w = not ctx.has(5) or (ctx.values[5] is not None and not np.any(ctx.values[5]))
+    return (HAS_VNNI and len(ctx.inputs[0].shape) == 4 and int(geom[21]) == 1 and zero_w
             and ctx.inputs[3].dtype == np.int8 and int(geom[18]) == int(geom[19]) == int(geom[20]) == 1)
 
 
@@ -261,9 +263,10 @@ def _vnni_launch(ctx: KernelContext, geom, opt, x_nhwc=False, y_nhwc=False) -> L
 
 
 register("ConvInteger", infer=_infer_conv_integer, since=10)(_prepare_conv_integer)
-register("QLinearConv", infer=_infer_qlinear_conv, since=10)(_prepare_qlinear_conv)
+# value_inputs: a constant weight zero point of 0 (symmetric int8 weights) takes conv_vnni (wants_vnni)
+register("QLinearConv", infer=_infer_qlinear_conv, since=10, value_inputs=(5,))(_prepare_qlinear_conv)
 # fuse_qdq's form: QLinearConv with a Relu clamp (attribute activation, "" or "Relu")
-register("QLinearConv", domain="ge", infer=_infer_qlinear_conv)(_prepare_qlinear_conv)
+register("QLinearConv", domain="ge", infer=_infer_qlinear_conv, value_inputs=(5,))(_prepare_qlinear_conv)
 
 
 # -- matmuls ------------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from ge.errors import GEError
-from op_check import check_op, ge_only
+from ge.kernels.conv_vnni import HAS_VNNI
+from op_check import check_op, ge_only, make_model
 
 R = np.random.default_rng(0)
 f32, u8, i8 = np.float32, np.uint8, np.int8
@@ -64,13 +65,28 @@ def test_bad_scales_and_zero_points_name_the_node(op, inputs, attrs, msg):
         ge_only(op, inputs, attrs, opset=19)
 
 
+@pytest.mark.skipif(not HAS_VNNI, reason="the CPU has no AVX512-VNNI")
+def test_qlinear_conv_takes_vnni_for_a_constant_zero_weight_zero_point():
+    """A constant w_zero_point of 0 (symmetric int8 weights, as ONNX requires the input) runs conv_vnni, which
+    does not read it; any other zero point the int16 GEMM path, which does."""
+    import ge
+    x, w = _q((1, 5, 10, 10), i8), _q((40, 5, 3, 3), i8)
+    ws = (R.random(40) * 0.01 + 0.001).astype(f32)
+    for wz, vnni in ((np.zeros(40, i8), True), (np.ones(40, i8), False)):
+        model, _ = make_model("QLinearConv", [x, np.array(0.02, f32), _q((), i8), w, ws, wz, np.array(0.3, f32),
+                                              _q((), i8)], {"pads": [1, 1, 1, 1]}, 17, "", 1, (3, 4, 5))
+        launch = ge.compile(model).nodes[0].launch
+        assert (5 not in launch.inputs) == vnni
+
+
 @pytest.mark.parametrize("xt,stride", [(u8, 1), (i8, 2)])
 def test_qlinear_conv_vnni(xt, stride):
-    """int8 weights without a zero point take conv_vnni (vpdpbusd): ragged channel panels (40 = 32 + 8),
-    row tails (OW % 6), 5 input channels (padded to 8), tiled over output rows."""
+    """int8 weights with a constant zero point of 0 take conv_vnni (vpdpbusd): ragged channel panels (40 = 32 +
+    8), row tails (OW % 6), 5 input channels (padded to 8), tiled over output rows. (The zero point is given:
+    ONNX's QLinearConv requires it, and the frontend refuses a node that leaves it empty.)"""
     x, w = _q((2, 5, 30, 31), xt), _q((40, 5, 3, 3), i8)
     ws = (R.random(40) * 0.01 + 0.001).astype(f32)
-    inputs = [x, np.array(0.02, f32), _q((), xt), w, ws, None, np.array(0.3, f32), _q((), xt),
+    inputs = [x, np.array(0.02, f32), _q((), xt), w, ws, np.zeros(40, i8), np.array(0.3, f32), _q((), xt),
               R.integers(-500, 500, 40).astype(np.int32)]
-    check_op("QLinearConv", inputs, {"pads": [1, 2, 1, 0], "strides": [stride, stride]}, const_inputs=(3, 4),
+    check_op("QLinearConv", inputs, {"pads": [1, 2, 1, 0], "strides": [stride, stride]}, const_inputs=(3, 4, 5),
              atol=0)
