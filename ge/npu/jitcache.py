@@ -73,8 +73,11 @@ def _stamp(files) -> str:
     return h.hexdigest()
 
 
-def _kernel_imports(path: Path) -> set[Path]:
-    """The ge/kernels modules `path` imports (anywhere in it: inside functions too)."""
+@functools.lru_cache(maxsize=None)
+def _kernel_imports(path: Path) -> frozenset[Path]:
+    """The ge/kernels modules `path` imports (anywhere in it: inside functions too). Cached: every module's
+    closure walks its imports' imports, and parsing each module again for each closure made `import ge` take
+    4.7 of its 5.1 s (429 parses of ~70 modules)."""
     import ast
     here, out = path.parent, set()
     for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
@@ -91,7 +94,7 @@ def _kernel_imports(path: Path) -> set[Path]:
         else:
             continue
         out.update(here / f"{n.split('.')[0]}.py" for n in names if (here / f"{n.split('.')[0]}.py").exists())
-    return out
+    return frozenset(out)
 
 
 @functools.lru_cache(maxsize=None)

@@ -87,3 +87,13 @@ def test_a_kernel_module_is_stamped_by_the_kernel_modules_it_imports(tmp_path):
     real = [f for f in kernels.glob("*.py") if f.name != "__init__.py"]
     assert all(f in jitcache.kernel_closure(f) for f in real)
     assert jitcache.source_stamp(str(kernels / "gemm.py")) == jitcache._stamp(jitcache.kernel_closure(kernels / "gemm.py"))
+
+
+def test_stamping_the_kernel_library_parses_each_module_once():
+    """Every kernel module's stamp walks its imports' imports; each module is parsed once for all of them
+    (429 parses of ~70 modules made `import ge` 5.1 s, 4.7 of them in ast)."""
+    import ge.kernels  # noqa: F401 - every kernel module stamped
+    from ge.npu import jitcache
+    modules = len(list((jitcache._ROOT / "ge" / "kernels").glob("*.py")))
+    assert jitcache._kernel_imports.cache_info().misses <= modules
+    assert jitcache._kernel_imports.cache_info().hits > 0
