@@ -9,6 +9,8 @@ import time
 
 import numpy as np
 
+from ge.bench import alternate as ge_alternate
+
 
 def alternating_best(fns, reps: int) -> list[float]:
     """Best seconds of each function over `reps` rounds, after one warm-up call each."""
@@ -25,25 +27,10 @@ def alternating_best(fns, reps: int) -> list[float]:
 
 def alternate(fns: dict, rounds: int, runs: int = 1, pause: frozenset = frozenset(), pause_s: float = 0.005,
               warmup: int = 2) -> dict[str, tuple[float, float]]:
-    """{name: fn} -> {name: (median, best) seconds a run}: the calls interleave round by round in a new
-    (seeded) order each round (a fixed order lets a VM's periodic losses fall on the same contender); a call
-    is `runs` runs. Names in `pause` get an untimed sleep before each timed call, so onnxruntime's pool
-    threads park (ge.bench.onnxruntime_session turns their spinning off too)."""
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
-    times = {name: [] for name in fns}
-    names = list(fns)
-    rng = np.random.default_rng(0)
-    for _ in range(rounds):
-        for i in rng.permutation(len(names)):
-            name = names[i]
-            if name in pause:
-                time.sleep(pause_s)
-            t0 = time.perf_counter()
-            for _ in range(runs):
-                fns[name]()
-            times[name].append((time.perf_counter() - t0) / runs)
+    """{name: fn} -> {name: (median, best) seconds a run}: ge.bench.alternate's interleaved, shuffled rounds
+    (a call is `runs` runs; names in `pause` get an untimed sleep first, so onnxruntime's pool threads park:
+    ge.bench.onnxruntime_session turns their spinning off too)."""
+    times = ge_alternate(fns, rounds, warmup, runs=runs, pause=pause, pause_s=pause_s)
     return {name: (float(np.median(t)), float(np.min(t))) for name, t in times.items()}
 
 

@@ -8,11 +8,14 @@ from dataclasses import dataclass
 import numpy as np
 
 
-def alternate(contenders: dict, rounds: int = 15, warmup: int = 2) -> dict[str, np.ndarray]:
+def alternate(contenders: dict, rounds: int = 15, warmup: int = 2, runs: int = 1, pause: frozenset = frozenset(),
+              pause_s: float = 0.005) -> dict[str, np.ndarray]:
     """{name: fn} -> {name: seconds per call}, calls interleaved round by round, in a new (seeded) order each
     round: on a VM whose host takes a CPU away periodically, a fixed order can let the loss fall on the same
     places round after round (five identical 2-core ResNet-50 contenders, 25 rounds: medians 52.0-61.3 ms in a
-    fixed order, 55.1-60.7 shuffled; such a VM's noise stays: compare ratios against its spread)."""
+    fixed order, 55.1-60.7 shuffled; such a VM's noise stays: compare ratios against its spread). A sample is
+    `runs` calls in a row (its mean kept); names in `pause` get an untimed sleep of pause_s before each sample,
+    so onnxruntime's pool threads park."""
     for fn in contenders.values():
         for _ in range(warmup):
             fn()
@@ -22,9 +25,12 @@ def alternate(contenders: dict, rounds: int = 15, warmup: int = 2) -> dict[str, 
     for _ in range(rounds):
         for i in rng.permutation(len(names)):
             name, fn = names[i], contenders[names[i]]
+            if name in pause:
+                time.sleep(pause_s)
             t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
+            for _ in range(runs):
+                fn()
+            times[name].append((time.perf_counter() - t0) / runs)
     return {name: np.array(t) for name, t in times.items()}
 
 

@@ -392,14 +392,18 @@ def _ge_dims(ctx: KernelContext):
     (Bv, Hv, Sv, dv), vs = _logical(ctx, 2, "v_perm")
     if Bk != B or Bv != B or Hv != Hkv or Sv != Skv or dk != dh or Hkv < 1 or Hq % Hkv:
         raise ctx.error(f"Q {list(q.shape)}, K {list(k.shape)} and V {list(v.shape)} do not fit together")
+    ys, yshape = _y_layout(ctx, (B, Hq, Sq, dv))
+    return B, Hq, Hkv, Sq, Skv, dh, dv, qs, ks, vs, ys, yshape
+
+
+def _y_layout(ctx, logical: tuple) -> tuple:
+    """Y's (batch, head, seq) strides and shape for its logical [batch, heads, seq, dim] through y_perm."""
     yp = _perm(ctx, "y_perm")
     if yp[3] != 3:
         raise ctx.error(f"y_perm {list(yp)}: the head dim must stay last")
-    logical = (B, Hq, Sq, dv)
     yshape = tuple(logical[a] for a in yp)
     strides = [int(np.prod(yshape[a + 1:], dtype=np.int64)) for a in range(4)]
-    ys = tuple(strides[yp.index(a)] for a in range(3))
-    return B, Hq, Hkv, Sq, Skv, dh, dv, qs, ks, vs, ys, yshape
+    return tuple(strides[yp.index(a)] for a in range(3)), yshape
 
 
 def _infer_ge(ctx: KernelContext) -> list[TensorSpec]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .attention import QB, _blocks_launch, _logical, _mask_bias, _perm, attention_blocks
+from .attention import QB, _blocks_launch, _logical, _mask_bias, _y_layout, attention_blocks
 from .fastmath import exp as fast_exp
 from .gemm import MIN_BLOCK_MACS
 from .reduce import U
@@ -155,13 +155,7 @@ def _cache_dims(ctx: KernelContext):
                         f"{list(kn.shape)} / {list(vn.shape)} do not fit together")
     if not 0 < T <= M:
         raise ctx.error(f"{T} rows (past + new) do not fit the cache of {M} rows (kv_cache_max_len)")
-    yp = _perm(ctx, "y_perm")
-    if yp[3] != 3:
-        raise ctx.error(f"y_perm {list(yp)}: the head dim must stay last")
-    logical = (B, Hq, Sq, dv)
-    yshape = tuple(logical[a] for a in yp)
-    strides = [int(np.prod(yshape[a + 1:], dtype=np.int64)) for a in range(4)]
-    ys = tuple(strides[yp.index(a)] for a in range(3))
+    ys, yshape = _y_layout(ctx, (B, Hq, Sq, dv))
     ks, vs = (Hkv * M * dh, M * dh, dh), (Hkv * M * dv, M * dv, dv)
     return B, Hq, Hkv, Sq, T, dh, dv, qs, ks, vs, ys, yshape, M
 
