@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 
+from ge.kernels.conv import _geom as conv_geom
 from ge.kernels.conv_vnni import MR, NR, pack_weights, packed_size, vnni_conv
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -22,7 +23,7 @@ from timing import alternating_best  # noqa: E402
 def conv(C, M, H, K, pad, x_nhwc, y_nhwc):
     """A call of the packed kernel on random uint8 activations (zero point 128), one block."""
     OH = H + 2 * pad - K + 1
-    geom = np.array([1, C, 1, H, H, M, 1, OH, OH, 1, K, K, 1, 1, 1, 0, pad, pad, 1, 1, 1, 1], np.int64)
+    geom = conv_geom(1, C, [H, H], M, [OH, OH], [K, K], [1, 1], [pad, pad], [1, 1], 1)
     C4, M4 = -(-C // 4) * 4, -(-M // 4) * 4
     r = np.random.default_rng(0)
     wp, wsum = np.empty(packed_size(M, C, K, K), np.int8), np.empty(M, np.int32)

@@ -68,6 +68,7 @@ from ..ir.dtypes import HALF
 from .conv_depthwise import BLOCKED, depthwise, flat_plane, flat_workspace
 from .conv_depthwise_blocked import blocked_fits, blocked_workspace
 from .conv_depthwise_half import depthwise16_fits, prepare_depthwise16
+from . import conv_geom as cg
 from .conv_half import PANEL, implicit16, prepare16
 from .conv_implicit import A_BYTES, COMPACT, IN_PLACE, implicit, input_layout, padded_channels
 from .conv_lowering import _channel_stride, _col2im, _direct, _im2col_gemm, _shifted, _valid
@@ -115,7 +116,7 @@ def _share(pairs, Mg, spatial, grain, split, block_idx, block_dim):
 @njit(nogil=True, cache=True)
 def _block(ws, y, geom, mode, split, block_idx, block_dim):
     """A block's workspace slice and its (pairs, output channels, spatial units) shares."""
-    N, M, OD, OH, OW, G = geom[0], geom[5], geom[6], geom[7], geom[8], geom[21]
+    N, M, OD, OH, OW, G = geom[cg.N], geom[cg.M], geom[cg.OD], geom[cg.OH], geom[cg.OW], geom[cg.GROUP]
     per = ws.size // block_dim
     pointwise = mode == POINTWISE
     grain = (8 if mode != PACKED else 128 // y.itemsize) if split == CHANNELS else (128 // y.itemsize if pointwise else 1)
@@ -131,8 +132,9 @@ def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, 
     lowering. DEPTHWISE (depthwise_conv) and the others (lowered) are kernels of their own, with the same
     arguments: a model compiles only the modes it runs (one kernel choosing by `mode` at run time compiled
     them all: ResNet-50, PACKED only, compiled the depthwise and GEMM lowerings too; issue 44)."""
-    C, H, W, M, OH, OW = geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
-    KH, KW, sh, sw, ph, pw, dh, dw, G = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17], geom[19], geom[20], geom[21]
+    C, H, W, M, OH, OW = geom[cg.C], geom[cg.H], geom[cg.W], geom[cg.M], geom[cg.OH], geom[cg.OW]
+    KH, KW, sh, sw, ph, pw = geom[cg.KH], geom[cg.KW], geom[cg.SH], geom[cg.SW], geom[cg.PH], geom[cg.PW]
+    dh, dw, G = geom[cg.DH], geom[cg.DW], geom[cg.GROUP]
     wsb, q0, q1, c0, c1, s0, s1 = _block(ws, y, geom, mode, split, block_idx, block_dim)
     implicit(x, w, b, z, y, wsb, lw, q0, q1, c0, c1, s0, s1, G, C // G, M // G, H, W, OH, OW, KH, KW,
              sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1)
@@ -141,8 +143,9 @@ def conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, 
 @njit(nogil=True, cache=True)
 def depthwise_conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim):
     """conv in mode DEPTHWISE: one call for all the block's planes (see conv_depthwise's doc)."""
-    H, W, M, OH, OW = geom[3], geom[4], geom[5], geom[7], geom[8]
-    KH, KW, sh, sw, ph, pw, G = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17], geom[21]
+    H, W, M, OH, OW = geom[cg.H], geom[cg.W], geom[cg.M], geom[cg.OH], geom[cg.OW]
+    KH, KW, sh, sw, ph, pw = geom[cg.KH], geom[cg.KW], geom[cg.SH], geom[cg.SW], geom[cg.PH], geom[cg.PW]
+    G = geom[cg.GROUP]
     wsb, q0, q1, c0, c1, s0, s1 = _block(ws, y, geom, mode, split, block_idx, block_dim)
     depthwise(x, w, b, z, y, wsb, np.empty(KH * KW, np.int64), q0, q1, G, M // G, H, W, OH, OW, KH, KW, sh, sw,
               ph, pw, tile, has_b, has_z, act, p0, p1)
@@ -151,8 +154,9 @@ def depthwise_conv(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, til
 @njit(nogil=True, cache=True)
 def conv16(x, w, b, z, y, ws, geom, kind, has_b, has_z, act, p0, p1, tile, split, block_idx, block_dim):
     """conv's PACKED mode on 16-bit x, z, y (conv_half.py): block block_idx's share, float32 grains."""
-    C, H, W, M, OH, OW = geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
-    KH, KW, sh, sw, ph, pw, dh, dw, G = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17], geom[19], geom[20], geom[21]
+    C, H, W, M, OH, OW = geom[cg.C], geom[cg.H], geom[cg.W], geom[cg.M], geom[cg.OH], geom[cg.OW]
+    KH, KW, sh, sw, ph, pw = geom[cg.KH], geom[cg.KW], geom[cg.SH], geom[cg.SW], geom[cg.PH], geom[cg.PW]
+    dh, dw, G = geom[cg.DH], geom[cg.DW], geom[cg.GROUP]
     wsb, q0, q1, c0, c1, s0, s1 = _block(ws, ws, geom, PACKED, split, block_idx, block_dim)
     implicit16(x, w, b, z, y, wsb, wsb.size - PANEL * tile * OW, kind, q0, q1, c0, c1, s0, s1, G, C // G, M // G,
                H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, tile, has_b, has_z, act, p0, p1)
@@ -161,10 +165,11 @@ def conv16(x, w, b, z, y, ws, geom, kind, has_b, has_z, act, p0, p1, tile, split
 @njit(nogil=True, cache=True)
 def lowered(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim):
     """conv's POINTWISE, SHIFTED, IM2COL and DIRECT."""
-    N, C, D, H, W = geom[0], geom[1], geom[2], geom[3], geom[4]
-    M, OD, OH, OW = geom[5], geom[6], geom[7], geom[8]
-    KD, KH, KW, sd, sh, sw = geom[9], geom[10], geom[11], geom[12], geom[13], geom[14]
-    pd, ph, pw, dd, dh, dw, G = geom[15], geom[16], geom[17], geom[18], geom[19], geom[20], geom[21]
+    N, C, D, H, W = geom[cg.N], geom[cg.C], geom[cg.D], geom[cg.H], geom[cg.W]
+    M, OD, OH, OW = geom[cg.M], geom[cg.OD], geom[cg.OH], geom[cg.OW]
+    KD, KH, KW, sd, sh, sw = geom[cg.KD], geom[cg.KH], geom[cg.KW], geom[cg.SD], geom[cg.SH], geom[cg.SW]
+    pd, ph, pw, dd, dh, dw = geom[cg.PD], geom[cg.PH], geom[cg.PW], geom[cg.DD], geom[cg.DH], geom[cg.DW]
+    G = geom[cg.GROUP]
     Cg, Mg = C // G, M // G
     K, S_in, S = Cg * KD * KH * KW, D * H * W, OD * OH * OW
     wsb, q0, q1, c0, c1, s0, s1 = _block(ws, y, geom, mode, split, block_idx, block_dim)
@@ -196,11 +201,12 @@ def lowered(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, spli
 @njit(nogil=True, cache=True, inline="always")
 def _direct_planes(x, xo, w, y, yo, lohi, g, c0, c1, K, S, geom):
     """Output channels [c0, c1) of group g's plane pair (xo, yo), each over all its Cg input planes."""
-    Cg, Mg = geom[1] // geom[21], geom[5] // geom[21]
+    Cg, Mg = geom[cg.C] // geom[cg.GROUP], geom[cg.M] // geom[cg.GROUP]
     for m in range(c0, c1):
-        _direct(x, xo, w, (g * Mg + m) * K, y, yo + m * S, lohi, Cg, geom[2], geom[3], geom[4], geom[6], geom[7],
-                geom[8], geom[9], geom[10], geom[11], geom[12], geom[13], geom[14], geom[15], geom[16], geom[17],
-                geom[18], geom[19], geom[20])
+        _direct(x, xo, w, (g * Mg + m) * K, y, yo + m * S, lohi, Cg,
+                geom[cg.D], geom[cg.H], geom[cg.W], geom[cg.OD], geom[cg.OH], geom[cg.OW],
+                geom[cg.KD], geom[cg.KH], geom[cg.KW], geom[cg.SD], geom[cg.SH], geom[cg.SW],
+                geom[cg.PD], geom[cg.PH], geom[cg.PW], geom[cg.DD], geom[cg.DH], geom[cg.DW])
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -215,10 +221,10 @@ def _finish(y, yo, b, z, m0, c0, c1, S, e0, e1, has_b, has_z, act, p0, p1):
 @njit(nogil=True, cache=True)
 def direct(x, w, b, z, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim):
     """float64's conv (module doc): DIRECT over the block's pairs and output channels, `conv`'s arguments."""
-    C, H, W, M, OW = geom[1], geom[3], geom[4], geom[5], geom[8]
-    KW, sw, pw, dw, G = geom[11], geom[14], geom[17], geom[20], geom[21]
+    C, H, W, M, OW = geom[cg.C], geom[cg.H], geom[cg.W], geom[cg.M], geom[cg.OW]
+    KW, sw, pw, dw, G = geom[cg.KW], geom[cg.SW], geom[cg.PW], geom[cg.DW], geom[cg.GROUP]
     Cg, Mg = C // G, M // G
-    K, S_in, S = Cg * geom[9] * geom[10] * KW, geom[2] * H * W, geom[6] * geom[7] * OW
+    K, S_in, S = Cg * geom[cg.KD] * geom[cg.KH] * KW, geom[cg.D] * H * W, geom[cg.OD] * geom[cg.OH] * OW
     _, q0, q1, c0, c1, _, _ = _block(ws, y, geom, mode, split, block_idx, block_dim)
     lohi = np.empty(2 * KW, np.int64)
     for kw in range(KW):
@@ -235,10 +241,11 @@ def conv_transpose(x, w, b, y, ws, geom, has_b, split, lw, block_idx, block_dim)
     """y += conv_transpose(x, w) + b into a zeroed y (an atomic output: the runtime cleans it, GE's
     AtomicAddrClean), block block_idx's pairs or output channels; geom as conv's, with D H W the input's
     and OD OH OW the output's; lw: a block's col buffer (its GEMM packs B after it)."""
-    N, C, D, H, W = geom[0], geom[1], geom[2], geom[3], geom[4]
-    M, OD, OH, OW = geom[5], geom[6], geom[7], geom[8]
-    KD, KH, KW, sd, sh, sw = geom[9], geom[10], geom[11], geom[12], geom[13], geom[14]
-    pd, ph, pw, dd, dh, dw, G = geom[15], geom[16], geom[17], geom[18], geom[19], geom[20], geom[21]
+    N, C, D, H, W = geom[cg.N], geom[cg.C], geom[cg.D], geom[cg.H], geom[cg.W]
+    M, OD, OH, OW = geom[cg.M], geom[cg.OD], geom[cg.OH], geom[cg.OW]
+    KD, KH, KW, sd, sh, sw = geom[cg.KD], geom[cg.KH], geom[cg.KW], geom[cg.SD], geom[cg.SH], geom[cg.SW]
+    pd, ph, pw, dd, dh, dw = geom[cg.PD], geom[cg.PH], geom[cg.PW], geom[cg.DD], geom[cg.DH], geom[cg.DW]
+    G = geom[cg.GROUP]
     Cg, Mg, KT = C // G, M // G, KD * KH * KW
     R, S_in, S = Mg * KT, D * H * W, OD * OH * OW
     per = ws.size // block_dim
@@ -330,8 +337,11 @@ def _geom(N, C, sp, M, out, k, s, p, d, G):
     """The int64 geometry array the kernels read: every spatial list padded to 3-D with neutral values."""
     def three(v, fill):
         return [fill] * (3 - len(v)) + list(v)
-    return np.array([N, C, *three(sp, 1), M, *three(out, 1), *three(k, 1), *three(s, 1), *three(p, 0),
-                     *three(d, 1), G], np.int64)
+    geom = np.empty(cg.SIZE, np.int64)
+    geom[[cg.N, cg.C, cg.M, cg.GROUP]] = N, C, M, G
+    geom[cg.SPATIAL], geom[cg.OUTPUT], geom[cg.KERNEL] = three(sp, 1), three(out, 1), three(k, 1)
+    geom[cg.STRIDES], geom[cg.PADS], geom[cg.DILATIONS] = three(s, 1), three(p, 0), three(d, 1)
+    return geom
 
 
 def _infer_conv(ctx: KernelContext) -> list[TensorSpec]:
@@ -343,13 +353,13 @@ def _round16(n: int) -> int:
 
 
 def _mode(geom, Cg: int, Mg: int, KT: int, packed: bool, double: bool) -> int:
-    D, KD, OD = (int(v) for v in geom[[2, 9, 6]])
-    undilated_2d = D == KD == OD == 1 and (geom[18:21] == 1).all()
+    D, KD, OD = (int(v) for v in geom[[cg.D, cg.KD, cg.OD]])
+    undilated_2d = D == KD == OD == 1 and (geom[cg.DILATIONS] == 1).all()
     if packed:
         return PACKED
     if double or Cg == 1 and Mg <= 4:
         return DEPTHWISE if undilated_2d and USE_DEPTHWISE and not double else DIRECT
-    if KT == 1 and (geom[12:15] == 1).all() and not geom[15:18].any():  # 1x1, stride 1, no pad
+    if KT == 1 and (geom[cg.STRIDES] == 1).all() and not geom[cg.PADS].any():  # 1x1, stride 1, no pad
         return POINTWISE
     return SHIFTED if undilated_2d and USE_SHIFTED else IM2COL
 
@@ -389,11 +399,11 @@ def _conv_tiling(cores: int, mode: int, pairs: int, Mg: int, K: int, rows: int, 
 
 def _plan(mode: int, geom, Cg: int, mb: int, rows: int, itemsize: int):
     """(tile, lowering workspace, GEMM columns) of one block: mb output channels, `rows` output rows."""
-    D, H, W, OD, OH, OW = (int(v) for v in geom[[2, 3, 4, 6, 7, 8]])
-    KD, KH, KW, sh, sw = (int(v) for v in geom[[9, 10, 11, 13, 14]])
+    D, H, W, OD, OH, OW = (int(v) for v in geom[[cg.D, cg.H, cg.W, cg.OD, cg.OH, cg.OW]])
+    KD, KH, KW, sh, sw = (int(v) for v in geom[[cg.KD, cg.KH, cg.KW, cg.SH, cg.SW]])
     Wq, A, B = OW + (KW - 1) // sw, min(sh, KH), min(sw, KW)
     if mode == PACKED:  # output rows whose input stays in L2: read in place or copied (input_layout)
-        ph, pw, dh, dw = (int(v) for v in geom[[16, 17, 19, 20]])
+        ph, pw, dh, dw = (int(v) for v in geom[[cg.PH, cg.PW, cg.DH, cg.DW]])
         how, Wp, ush, _, ext = input_layout(H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw)
         tile = min(rows, max(1, (A_BYTES // (Cg * Wp * itemsize) - ext) // ush + 1))
         lw = Cg * int(_channel_stride(tile if how == COMPACT else (tile - 1) * sh + ext, Wp))
@@ -404,7 +414,7 @@ def _plan(mode: int, geom, Cg: int, mb: int, rows: int, itemsize: int):
         if flat_plane(H, W, OH, OW, sh, sw, 64 // itemsize):  # or the planes as flat runs: column masks
             lw = max(lw, _round16(flat_workspace(H, W, KW)))
         if BLOCKED and blocked_fits(sh, sw, mb, KW, 64 // itemsize):  # blocks of 16 channels: weights, ring, a row
-            lw = max(lw, _round16(blocked_workspace(W, OW, KH, KW, int(geom[17]), sh)))
+            lw = max(lw, _round16(blocked_workspace(W, OW, KH, KW, int(geom[cg.PW]), sh)))
         return tile, lw, 0
     if mode == SHIFTED:  # GEMMs on a shifted padded input
         tile = min(rows, max(-(-GEMM_MIN_COLUMNS // Wq), GRID_ELEMS // ((mb + A * B * Cg) * Wq)))
@@ -422,9 +432,9 @@ def _plan(mode: int, geom, Cg: int, mb: int, rows: int, itemsize: int):
 
 def _prepare_conv(ctx: KernelContext) -> Launch:
     geom, _ = _conv_shape(ctx)
-    N, C, M, G = (int(v) for v in geom[[0, 1, 5, 21]])
-    OD, OH, OW = (int(v) for v in geom[[6, 7, 8]])
-    Cg, Mg, KT = C // G, M // G, int(np.prod(geom[9:12]))
+    N, C, M, G = (int(v) for v in geom[[cg.N, cg.C, cg.M, cg.GROUP]])
+    OD, OH, OW = (int(v) for v in geom[[cg.OD, cg.OH, cg.OW]])
+    Cg, Mg, KT = C // G, M // G, int(np.prod(geom[cg.KERNEL]))
     dtype = ctx.inputs[0].dtype
     if dtype in HALF and _mode(geom, Cg, Mg, KT, ctx.attr("weight_shape") is not None, False) == DEPTHWISE:
         bd, _ = _conv_tiling(ctx.cores, DEPTHWISE, N * G, Mg, KT, OD * OH, OD * OH * OW, 1)
@@ -501,8 +511,8 @@ def _infer_conv_transpose(ctx: KernelContext) -> list[TensorSpec]:
 @register("ConvTranspose", infer=_infer_conv_transpose)
 def _prepare_conv_transpose(ctx: KernelContext) -> Launch:
     geom, _ = _conv_transpose_shape(ctx)
-    N, C, M, G = (int(v) for v in geom[[0, 1, 5, 21]])
-    Cg, Mg, KT, S_in = C // G, M // G, int(np.prod(geom[9:12])), int(np.prod(geom[2:5]))
+    N, C, M, G = (int(v) for v in geom[[cg.N, cg.C, cg.M, cg.GROUP]])
+    Cg, Mg, KT, S_in = C // G, M // G, int(np.prod(geom[cg.KERNEL])), int(np.prod(geom[cg.SPATIAL]))
     bd = block_dim_for(N * G * Mg * KT * Cg * S_in, ctx.cores, MIN_BLOCK_MACS)
     split = PAIRS if N * G % bd == 0 or N * G >= 4 * bd else CHANNELS
     if split == CHANNELS:

@@ -53,6 +53,7 @@ from numba import njit
 
 from ..ir.dtypes import BFLOAT16
 from .conv import _conv_shape
+from . import conv_geom as cg
 from .gemm import MIN_BLOCK_MACS
 from .registry import KernelContext, Launch, TensorSpec, register
 from .simd import host_has
@@ -218,8 +219,9 @@ def _tiles(xp, wp, y, b, z, koff, g, i0, i1, cols, yo, M, S, has_z, relu):
 def bf16_conv(x, w, b, z, y, ws, geom, has_z, relu, block_idx, block_dim):
     """y = relu?(conv(x, w) + b + z) in bfloat16 bits for block block_idx's output rows; w is pack_weights'
     layout; geom as conv.py's (2-D convs: D = KD = OD = 1)."""
-    N, C, H, W, M, OH, OW = geom[0], geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
-    KH, KW, sh, sw, ph, pw = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17]
+    N, C, H, W = geom[cg.N], geom[cg.C], geom[cg.H], geom[cg.W]
+    M, OH, OW = geom[cg.M], geom[cg.OH], geom[cg.OW]
+    KH, KW, sh, sw, ph, pw = geom[cg.KH], geom[cg.KW], geom[cg.SH], geom[cg.SW], geom[cg.PH], geom[cg.PW]
     t0, t1 = block_range(OH, 1, block_idx, block_dim)
     if t0 >= t1:
         return
@@ -267,7 +269,7 @@ def _infer(ctx: KernelContext) -> list[TensorSpec]:
         raise ctx.error(f"expected a 4-D input, got {list(ctx.inputs[0].shape)}")
     fctx = _float_view(ctx)
     geom, out = _conv_shape(fctx)
-    if geom[21] != 1 or (geom[18:21] != 1).any():
+    if geom[cg.GROUP] != 1 or (geom[cg.DILATIONS] != 1).any():
         raise ctx.error("grouped or dilated convs are not supported")
     return [TensorSpec(out, BFLOAT16)]
 
@@ -279,8 +281,8 @@ def _prepare(ctx: KernelContext) -> Launch:
     act = ctx.attr("activation", "") or ""
     if act not in ("", "Relu"):
         raise ctx.error(f"activation '{act}' is not supported here; supported: Relu")
-    N, C, M, OH, OW = (int(v) for v in geom[[0, 1, 5, 7, 8]])
-    KH, KW, sh, sw = (int(v) for v in geom[[10, 11, 13, 14]])
+    N, C, M, OH, OW = (int(v) for v in geom[[cg.N, cg.C, cg.M, cg.OH, cg.OW]])
+    KH, KW, sh, sw = (int(v) for v in geom[[cg.KH, cg.KW, cg.SH, cg.SW]])
     has_z = ctx.has(3)
     if not ctx.has(2):
         raise ctx.error("the bias B is required (pack_bf16_convs gives zeros when the Conv has none)")

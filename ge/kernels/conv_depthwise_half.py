@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from .conv_depthwise import depthwise
+from . import conv_geom as cg
 from .half import BF16, F16, narrow_run, widen_run
 from .registry import KernelContext, Launch, TensorSpec
 from .tiling import block_range
@@ -25,8 +26,10 @@ from .tiling import block_range
 def depthwise16(x, w, b, z, y, ws, geom, kind, has_b, has_z, act, p0, p1, tile, lw, block_idx, block_dim):
     """y = act(depthwise(x, w) + b + z) on 16-bit x, z, y: block block_idx's pairs (image, group). A block's
     workspace: depthwise's padded rows (lw), one input plane, Mg output planes (and Mg of Z)."""
-    N, C, H, W, M, OH, OW = geom[0], geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
-    KH, KW, sh, sw, ph, pw, G = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17], geom[21]
+    N, C, H, W = geom[cg.N], geom[cg.C], geom[cg.H], geom[cg.W]
+    M, OH, OW = geom[cg.M], geom[cg.OH], geom[cg.OW]
+    KH, KW, sh, sw, ph, pw = geom[cg.KH], geom[cg.KW], geom[cg.SH], geom[cg.SW], geom[cg.PH], geom[cg.PW]
+    G = geom[cg.GROUP]
     Mg, HW, S, KT = M // G, H * W, OH * OW, KH * KW
     per = ws.size // block_dim
     wsb = ws[block_idx * per:(block_idx + 1) * per]
@@ -63,7 +66,7 @@ def prepare_depthwise16(ctx: KernelContext, geom, bd: int, tile: int, lw: int, a
     """The launch of depthwise16 in bd blocks of pairs; tile, lw: conv._plan's DEPTHWISE tile and padded rows."""
     if ctx.has(3) and ctx.inputs[3].dtype != ctx.inputs[0].dtype:
         raise ctx.error(f"Z is {ctx.inputs[3].dtype}, X {ctx.inputs[0].dtype}: both must be the same type")
-    H, W, M, OH, OW, G = (int(v) for v in geom[[3, 4, 5, 7, 8, 21]])
+    H, W, M, OH, OW, G = (int(v) for v in geom[[cg.H, cg.W, cg.M, cg.OH, cg.OW, cg.GROUP]])
     has_b, has_z = ctx.has(2), ctx.has(3)
     per = lw + H * W + (M // G) * OH * OW * (2 if has_z else 1)
     kind = F16 if ctx.inputs[0].dtype == np.float16 else BF16

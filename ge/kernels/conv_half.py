@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import conv_geom as cg
 from .conv_implicit import COMPACT, IN_PLACE, PADDED, _panels, input_layout
 from .conv_lowering import _channel_stride, _valid
 from .epilogue import NONE, RELU, activation_args, epilogue
@@ -116,7 +117,8 @@ def implicit16(x, w, b, z, y, ws, lw, kind, q0, q1, c0, c1, s0, s1, G, Cg, Mg, H
 
 def plan16(geom, Cg: int, rows: int) -> tuple[int, int, int]:
     """(tile, input copy elements, scratch elements) of one block of `rows` output rows."""
-    H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw = (int(v) for v in geom[[3, 4, 7, 8, 10, 11, 13, 14, 16, 17, 19, 20]])
+    H, W, OH, OW = (int(v) for v in geom[[cg.H, cg.W, cg.OH, cg.OW]])
+    KH, KW, sh, sw, ph, pw, dh, dw = (int(v) for v in geom[[cg.KH, cg.KW, cg.SH, cg.SW, cg.PH, cg.PW, cg.DH, cg.DW]])
     how, Wp, ush, _, ext = layout16(H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw)
     fit = max(1, (COPY_BYTES // (Cg * Wp * 4) - ext) // ush + 1)  # rows whose copy fits COPY_BYTES
     tile = min(rows, max(1, OUT_POSITIONS // OW), max(fit, -(-MIN_POSITIONS // OW)))
@@ -132,7 +134,7 @@ def prepare16(ctx: KernelContext, geom, kernel, bd: int, split: int, rows: int) 
                         "(weight_shape); other 16-bit convs compute between Casts (compute_in_float32)")
     if ctx.has(3) and ctx.inputs[3].dtype != ctx.inputs[0].dtype:
         raise ctx.error(f"Z is {ctx.inputs[3].dtype}, X {ctx.inputs[0].dtype}: both must be the same type")
-    C, G = int(geom[1]), int(geom[21])
+    C, G = int(geom[cg.C]), int(geom[cg.GROUP])
     tile, _, per = plan16(geom, C // G, rows)
     has_b, has_z = ctx.has(2), ctx.has(3)
     act, p0, p1 = activation_args(ctx)

@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from .conv import _infer_conv, _prepare_conv, lowered
+from . import conv_geom as cg
 from .registry import KernelContext, Launch, TensorSpec, register
 
 SCALE = 4   # the input holding s
@@ -34,8 +35,8 @@ def _weights_per_block(n: int) -> int:
 def scaled_conv(x, w, b, z, s, y, ws, geom, mode, has_b, has_z, act, p0, p1, tile, split, lw, block_idx, block_dim):
     """conv.lowered on w[m, c, taps] * s[input channel of c]; ws: block_dim weight copies, then conv's
     workspace. Block block_idx's share of y."""
-    C, M, G = geom[1], geom[5], geom[21]
-    KT = geom[9] * geom[10] * geom[11]
+    C, M, G = geom[cg.C], geom[cg.M], geom[cg.GROUP]
+    KT = geom[cg.KD] * geom[cg.KH] * geom[cg.KW]
     Cg, Mg, n = C // G, M // G, w.size
     per = (n + 15) // 16 * 16
     sw = ws[block_idx * per:block_idx * per + n]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import conv_geom as cg
 from .simd import host_has
 from .simd_int8 import ivbcast4, ivdpbusd, ivload, ivstore, ivzero
 from .tiling import block_range
@@ -106,8 +107,8 @@ def vnni_conv(x, xs, xzp, w, wsc, ys, yzp, b, wsum_in, y, xp, wp, ws, qm, geom, 
     """y = requantized conv(x, w) for block block_idx's output rows; off: 128 for int8 x, 0 for uint8.
     packed: w is already pack_weights' panels and wsum_in their row sums (pack_qconv_weights).
     x_nhwc / y_nhwc: x / y are nhwc_int8's byte images [N, H, W, C4] (shifted by off / y_off) instead of NCHW."""
-    C, H, W, M, OH, OW = geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
-    KH, KW, sh, sw, ph, pw = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17]
+    C, H, W, M, OH, OW = geom[cg.C], geom[cg.H], geom[cg.W], geom[cg.M], geom[cg.OH], geom[cg.OW]
+    KH, KW, sh, sw, ph, pw = geom[cg.KH], geom[cg.KW], geom[cg.SH], geom[cg.SW], geom[cg.PH], geom[cg.PW]
     C4 = (C + 3) // 4 * 4
     Hp, Wp = max(H + ph, (OH - 1) * sh + KH), max(W + pw, (OW - 1) * sw + KW)
     G4, panels = KH * KW * (C4 // 4), (M + NR - 1) // NR
@@ -137,8 +138,9 @@ def vnni_conv(x, xs, xzp, w, wsc, ys, yzp, b, wsum_in, y, xp, wp, ws, qm, geom, 
 def _images(x, xs, wsc, ys, yzp, b, y, pxp, pwp, wsum, tile, corr, mult, geom, off, xz, n_ws, has_b, has_yzp,
             qmin, qmax, relu, x_nhwc, y_nhwc, y_off, t0, t1):
     """Output rows [t0, t1) of every image: Step 1 and Step 3 (xz: the shifted input zero point)."""
-    N, C, H, W, M, OH, OW = geom[0], geom[1], geom[3], geom[4], geom[5], geom[7], geom[8]
-    KH, KW, sh, sw, ph, pw = geom[10], geom[11], geom[13], geom[14], geom[16], geom[17]
+    N, C, H, W = geom[cg.N], geom[cg.C], geom[cg.H], geom[cg.W]
+    M, OH, OW = geom[cg.M], geom[cg.OH], geom[cg.OW]
+    KH, KW, sh, sw, ph, pw = geom[cg.KH], geom[cg.KW], geom[cg.SH], geom[cg.SW], geom[cg.PH], geom[cg.PW]
     C4 = (C + 3) // 4 * 4
     Hp, Wp = max(H + ph, (OH - 1) * sh + KH), max(W + pw, (OW - 1) * sw + KW)
     for m in range(M):  # the requantization's multiplier (gemm_int8.multiplier) and zero-point correction
@@ -170,8 +172,8 @@ def pad_nhwc(x, xo, H, row, fill, xp, prow, ph, pw):
 @njit(nogil=True, cache=True)
 def _rows(img, pwp, tile, mult, corr, y, geom, n, Wp, z, lo, qmax, y_nhwc, y_off, t0, t1):
     """Step 3 for output rows [t0, t1) of image n, whose padded byte image is img."""
-    C, M, OH, OW = geom[1], geom[5], geom[7], geom[8]
-    KH, KW, sh, sw = geom[10], geom[11], geom[13], geom[14]
+    C, M, OH, OW = geom[cg.C], geom[cg.M], geom[cg.OH], geom[cg.OW]
+    KH, KW, sh, sw = geom[cg.KH], geom[cg.KW], geom[cg.SH], geom[cg.SW]
     C4, M4 = (C + 3) // 4 * 4, (M + 3) // 4 * 4
     G4, panels, S = KH * KW * (C4 // 4), (M + NR - 1) // NR, OH * OW
     for p in range(panels):

@@ -50,6 +50,7 @@ from .reduce import NONE as R_NONE
 from .reduce import SUM as R_SUM
 from .reduce import identity, reduce_launch
 from ..ir.dtypes import HALF
+from . import pool_geom as pg
 from . import pool_half, pool_plane
 from .half import native16
 from .blocks import LINE, blocks, tiled
@@ -318,7 +319,9 @@ def _plane_launch(ctx: KernelContext, mode: int, g: list, rows: int, taps: int) 
         (g[2 + 3 * f:4 + 3 * f] for f in range(8))
     lanes = 64 // x.dtype.itemsize
     flat = IH > 1 and pool_plane.flat(IH, IW, OH, OW, KW, SH, SW, PW, lanes)
-    geom = np.array([g[0], IH, IW, OH, OW, KH, KW, SH, SW, PH, PW, CLH, CHH, int(flat)], np.int64)
+    geom = np.empty(pg.SIZE, np.int64)
+    geom[[pg.NC, pg.H, pg.W, pg.OH, pg.OW, pg.FLAT]] = g[0], IH, IW, OH, OW, int(flat)
+    geom[[pg.KH, pg.KW, pg.SH, pg.SW, pg.PH, pg.PW, pg.CLH, pg.CHH]] = KH, KW, SH, SW, PH, PW, CLH, CHH
     rc = np.zeros(OW + lanes, x.dtype)  # per output column: 1 / counted kw taps (averages)
     for ow in range(OW):
         rc[ow] = 1 / max(1, sum(CLW <= ow * SW + kw - PW < CHW for kw in range(KW)))

@@ -46,6 +46,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import pool_geom as pg
 from .simd import (host_has, vadd, veven, vlanes, vload, vload_in, vmax, vmul, vnext1, vnext2, vodd, vpick, vprev1,
                    vsplat, vstore, vstore_n, vstore_until, vload_span)
 from .tiling import block_range
@@ -131,19 +132,18 @@ def _taps(mode, acc, KW, SW, e, o, ne, no):
 
 @njit(nogil=True, cache=True)
 def pool2d(x, y, rc, mode, ident, geom, block_idx, block_dim):
-    """Pool x (NC, H, W) into y (NC, OH, OW); blocks split the NC*OH output rows. geom: NC H W OH OW KH
-    KW SH SW PH PW, the counted input rows [CLH, CHH) for averages, then 1 for _flat (its blocks split the
-    planes); rc: per output column 1 / counted kw taps, in x's dtype, a vector longer than OW (_flat:
+    """Pool x (NC, H, W) into y (NC, OH, OW); blocks split the NC*OH output rows. geom: pool_geom's
+    layout; rc: per output column 1 / counted kw taps, in x's dtype, a vector longer than OW (_flat:
     flat_aux's arrays)."""
-    KW, SW = geom[6], geom[8]
-    if geom[13]:
+    KW, SW = geom[pg.KW], geom[pg.SW]
+    if geom[pg.FLAT]:
         _flat(x, y, rc, mode, ident, geom, block_idx, block_dim)
         return
     if BUFFERED or KW > (3 if SW == 1 else 5):
         _buffered(x, y, rc, mode, ident, geom, block_idx, block_dim)
         return
-    NC, H, W, OH, OW, KH = geom[0], geom[1], geom[2], geom[3], geom[4], geom[5]
-    SH, PH, PW, CLH, CHH = geom[7], geom[9], geom[10], geom[11], geom[12]
+    NC, H, W, OH, OW = geom[pg.NC], geom[pg.H], geom[pg.W], geom[pg.OH], geom[pg.OW]
+    KH, SH, PH, PW, CLH, CHH = geom[pg.KH], geom[pg.SH], geom[pg.PH], geom[pg.PW], geom[pg.CLH], geom[pg.CHH]
     L = vlanes(y)
     r0, r1 = block_range(NC * OH, 1, block_idx, block_dim)
     if mode == MAXP and KH == 3 and KW == 3 and SH == 2 and SW == 2:
@@ -296,7 +296,8 @@ def _flat(x, y, rc, mode, ident, geom, block_idx, block_dim):
     neighbouring vectors' results (vprev1 / vnext1), the identity where they would cross a row's edge (flat_aux's
     masks in rc). The same operations in the same order as pool2d's rows: the same bits. Blocks split
     the planes."""
-    NC, H, W, KH, KW, PH, PW = geom[0], geom[1], geom[2], geom[5], geom[6], geom[9], geom[10]
+    NC, H, W = geom[pg.NC], geom[pg.H], geom[pg.W]
+    KH, KW, PH, PW = geom[pg.KH], geom[pg.KW], geom[pg.PH], geom[pg.PW]
     S, L = H * W, vlanes(y)
     n = S + L   # flat_aux's arrays: scales, left-column and right-column masks
     q0, q1 = block_range(NC, 1, block_idx, block_dim)
@@ -331,8 +332,9 @@ def _flat_columns(x, xo, f, S, W, KH, PH, mode, idv, ident):
 @njit(nogil=True, cache=True)
 def _buffered(x, y, rc, mode, ident, geom, block_idx, block_dim):
     """pool2d for wider windows (every window without AVX-512): the column results go through a row buffer."""
-    NC, H, W, OH, OW, KH, KW = geom[0], geom[1], geom[2], geom[3], geom[4], geom[5], geom[6]
-    SH, SW, PH, PW, CLH, CHH = geom[7], geom[8], geom[9], geom[10], geom[11], geom[12]
+    NC, H, W, OH, OW = geom[pg.NC], geom[pg.H], geom[pg.W], geom[pg.OH], geom[pg.OW]
+    KH, KW = geom[pg.KH], geom[pg.KW]
+    SH, SW, PH, PW, CLH, CHH = geom[pg.SH], geom[pg.SW], geom[pg.PH], geom[pg.PW], geom[pg.CLH], geom[pg.CHH]
     L = vlanes(y)
     span = (OW - 1) * SW + KW  # padded columns the windows read
     cols = min(W, span - PW)   # input columns they read

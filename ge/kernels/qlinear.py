@@ -23,6 +23,7 @@ from numba import njit
 
 from .blocks import own, per_block
 from .conv import _conv_shape
+from . import conv_geom as cg
 from .conv_lowering import _im2col
 from .conv_vnni import HAS_VNNI, MR, NR, packed_size, vnni_conv
 from .gemm_int8 import igemm, multiplier, requantize, shift
@@ -78,9 +79,11 @@ def _per(ctx: KernelContext, i: int, what: str, n: int, dtype=None) -> int:
 @njit(nogil=True, cache=True)
 def qconv(x, xs, xzp, w, wsc, wzp, ys, yzp, b, y, xw, ww, col, acc, geom, has_xzp, n_wzp, n_ws, has_b,
           requant, has_yzp, qmin, qmax, relu, tile, block_idx, block_dim):
-    N, C, D, H, W, M, OD, OH, OW = geom[0], geom[1], geom[2], geom[3], geom[4], geom[5], geom[6], geom[7], geom[8]
-    KD, KH, KW, sd, sh, sw = geom[9], geom[10], geom[11], geom[12], geom[13], geom[14]
-    pd, ph, pw, dd, dh, dw, G = geom[15], geom[16], geom[17], geom[18], geom[19], geom[20], geom[21]
+    N, C, D, H, W = geom[cg.N], geom[cg.C], geom[cg.D], geom[cg.H], geom[cg.W]
+    M, OD, OH, OW = geom[cg.M], geom[cg.OD], geom[cg.OH], geom[cg.OW]
+    KD, KH, KW, sd, sh, sw = geom[cg.KD], geom[cg.KH], geom[cg.KW], geom[cg.SD], geom[cg.SH], geom[cg.SW]
+    pd, ph, pw, dd, dh, dw = geom[cg.PD], geom[cg.PH], geom[cg.PW], geom[cg.DD], geom[cg.DH], geom[cg.DW]
+    G = geom[cg.GROUP]
     Cg, Mg, KT = C // G, M // G, KD * KH * KW
     K, plane, S = Cg * KT, D * H * W, OD * OH * OW
     t0, t1 = block_range(OD * OH, 1, block_idx, block_dim)
@@ -183,9 +186,9 @@ def _infer_qlinear_conv(ctx: KernelContext) -> list[TensorSpec]:
 
 def _conv_launch(ctx: KernelContext, geom, idx, requant: bool) -> Launch:
     """idx: node inputs for (x, xs, xzp, w, ws, wzp, ys, yzp, b), None where absent (x stands in)."""
-    N, C, M, G = int(geom[0]), int(geom[1]), int(geom[5]), int(geom[21])
-    rows, OW = int(geom[6] * geom[7]), int(geom[8])
-    K = C // G * int(geom[9] * geom[10] * geom[11])
+    N, C, M, G = int(geom[cg.N]), int(geom[cg.C]), int(geom[cg.M]), int(geom[cg.GROUP])
+    rows, OW = int(geom[cg.OD] * geom[cg.OH]), int(geom[cg.OW])
+    K = C // G * int(geom[cg.KD] * geom[cg.KH] * geom[cg.KW])
     tile = max(1, min(rows, COL_ELEMS // max(1, K * OW)))
     bd = block_dim_for(rows, ctx.cores, max(1, MIN_BLOCK_MACS // max(1, N * M * K * OW)))
     T = min(tile, largest_share(rows, 1, bd)) * OW
@@ -195,7 +198,7 @@ def _conv_launch(ctx: KernelContext, geom, idx, requant: bool) -> Launch:
     qmin, qmax = _Q8.get(dt, (0, 0))
     args = (geom, int(idx[2] is not None), n_wzp, n_ws, int(idx[8] is not None), int(requant),
             int(idx[7] is not None), float(qmin), float(qmax), int(ctx.attr("activation", "") == "Relu"), min(tile, largest_share(rows, 1, bd)))
-    ws = (per_block(C // G * int(geom[2] * geom[3] * geom[4]), np.int16, bd), per_block(M // G * K, np.int16, bd),
+    ws = (per_block(C // G * int(np.prod(geom[cg.SPATIAL])), np.int16, bd), per_block(M // G * K, np.int16, bd),
           per_block(K * T, np.int16, bd), per_block(M // G * T, np.int32, bd))
     return Launch(_own_blocks, args, ws, inputs=tuple(0 if i is None else i for i in idx),
                   tiled=True, block_dim=bd)
@@ -205,9 +208,9 @@ def _conv_launch(ctx: KernelContext, geom, idx, requant: bool) -> Launch:
 def _own_blocks(x, xs, xzp, w, wsc, wzp, ys, yzp, b, y, xw, ww, col, acc, geom, has_xzp, n_wzp, n_ws, has_b,
                 requant, has_yzp, qmin, qmax, relu, tile, block_idx, block_dim):
     """qconv on this block's slices of the per-block workspaces."""
-    C, H, W, D, M, G = geom[1], geom[3], geom[4], geom[2], geom[5], geom[21]
-    K = C // G * geom[9] * geom[10] * geom[11]
-    T = tile * geom[8]
+    C, H, W, D, M, G = geom[cg.C], geom[cg.H], geom[cg.W], geom[cg.D], geom[cg.M], geom[cg.GROUP]
+    K = C // G * geom[cg.KD] * geom[cg.KH] * geom[cg.KW]
+    T = tile * geom[cg.OW]
     qconv(x, xs, xzp, w, wsc, wzp, ys, yzp, b, y, own(xw, C // G * D * H * W, block_idx, block_dim),
           own(ww, M // G * K, block_idx, block_dim), own(col, K * T, block_idx, block_dim),
           own(acc, M // G * T, block_idx, block_dim), geom, has_xzp, n_wzp, n_ws, has_b, requant, has_yzp,
@@ -233,13 +236,13 @@ def wants_vnni(ctx: KernelContext, geom) -> bool:
     """conv_vnni.py's case: 2-D, ungrouped, undilated, int8 weights without a zero point (absent, as fuse_qdq
     leaves it, or a constant zero: ONNX's QLinearConv requires the input), an 8-bit output."""
     zero_w = not ctx.has(5) or (ctx.values[5] is not None and not np.any(ctx.values[5]))
-    return (HAS_VNNI and len(ctx.inputs[0].shape) == 4 and int(geom[21]) == 1 and zero_w
-            and ctx.inputs[3].dtype == np.int8 and int(geom[18]) == int(geom[19]) == int(geom[20]) == 1)
+    return (HAS_VNNI and len(ctx.inputs[0].shape) == 4 and int(geom[cg.GROUP]) == 1 and zero_w
+            and ctx.inputs[3].dtype == np.int8 and int(geom[cg.DD]) == int(geom[cg.DH]) == int(geom[cg.DW]) == 1)
 
 
 def _vnni_launch(ctx: KernelContext, geom, opt, x_nhwc=False, y_nhwc=False) -> Launch:
-    N, C, H, W, M, OH, OW = (int(geom[i]) for i in (0, 1, 3, 4, 5, 7, 8))
-    KH, KW, sh, sw, ph, pw = (int(geom[i]) for i in (10, 11, 13, 14, 16, 17))
+    N, C, H, W, M, OH, OW = (int(v) for v in geom[[cg.N, cg.C, cg.H, cg.W, cg.M, cg.OH, cg.OW]])
+    KH, KW, sh, sw, ph, pw = (int(v) for v in geom[[cg.KH, cg.KW, cg.SH, cg.SW, cg.PH, cg.PW]])
     C4 = -(-C // 4) * 4
     packed = ctx.attr("weight_shape") is not None
     if packed and (not ctx.has(9) or ctx.inputs[9].dtype != np.int32 or tuple(ctx.inputs[9].shape) != (M,)):

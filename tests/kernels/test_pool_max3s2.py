@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import ge.kernels.pool_plane as P
+from ge.kernels import pool_geom as pg
 from ge.kernels.registry import KernelContext, TensorSpec, lookup
 
 
@@ -20,7 +21,7 @@ def test_max_s2_keeps_the_buffered_paths_bits(H, W, pad, ceil, block_dim, k):
     launch = lookup("MaxPool", "", 13).bind(ctx)
     assert launch.fn is P.pool2d
     rc, mode, ident, geom = launch.args
-    OH, OW = int(geom[3]), int(geom[4])
+    OH, OW = int(geom[pg.OH]), int(geom[pg.OW])
     x = np.random.default_rng(H * W + pad).standard_normal(C * H * W).astype(np.float32)
     x[[W - 1, W, 2 * W + 1, H * W, H * W - 1, x.size - 1]] = [np.nan, np.inf, -np.inf, np.nan, np.inf, np.nan]
     fast, buffered = (np.full(C * OH * OW, 7.0, np.float32) for _ in range(2))
