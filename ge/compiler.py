@@ -71,7 +71,9 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
     with progress.phase("import"):   # phases: for the CLI's "where the time went" (ge.npu.progress)
         graph = bind_input_shapes(import_model(model, inputs, outputs), options.input_shape)
         if options.kv_cache_max_len:   # a decoder's past keys/values in place (docs/kv-cache.md)
-            graph = kv_cache.in_place(graph, options.kv_cache_max_len)
+            if options.kv_cache_static:   # one step plan for every past length: [batch, 1] tokens, a padded mask
+                graph = bind_input_shapes(graph, kv_cache.static_shapes(graph, options.kv_cache_max_len))
+            graph = kv_cache.in_place(graph, options.kv_cache_max_len, options.kv_cache_static)
         if options.parallel == "data":
             graph = split_batch(graph, options.device_count)
         elif options.parallel == "tensor":
