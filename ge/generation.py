@@ -4,7 +4,8 @@
     out.tokens, out.tokens_per_second
 
 Step 1: the session: the one given (compiled with Options(kv_cache_max_len)), else one compiled from the model
-        with a cache of prompt + max_new_tokens rows (or max_len); runtime_v2 (the mask grows a column a step).
+        with a cache of prompt + max_new_tokens rows (or max_len); runtime_v2 (the mask grows a column a step),
+        or with one_token_steps one static step plan (Options.kv_cache_static) that runtime_v1 runs.
 Step 2: the prompts: a 2-D array, or sequences of different lengths left-padded with pad_token_id, the
         padding masked out (attention_mask 0); the export's position ids are its own (transformers' GPT-2 export
         counts them from the past length, so a padded sequence's positions start later, as in onnxruntime
@@ -101,9 +102,9 @@ def generate(model, input_ids, max_new_tokens: int, *, do_sample: bool | None = 
              max_len: int | None = None, runtime: str = "auto", options=None, one_token_steps: bool = False
              ) -> Generation:
     """Greedy (default) or sampled (do_sample, or top_k / top_p / temperature given) tokens; see the module doc.
-    `one_token_steps` (a model, not a session): the session is compiled for one new token a step (its token
-    input's shape fixed to [batch, 1]: most of the step static, bound once) and the prompt goes in a token a
-    step, as it does for a session compiled so."""
+    `one_token_steps` (a model, not a session): the session is compiled for one new token a step with the
+    past length as a value (Options.kv_cache_static: one static plan for every step, runtime_v1 under
+    runtime="auto") and the prompt goes in a token a step, as it does for a session compiled so."""
     from .api import Session
     from .kv_state import KVCache
     from .options import as_options
@@ -121,8 +122,8 @@ def generate(model, input_ids, max_new_tokens: int, *, do_sample: bool | None = 
                              "model itself, or compile with it")
     else:
         opts = as_options(options).replace(kv_cache_max_len=max_len or n + max_new_tokens)
-        if one_token_steps:
-            opts = opts.replace(input_shape=_one_token_shapes(model, batch))
+        if one_token_steps:   # one static step plan for every past length (runtime_v1 with auto)
+            opts = opts.replace(input_shape=_one_token_shapes(model, batch), kv_cache_static=True)
         sess = Session(model, runtime, opts)
     if n + max_new_tokens - 1 > sess._kv["max_len"]:
         raise InputError(f"input_ids: {n} prompt tokens + {max_new_tokens} new need "
