@@ -220,3 +220,13 @@ def test_a_static_step_refuses_feeds_that_do_not_fit(static):
     assert np.isfinite(logits).all()
     with pytest.raises(GEError, match="kv_cache_static needs kv_cache_max_len"):
         ge.Options(kv_cache_static=True)
+
+
+def test_generate_static_steps_equals_the_onnxruntime_loop(model, ref, static, sess):
+    prompts = [[5, 17, 3], [40, 2, 99, 7, 61]]   # the prompt in one step, then one static plan on runtime_v1
+    out = ge.generate(model, prompts, 5, static_steps=True)
+    assert out.new_tokens == _ort_loop(ref, prompts, 5)
+    one = [[9, 4, 12, 33]]   # a kv_cache_static session given, its prompt session beside it
+    assert ge.generate(static, one, 6, prompt_session=sess).new_tokens == _ort_loop(ref, one, 6)
+    with pytest.raises(InputError, match="prompt_session"):
+        ge.generate(static, one, 2, prompt_session=static)
