@@ -220,6 +220,9 @@ def test_a_static_step_refuses_feeds_that_do_not_fit(static):
     assert np.isfinite(logits).all()
     with pytest.raises(GEError, match="kv_cache_static needs kv_cache_max_len"):
         ge.Options(kv_cache_static=True)
+    with pytest.raises(GEError, match="kv_cache_static: .* node .* known only at run time"):   # sizes left unpadded
+        ge.Session(exports.load(NAME),
+                   options=ge.Options(kv_cache_max_len=MAX, kv_cache_static=True, disabled_passes=("kv_cache_pad",)))
 
 
 def test_generate_static_steps_equals_the_onnxruntime_loop(model, ref, static, sess):
