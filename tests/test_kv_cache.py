@@ -126,6 +126,8 @@ def test_the_cli_prints_tokens_and_their_rate(capsys, sess):
     want = ge.generate(sess, [[5, 17, 3], [40, 2, 99, 7, 61]], 3).new_tokens
     assert f"sequence 0: 5 17 3 | {' '.join(map(str, want[0]))}" in text
     assert "tokens/s" in text
+    assert main(["generate", NAME, "--prompt", "5,17,3;40,2,99,7,61", "--max-new-tokens", "3", "--static-steps"]) == 0
+    assert f"sequence 0: 5 17 3 | {' '.join(map(str, want[0]))}" in capsys.readouterr().out
 
 
 def test_bad_input_names_what_is_at_fault(sess, model):
