@@ -26,11 +26,11 @@ def alternating_best(fns, reps: int) -> list[float]:
 
 
 def alternate(fns: dict, rounds: int, runs: int = 1, pause: frozenset = frozenset(), pause_s: float = 0.005,
-              warmup: int = 2) -> dict[str, tuple[float, float]]:
+              warmup: int = 2, clock=time.perf_counter) -> dict[str, tuple[float, float]]:
     """{name: fn} -> {name: (median, best) seconds a run}: ge.bench.alternate's interleaved, shuffled rounds
     (a call is `runs` runs; names in `pause` get an untimed sleep first, so onnxruntime's pool threads park:
-    ge.bench.onnxruntime_session turns their spinning off too)."""
-    times = ge_alternate(fns, rounds, warmup, runs=runs, pause=pause, pause_s=pause_s)
+    ge.bench.onnxruntime_session turns their spinning off too; `clock` time.process_time: CPU seconds)."""
+    times = ge_alternate(fns, rounds, warmup, runs=runs, pause=pause, pause_s=pause_s, clock=clock)
     return {name: (float(np.median(t)), float(np.min(t))) for name, t in times.items()}
 
 

@@ -86,29 +86,34 @@ def sdpa_feeds(seq: int, heads: int = 12, dim: int = 64) -> dict:
     return out
 
 
-def kv_step(name: str, model, sess, ort, past: int):
-    """One token on a `past`-row KV cache (ge.KVCache) and the same step on onnxruntime fed the past: checked
-    equal, then {"ge kv": fn, "ort": fn} repeating that step (ge's cache length set back each call: the same
-    shape, so runtime_v2 replays it) and the past bytes each writes a step (onnxruntime's Concat every present,
-    ge the new rows only; ge's runtime_v2 copies no cache: its copied_inputs grows by ids and mask only)."""
+def kv_step(name: str, model, sessions: dict, ort, past: int):
+    """One token on a `past`-row KV cache (ge.KVCache) for each of `sessions` {label: ge.Session} and the same
+    step on onnxruntime fed the past: checked equal, then {label: fn, "ort": fn} repeating that step (the
+    cache's length set back each call: the same step again) and the past bytes each writes a step
+    (onnxruntime's Concat every present, ge the new rows only; ge copies no cache: its copied_inputs grows by
+    ids and mask only)."""
     layers, heads, head = step_sizes(model)
     fed = exports.gpt2_step_feeds(layers, heads, head, past, vocab=vocab(name))
     step = {"input_ids": fed["input_ids"], "attention_mask": fed["attention_mask"]}
-    cache = ge.KVCache(sess, 1)
-    for k, a in cache.arrays.items():
-        a[:, :, :past] = fed[k]
-    cache.length = past
-    (logits,) = sess.run(None, step, kv_cache=cache)
-    np.testing.assert_allclose(logits, ort.run(None, fed)[0], rtol=1e-3, atol=1e-3)
-    copied = sess.stats().get("copied_inputs", 0)
-
-    def ge_step():
+    want = ort.run(None, fed)[0]
+    fns = {}
+    for label, sess in sessions.items():
+        cache = ge.KVCache(sess, 1)
+        for k, a in cache.arrays.items():
+            a[:, :, :past] = fed[k]
         cache.length = past
-        sess.run(None, step, kv_cache=cache)
-    ge_step()
-    assert sess.stats().get("copied_inputs", 0) - copied <= 2 * 2, "runtime_v2 copied a cache"
-    moved = {"ge kv": 2 * layers * heads * head * 4, "ort": 2 * layers * heads * (past + 1) * head * 4}
-    return {"ge kv": ge_step, "ort": lambda: ort.run(None, fed)}, moved
+        (logits,) = sess.run(None, step, kv_cache=cache)
+        np.testing.assert_allclose(logits, want, rtol=1e-3, atol=1e-3)
+        copied = sess.stats().get("copied_inputs", 0)
+
+        def ge_step(sess=sess, cache=cache):
+            cache.length = past
+            sess.run(None, step, kv_cache=cache)
+        ge_step()
+        assert sess.stats().get("copied_inputs", 0) - copied <= 2 * 2, f"{label} copied a cache"
+        fns[label] = ge_step
+    moved = {"ge": 2 * layers * heads * head * 4, "ort": 2 * layers * heads * (past + 1) * head * 4}
+    return {**fns, "ort": lambda: ort.run(None, fed)}, moved
 
 
 def ort_generate(ort, model, ids, new: int) -> list[int]:

@@ -3,7 +3,7 @@ thread each, side by side in one process:
 
     python bench/transformers.py [exports] [by-op] [attention] [decode] [--models a,b] [--seqs 8,32,128]
         [--columns replayed,host,fixed,unfused] [--pasts 8,32,128,512] [--cycle 24] [--generate MODEL]
-        [--tokens 32] [--rounds 9] [--runs 1]
+        [--tokens 32] [--rounds 9] [--runs 1] [--clock wall|cpu]
 
 exports    each model at batch 1 and each sequence length, ge's columns against onnxruntime (default models
            bert_4x256, bert_6x768, gpt2_4x256): "replayed" as exported (dynamic axes: runtime_v2, the run
@@ -17,10 +17,14 @@ attention  the attention subgraph alone (12 heads x 64, an additive mask), fused
            at each of --seqs (default 128, 512), runtime_v1.
 decode     one new token a step on a KV cache in place (Options.kv_cache_max_len, ge.KVCache) at each of
            --pasts ('': none) vs onnxruntime fed the past (its Concats write every present; the bytes moved a
-           step are printed), default gpt2_4x256_step, gpt2_12x768_step; --cycle N: N steps of a generation
+           step are printed): the step shaped by its past replayed and host-driven (runtime_v2; within a
+           generation every step is a new shape, so host-driven is what a generation gets) and one static
+           step plan for every past (Options.kv_cache_static, runtime_v1); default gpt2_4x256_step,
+           gpt2_12x768_step; --cycle N: N steps of a generation
            (past 8 -> 8 + N - 1, a new shape each step) run generation after generation, replayed with the
            default capture_limit 8 and with 32, host-driven, and onnxruntime (the first model; 0: none);
-           --generate: ge.generate's tokens a second vs onnxruntime's loop (the same greedy tokens; '': none).
+           --generate: ge.generate's tokens a second (a session shaped by the past; a kv_cache_static one) vs
+           onnxruntime's loop (the same greedy tokens; '': none).
 
 ge: Options(thread_budget=1). onnxruntime: intra_op_num_threads=1, its pool not spinning
 (ge.bench.onnxruntime_session), all its graph optimizations, an untimed 5 ms pause before each of its timed
@@ -50,6 +54,7 @@ DEFAULT_MODELS = {"exports": "bert_4x256,bert_6x768,gpt2_4x256", "by-op": "bert_
                   "attention": "", "decode": "gpt2_4x256_step,gpt2_12x768_step"}
 DEFAULT_SEQS = {"exports": "8,32,128", "by-op": "128", "attention": "128,512"}
 ORT = frozenset({"ort"})
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}   # --clock cpu: the process's CPU seconds
 
 
 def ratio(t: dict, name: str) -> str:
@@ -120,19 +125,30 @@ def attention_mode(seqs, args) -> None:
 
 
 def decode_steps(models, pasts, args) -> None:
-    """A step on a KV cache in place at each past length vs onnxruntime's step fed the past."""
-    print(f"{'model':18s} {'past':>5s} {'ge kv ms':>9s} {'ort ms':>9s} {'ge/ort':>12s} {'ge moved':>10s} "
-          f"{'ort moved':>10s}")
+    """A step on a KV cache in place at each past length vs onnxruntime's step fed the past: "kv replayed" the
+    step shaped by its past (runtime_v2, the same step repeated: replayed), "kv host" the same host-driven (a
+    generation's steps: each past a new shape), "kv static" one static plan for every past
+    (Options.kv_cache_static: runtime_v1)."""
+    print(f"{'model':18s} {'past':>5s} {'replayed ms':>11s} {'host ms':>9s} {'static ms':>9s} {'ort ms':>9s} "
+          f"{'replayed/ort':>12s} {'host/ort':>12s} {'static/ort':>12s} {'ge moved':>10s} {'ort moved':>10s}")
     for name in models:
         model = exports.load(name)
-        sess = ge.Session(model, options=ge.Options(thread_budget=1, kv_cache_max_len=max(pasts) + 8))
+        rows = max(pasts) + 8
+        sessions = {"kv replayed": ge.Session(model, options=ge.Options(thread_budget=1, kv_cache_max_len=rows)),
+                    "kv host": ge.Session(model, options=ge.Options(thread_budget=1, kv_cache_max_len=rows,
+                                                                    capture_limit=0)),
+                    "kv static": ge.Session(model, options=ge.Options(thread_budget=1, kv_cache_max_len=rows,
+                                                                      kv_cache_static=True))}
         ort = onnxruntime_session(model, threads=1)
         for past in pasts:
-            fns, moved = cases.kv_step(name, model, sess, ort, past)
-            t = alternate(fns, args.rounds, args.runs, pause=ORT)
-            print(f"{name:18s} {past:5d} {t['ge kv'][0] * 1e3:9.2f} {t['ort'][0] * 1e3:9.2f} "
-                  f"{ratio(t, 'ge kv'):>12s} {moved['ge kv'] / 1024:8.1f}KB {moved['ort'] / 1024:8.1f}KB", flush=True)
-        sess.close()
+            fns, moved = cases.kv_step(name, model, sessions, ort, past)
+            t = alternate(fns, args.rounds, args.runs, pause=ORT, clock=CLOCKS[args.clock])
+            print(f"{name:18s} {past:5d} " + " ".join(f"{t[k][0] * 1e3:{w}.2f}" for k, w in zip(
+                ("kv replayed", "kv host", "kv static", "ort"), (11, 9, 9, 9))) + " " + " ".join(
+                f"{ratio(t, k):>12s}" for k in ("kv replayed", "kv host", "kv static"))
+                + f" {moved['ge'] / 1024:8.1f}KB {moved['ort'] / 1024:8.1f}KB", flush=True)
+        for s in sessions.values():
+            s.close()
 
 
 def decode_cycle(name: str, steps: int, args, past: int = 8) -> None:
@@ -159,24 +175,30 @@ def decode_cycle(name: str, steps: int, args, past: int = 8) -> None:
 
 
 def generate(name: str, args) -> None:
-    """ge.generate (the prompt in one step, and in one-token steps) vs onnxruntime's greedy loop: tokens/s."""
+    """ge.generate (the prompt in one step, then steps shaped by their past on runtime_v2; and one static step
+    plan, Options.kv_cache_static, on runtime_v1, the prompt in one step through the first session or a token
+    a step through the static plan) vs onnxruntime's greedy loop."""
     model = exports.load(name)
     rows = args.prompt + args.tokens
     sess = ge.Session(model, options=ge.Options(thread_budget=1, kv_cache_max_len=rows))
-    one = ge.Session(model, options=ge.Options(thread_budget=1, kv_cache_max_len=rows,
-                                               input_shape="input_ids:1,1;attention_mask:1,-1"))
+    static = ge.Session(model, options=ge.Options(thread_budget=1, kv_cache_max_len=rows, kv_cache_static=True))
+    one = {"prompt_session": sess}   # static: the prompt in one step through `sess`, into the static cache
     ort = onnxruntime_session(model, threads=1)
     ids = np.random.default_rng(0).integers(0, cases.vocab(name), (1, args.prompt))
     want = cases.ort_generate(ort, model, ids, args.tokens)
-    for s in (sess, one):
-        assert ge.generate(s, ids, args.tokens).new_tokens[0] == want, "ge.generate's tokens differ"
+    for s, kw in ((sess, {}), (static, one), (static, {})):
+        assert ge.generate(s, ids, args.tokens, **kw).new_tokens[0] == want, "ge.generate's tokens differ"
     t = alternate({"ge": lambda: ge.generate(sess, ids, args.tokens),
-                   "one-token steps": lambda: ge.generate(one, ids, args.tokens),
-                   "ort": lambda: cases.ort_generate(ort, model, ids, args.tokens)}, 3, 1, pause=ORT, warmup=0)
+                   "static": lambda: ge.generate(static, ids, args.tokens, **one),
+                   "static one-token prompt": lambda: ge.generate(static, ids, args.tokens),
+                   "ort": lambda: cases.ort_generate(ort, model, ids, args.tokens)}, 3, 1, pause=ORT, warmup=0,
+                  clock=CLOCKS[args.clock])
     rate = {k: args.tokens / v[1] for k, v in t.items()}
     print(f"generate {name}, prompt {args.prompt}, {args.tokens} new tokens (greedy, same tokens; best of 3): "
-          f"ge.generate {rate['ge']:.1f} tokens/s ({rate['ge'] / rate['ort']:.2f}x), one-token steps "
-          f"{rate['one-token steps']:.1f} ({rate['one-token steps'] / rate['ort']:.2f}x), onnxruntime loop "
+          f"ge.generate {rate['ge']:.1f} tokens/s ({rate['ge'] / rate['ort']:.2f}x), static step "
+          f"({static.runtime}) {rate['static']:.1f} ({rate['static'] / rate['ort']:.2f}x), static with the prompt a "
+          f"token a step {rate['static one-token prompt']:.1f} ({rate['static one-token prompt'] / rate['ort']:.2f}x), "
+          "onnxruntime loop "
           f"{rate['ort']:.1f}", flush=True)
 
 
@@ -193,6 +215,8 @@ def main(argv=None) -> None:
     ap.add_argument("--prompt", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--clock", choices=list(CLOCKS), default="wall",
+                    help="decode: wall time, or the process's CPU time (a shared machine: not the waits for a core)")
     args = ap.parse_args(argv)
     bad = [m for m in args.modes if m not in DEFAULT_MODELS]
     if bad:

@@ -220,11 +220,12 @@ class Session:
         if runtime == "auto":
             # v1's task sink for static plans, static If / Loop / Scan included (20 ns vs 0.5 us host time per
             # node, measured); v2 for shapes known only at run time, which v1 refuses; the KV cache in place
-            # on v2 (it reads the caller's cache where it is; v1 copies feeds into its arena)
-            return "v1" if "v1" in have and runs_on_v1(plan) and not kv else "v2"
-        if runtime == "v1" and kv:
-            raise GEError("kv_cache_max_len runs on runtime_v2 (it reads and writes the caller's cache in place; "
-                          "runtime_v1 copies its feeds into the arena): runtime='v2' or 'auto'")
+            # on v2 (the step's shapes follow the past)
+            # (kv_cache_static: one static step plan, which runtime_v1 binds in place too)
+            return "v1" if "v1" in have and runs_on_v1(plan) and (not kv or plan.options.kv_cache_static) else "v2"
+        if runtime == "v1" and kv and not plan.options.kv_cache_static:
+            raise GEError("kv_cache_max_len runs on runtime_v2 (its step shapes follow the past); runtime_v1 takes "
+                          "Options(kv_cache_static=True), one static step plan: runtime='v2' or 'auto'")
         if runtime not in RUNTIMES:
             raise GEError(f"unknown runtime '{runtime}': choose one of {', '.join(RUNTIMES)} or 'auto'")
         if runtime not in have:

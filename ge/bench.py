@@ -9,13 +9,15 @@ import numpy as np
 
 
 def alternate(contenders: dict, rounds: int = 15, warmup: int = 2, runs: int = 1, pause: frozenset = frozenset(),
-              pause_s: float = 0.005) -> dict[str, np.ndarray]:
+              pause_s: float = 0.005, clock=time.perf_counter) -> dict[str, np.ndarray]:
     """{name: fn} -> {name: seconds per call}, calls interleaved round by round, in a new (seeded) order each
     round: on a VM whose host takes a CPU away periodically, a fixed order can let the loss fall on the same
     places round after round (five identical 2-core ResNet-50 contenders, 25 rounds: medians 52.0-61.3 ms in a
     fixed order, 55.1-60.7 shuffled; such a VM's noise stays: compare ratios against its spread). A sample is
     `runs` calls in a row (its mean kept); names in `pause` get an untimed sleep of pause_s before each sample,
-    so onnxruntime's pool threads park."""
+    so onnxruntime's pool threads park. `clock`: time.process_time counts the CPU seconds of the process's
+    threads instead of wall time (on a shared machine a one-thread contender's CPU time is not inflated by
+    the time it waits for a core)."""
     for fn in contenders.values():
         for _ in range(warmup):
             fn()
@@ -27,10 +29,10 @@ def alternate(contenders: dict, rounds: int = 15, warmup: int = 2, runs: int = 1
             name, fn = names[i], contenders[names[i]]
             if name in pause:
                 time.sleep(pause_s)
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(runs):
                 fn()
-            times[name].append((time.perf_counter() - t0) / runs)
+            times[name].append((clock() - t0) / runs)
     return {name: np.array(t) for name, t in times.items()}
 
 

@@ -71,7 +71,9 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
     with progress.phase("import"):   # phases: for the CLI's "where the time went" (ge.npu.progress)
         graph = bind_input_shapes(import_model(model, inputs, outputs), options.input_shape)
         if options.kv_cache_max_len:   # a decoder's past keys/values in place (docs/kv-cache.md)
-            graph = kv_cache.in_place(graph, options.kv_cache_max_len)
+            if options.kv_cache_static:   # one step plan for every past length: [batch, 1] tokens, a padded mask
+                graph = bind_input_shapes(graph, kv_cache.static_shapes(graph, options.kv_cache_max_len))
+            graph = kv_cache.in_place(graph, options.kv_cache_max_len, options.kv_cache_static)
         if options.parallel == "data":
             graph = split_batch(graph, options.device_count)
         elif options.parallel == "tensor":
@@ -85,7 +87,13 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
             kv_cache.check(graph)
     with progress.phase("planning"):
         order = topological_order(graph, options.topo_sorting_mode)
-        return build_plan(graph, order, options, sink=not options.parallel)
+        plan = build_plan(graph, order, options, sink=not options.parallel)
+    dyn = host_driven(plan) if options.kv_cache_static else ()
+    if dyn:   # its promise is one static step plan for every past length
+        raise GEError(f"kv_cache_static: {dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has "
+                      "shapes known only at run time: the export uses the past length as a size ge cannot pad "
+                      "(run it without kv_cache_static; `ge plan` says why each node is dynamic)")
+    return plan
 
 
 def _static_gear(graph: Graph, options: Options, what: str, advice: str) -> Plan:

@@ -4,12 +4,14 @@
     out.tokens, out.tokens_per_second
 
 Step 1: the session: the one given (compiled with Options(kv_cache_max_len)), else one compiled from the model
-        with a cache of prompt + max_new_tokens rows (or max_len); runtime_v2 (the mask grows a column a step).
+        with a cache of prompt + max_new_tokens rows (or max_len); runtime_v2 (the mask grows a column a step),
+        or with one_token_steps one static step plan (Options.kv_cache_static) that runtime_v1 runs.
 Step 2: the prompts: a 2-D array, or sequences of different lengths left-padded with pad_token_id, the
         padding masked out (attention_mask 0); the export's position ids are its own (transformers' GPT-2 export
         counts them from the past length, so a padded sequence's positions start later, as in onnxruntime
         fed the same padded batch).
-Step 3: the loop: the prompt in one step, then one token a step; each step's last logits -> a token (greedy, or
+Step 3: the loop: the prompt in one step (static_steps: through the prompt session, into the step session's
+        cache), then one token a step; each step's last logits -> a token (greedy, or
         sampled: temperature, top-k, then top-p on what is left, from numpy's Generator(seed)); a sequence
         that picks a stop token is finished: its later tokens are pad_token_id and dropped; all finished or
         max_new_tokens -> stop.
@@ -98,12 +100,14 @@ def _check(max_new_tokens, temperature, top_k, top_p) -> None:
 
 def generate(model, input_ids, max_new_tokens: int, *, do_sample: bool | None = None, temperature: float = 1.0,
              top_k: int = 0, top_p: float = 1.0, seed: int | None = None, stop_tokens=(), pad_token_id: int = 0,
-             max_len: int | None = None, runtime: str = "auto", options=None, one_token_steps: bool = False
-             ) -> Generation:
+             max_len: int | None = None, runtime: str = "auto", options=None, one_token_steps: bool = False,
+             static_steps: bool = False, prompt_session=None) -> Generation:
     """Greedy (default) or sampled (do_sample, or top_k / top_p / temperature given) tokens; see the module doc.
-    `one_token_steps` (a model, not a session): the session is compiled for one new token a step (its token
-    input's shape fixed to [batch, 1]: most of the step static, bound once) and the prompt goes in a token a
-    step, as it does for a session compiled so."""
+    `static_steps` (a model): the steps run one static plan for every past length (Options.kv_cache_static,
+    runtime_v1 under runtime="auto") and the prompt one step through a second session shaped by it
+    (`prompt_session`, compiled here; give one beside a kv_cache_static session to do the same).
+    `one_token_steps` (a model): the static step plan alone, the prompt a token a step through it, as for a
+    kv_cache_static session given without a prompt_session."""
     from .api import Session
     from .kv_state import KVCache
     from .options import as_options
@@ -121,12 +125,17 @@ def generate(model, input_ids, max_new_tokens: int, *, do_sample: bool | None = 
                              "model itself, or compile with it")
     else:
         opts = as_options(options).replace(kv_cache_max_len=max_len or n + max_new_tokens)
-        if one_token_steps:
-            opts = opts.replace(input_shape=_one_token_shapes(model, batch))
-        sess = Session(model, runtime, opts)
+        if one_token_steps or static_steps:   # one static step plan for every past length (runtime_v1 with auto)
+            sess = Session(model, runtime, opts.replace(input_shape=_one_token_shapes(model, batch),
+                                                        kv_cache_static=True))
+            if static_steps and n > 1 and prompt_session is None:
+                prompt_session = Session(model, runtime, opts)
+        else:
+            sess = Session(model, runtime, opts)
     if n + max_new_tokens - 1 > sess._kv["max_len"]:
         raise InputError(f"input_ids: {n} prompt tokens + {max_new_tokens} new need "
                          f"{n + max_new_tokens - 1} cache rows; the cache has {sess._kv['max_len']} (max_len)")
+    _check_prompt_session(prompt_session, sess)
     cache = KVCache(sess, batch)
     ids_name, mask_name = sess._kv["ids"], sess._kv["mask"]
     rng = np.random.default_rng(seed)
@@ -136,12 +145,16 @@ def generate(model, input_ids, max_new_tokens: int, *, do_sample: bool | None = 
     t0 = time.perf_counter()
     step_ids, full_mask = ids, mask
     shape = next((a.shape for a in sess.get_inputs() if a.name == ids_name), None)
-    if one_token_steps or (shape is not None and shape[-1] == 1):   # the prompt but its last token, a token a step
-        for t in range(n - 1):
+    if prompt_session is None and (one_token_steps or (shape is not None and shape[-1] == 1)):
+        for t in range(n - 1):   # the prompt but its last token, a token a step
             sess.run(None, {ids_name: ids[:, t:t + 1], mask_name: mask[:, :t + 1]}, kv_cache=cache)
         step_ids = ids[:, n - 1:]
     for step in range(max_new_tokens):
-        logits = sess.run(None, {ids_name: step_ids, mask_name: full_mask}, kv_cache=cache)[0]
+        if step == 0 and prompt_session is not None:   # the cache's arrays fed as they are: written in place
+            logits = prompt_session.run(None, {ids_name: ids, mask_name: mask, **cache.arrays})[0]
+            cache.advance(n)
+        else:
+            logits = sess.run(None, {ids_name: step_ids, mask_name: full_mask}, kv_cache=cache)[0]
         if step == 0:
             out.prompt_seconds = time.perf_counter() - t0
         tok = pick(logits[:, -1], rng, do_sample, temperature, top_k, top_p)
@@ -159,6 +172,17 @@ def generate(model, input_ids, max_new_tokens: int, *, do_sample: bool | None = 
     out.tokens = [list(ids[b, n - lengths[b]:]) + out.new_tokens[b] for b in range(batch)]
     out.tokens = [[int(t) for t in r] for r in out.tokens]
     return out
+
+
+def _check_prompt_session(prompt, sess) -> None:
+    """A prompt session writes the step session's cache: the same caches and rows, its shapes free."""
+    if prompt is None:
+        return
+    kv = getattr(prompt, "_kv", None)
+    if kv is None or kv["past"] or kv["max_len"] != sess._kv["max_len"] or kv["caches"] != sess._kv["caches"] \
+            or (kv["ids"], kv["mask"]) != (sess._kv["ids"], sess._kv["mask"]):
+        raise InputError("generate: prompt_session must be the same model compiled with the same "
+                         f"kv_cache_max_len ({sess._kv['max_len']}) and without kv_cache_static")
 
 
 def _one_token_shapes(model, batch: int) -> str:

@@ -28,6 +28,8 @@ import numpy as np
 from .errors import GEError
 
 PASSES_THROUGH = ("Identity", "Concat")   # a 1-input Concat (torch.onnx writes one) or an Identity
+PAST_LENGTH = "past_length"   # kv_cache_static's input: the tokens the cache holds, int64 [1]
+PAST_SYMBOL = "kv_past"       # its value as fold_symbolic carries it (ge/passes/kv_cache_pad.py)
 
 
 def _source(v, inputs):
@@ -37,9 +39,7 @@ def _source(v, inputs):
     return v if v in inputs else None
 
 
-def in_place(graph, max_len: int):
-    """Rewrite `graph` (ge.ir.Graph) for a cache of max_len rows; returns it."""
-    # Step 1: the pairs and the length inputs
+def _pairs(graph):
     inputs = set(graph.inputs)
     pairs = []
     for y in graph.outputs:
@@ -49,6 +49,11 @@ def in_place(graph, max_len: int):
         x = _source(c.inputs[0], inputs)
         if x is not None and x.shape is not None and len(x.shape) == 4:
             pairs.append((x, y, c))
+    return pairs
+
+
+def _lengths(graph, pairs):
+    """(mask, ids): the attention mask [batch, past + new] and the new tokens [batch, new], else GEError."""
     if not pairs:
         raise GEError("kv_cache_max_len: no output of this model is present = Concat(past input, new rows, "
                       "axis=2) (a decoder step export with past_key_values): nothing to keep in place")
@@ -62,7 +67,23 @@ def in_place(graph, max_len: int):
         raise GEError("kv_cache_max_len: the cache's rows follow from an attention mask [batch, past + new] and "
                       f"the new tokens [batch, new] (2-D integer inputs); this model's are "
                       f"{[v.name for v in ints] or 'none'}")
-    ids = ids[0]
+    return mask, ids[0]
+
+
+def static_shapes(graph, max_len: int) -> list:
+    """Options.input_shape entries for kv_cache_static: the new tokens [batch, 1], the mask [batch, max_len]
+    (batch: the one given, else 1)."""
+    mask, ids = _lengths(graph, _pairs(graph))
+    batch = ids.shape[0] if isinstance(ids.shape[0], int) else 1
+    return [(ids.name, (batch, 1)), (mask.name, (batch, max_len))]
+
+
+def in_place(graph, max_len: int, static: bool = False):
+    """Rewrite `graph` (ge.ir.Graph) for a cache of max_len rows; returns it. `static`: the past length is
+    the PAST_LENGTH input (a value), the shapes are max_len's (kv_cache_pad pads what reads it as a size)."""
+    # Step 1: the pairs and the length inputs
+    pairs = _pairs(graph)
+    mask, ids = _lengths(graph, pairs)
     layers = []
     for x, y, c in pairs:
         b, h, _, d = x.shape
@@ -82,8 +103,14 @@ def in_place(graph, max_len: int):
         return graph.add_const(f"kv_cache/{name}", np.array(values, np.int64))
 
     zero, one, two, three, four = (const(str(k), [k]) for k in range(5))
-    tot = node("Slice", [node("Shape", [mask], size=2), one, two])
-    past = node("Sub", [tot, node("Slice", [node("Shape", [ids], size=2), one, two])])
+    if static:   # the past length as data; its symbol tells fold_symbolic which sizes it makes
+        if any(v.name == PAST_LENGTH for v in graph.inputs):
+            raise GEError(f"kv_cache_static: the model already has an input named '{PAST_LENGTH}'")
+        past = graph.add_input(PAST_LENGTH, np.dtype(np.int64), (1,))
+        past.sym = (PAST_SYMBOL,)
+    else:
+        tot = node("Slice", [node("Shape", [mask], size=2), one, two])
+        past = node("Sub", [tot, node("Slice", [node("Shape", [ids], size=2), one, two])])
     for x, y, c in pairs:
         x.shape = (x.shape[0], x.shape[1], max_len, x.shape[3])
         mine = len(x.users)   # the readers before this step's own Shape of the cache
@@ -107,7 +134,7 @@ def in_place(graph, max_len: int):
         # Step 3: present as a view of the cache
         graph.outputs = [v for v in graph.outputs if v is not y]
         graph.opsets.setdefault("ge", 1)
-        app = graph.add_node("KVCacheAppend", [x, c.inputs[1], mask], 1, {"axis": 1},
+        app = graph.add_node("KVCacheAppend", [x, c.inputs[1], mask] + ([past] if static else []), 1, {"axis": 1},
                              graph.fresh_name(f"{c.name}/kv_cache"), "ge", index=graph.nodes.index(c))
         out = app.outputs[0]   # present's declared shape [batch, heads, total, head] (symbolic: no infer runs)
         out.dtype, out.shape = x.dtype, (x.shape[0], x.shape[1], y.shape[2] if y.shape else total, x.shape[3])
@@ -116,7 +143,9 @@ def in_place(graph, max_len: int):
         for r in reversed(seen):   # the 1-input Concats / Identities and Shapes left unread
             if r in graph.nodes and not any(o.users or o in graph.outputs for o in r.outputs):
                 graph.erase_node(r)
-    graph.kv_cache = {"max_len": max_len, "layers": layers, "mask": mask.name, "ids": ids.name}
+    graph.kv_cache = {"max_len": max_len, "layers": layers, "mask": mask.name, "ids": ids.name,
+                      "past": PAST_LENGTH if static else None, "past_symbol": PAST_SYMBOL,
+                      "padded_past": max_len - (ids.shape[1] if isinstance(ids.shape[1], int) else 1)}
     return graph
 
 
@@ -135,7 +164,8 @@ def check(graph) -> None:
 # -- the caller's side: which inputs are caches, and the cache object Session.run(kv_cache=...) takes ------
 
 def layout(plan) -> dict | None:
-    """{max_len, caches: {input name: (heads, head)}, mask, ids} of a plan compiled with kv_cache_max_len."""
+    """{max_len, caches: {input name: (heads, head)}, mask, ids, past, dtype} of a plan compiled with
+    kv_cache_max_len (past: kv_cache_static's past-length input, else None)."""
     m = plan.options.kv_cache_max_len
     if not m:
         return None
@@ -145,13 +175,20 @@ def layout(plan) -> dict | None:
     ints = [t for t in ins if t.dtype.kind in "iu" and len(t.shape) == 2]
     mask = next((t.name for t in ints if "mask" in t.name), None)
     ids = next((t.name for t in ints if t.name != mask), None)
-    return {"max_len": m, "caches": caches, "mask": mask, "ids": ids, "dtype": ins[0].dtype if not caches else
-            next(t.dtype for t in ins if t.name in caches)}
+    past = PAST_LENGTH if plan.options.kv_cache_static else None
+    return {"max_len": m, "caches": caches, "mask": mask, "ids": ids, "past": past,
+            "dtype": ins[0].dtype if not caches else next(t.dtype for t in ins if t.name in caches)}
 
 
 def check_feeds(lay: dict, feeds: dict, past: int | None = None) -> int:
-    """The new-token count of a step; InputError naming the input when the step does not fit the cache."""
+    """The new-token count of a step; InputError naming the input when the step does not fit the cache.
+    `past`: the tokens a ge.KVCache holds (its mask is the logical one, [batch, past + new]); None: the raw
+    idiom (the caller's cache arrays, and with kv_cache_static the padded mask and past_length)."""
     from .errors import InputError
+    if past is None:
+        _check_arrays(lay, feeds)
+        if lay["past"]:
+            return _check_static(lay, feeds)
     ids, mask = feeds.get(lay["ids"]), feeds.get(lay["mask"])
     if ids is None or mask is None:
         raise InputError(f"missing input '{lay['ids'] if ids is None else lay['mask']}' (a step of a model "
@@ -170,3 +207,37 @@ def check_feeds(lay: dict, feeds: dict, past: int | None = None) -> int:
     if total < new or mask.shape[0] != ids.shape[0]:
         raise InputError(f"input '{lay['mask']}' {list(mask.shape)} does not cover '{lay['ids']}' {list(ids.shape)}")
     return new
+
+
+def _check_arrays(lay: dict, feeds: dict) -> None:
+    """The caller's cache arrays are written in place: a copy (an array the runtimes cannot bind, GE's
+    zero-copy rule) would lose the step's rows, so it is refused."""
+    from .errors import InputError
+    from .plan import zero_copy_aligned
+    for name, (heads, head) in lay["caches"].items():
+        a = feeds.get(name)
+        if not isinstance(a, np.ndarray) or a.dtype != lay["dtype"] or a.ndim != 4 or a.shape[1:] != (
+                heads, lay["max_len"], head):
+            continue   # the runtime names what does not fit
+        if not (a.flags.c_contiguous and a.flags.writeable and zero_copy_aligned(a)):
+            raise InputError(f"input '{name}': a KV cache array is written in place, so it must be C-contiguous, "
+                             "writable and 32-byte aligned (ge.KVCache's are; ge.plan.aligned_empty makes one)")
+
+
+def _check_static(lay: dict, feeds: dict) -> int:
+    """kv_cache_static's raw feeds: tokens [batch, 1], the mask padded to max_len, 0 <= past_length < max_len."""
+    from .errors import InputError
+    m, name = lay["max_len"], lay["past"]
+    ids, mask, past = (feeds.get(k) for k in (lay["ids"], lay["mask"], name))
+    for k, v in ((lay["ids"], ids), (lay["mask"], mask), (name, past)):
+        if v is None:
+            raise InputError(f"missing input '{k}' (a kv_cache_static step needs the new token, the mask padded "
+                             f"to {m} columns and the past length; ge.KVCache feeds them)")
+    ids, mask, past = np.asarray(ids), np.asarray(mask), np.asarray(past)
+    if mask.ndim != 2 or mask.shape[1] != m:
+        raise InputError(f"input '{lay['mask']}' {list(mask.shape)}: a kv_cache_static step takes the mask padded "
+                         f"to the cache's {m} columns (0 beyond past + new)")
+    if past.size != 1 or past.dtype.kind not in "iu" or not 0 <= int(past.reshape(-1)[0]) < m:
+        raise InputError(f"input '{name}' {past.reshape(-1)[:4].tolist()}: one integer in 0..{m - 1} (the "
+                         f"tokens the cache holds; a past of {m} or more does not fit kv_cache_max_len {m})")
+    return int(ids.shape[1]) if ids.ndim == 2 else 1

@@ -27,6 +27,11 @@ class KVCache:
             raise InputError(f"KVCache batch must be a positive integer, got {batch!r}")
         self.layout, self.batch, self.max_len, self.length = lay, int(batch), lay["max_len"], 0
         self.arrays = {}
+        self._mask = self._past = None   # kv_cache_static: the mask padded to max_len, the past length
+        if lay["past"]:
+            self._mask = aligned_empty((self.batch, self.max_len), np.int64)
+            self._mask[...] = 0
+            self._past = aligned_empty((1,), np.int64)
         for name, (heads, head) in lay["caches"].items():
             a = aligned_empty((self.batch, heads, self.max_len, head), lay["dtype"])
             a[...] = 0
@@ -42,7 +47,7 @@ class KVCache:
 
     def feeds(self, feeds: dict) -> tuple[dict, int]:
         """The step's feeds with the caches added; (feeds, new tokens). InputError naming what does not fit."""
-        clash = sorted(set(feeds) & set(self.arrays))
+        clash = sorted(set(feeds) & (set(self.arrays) | {self.layout["past"]}))
         if clash:
             raise InputError(f"input '{clash[0]}' is the KV cache's: give kv_cache= or the array, not both")
         new = check_feeds(self.layout, feeds, self.length)
@@ -53,7 +58,13 @@ class KVCache:
             if a.dtype != self.layout["dtype"] or a.shape[0] != self.batch or not a.flags.writeable:
                 raise InputError(f"input '{name}': the KV cache's array is {a.dtype}{list(a.shape)}, "
                                  f"expected a writable {self.layout['dtype']} [{self.batch}, ...]")
-        return {**feeds, **self.arrays}, new
+        if self._past is None:
+            return {**feeds, **self.arrays}, new
+        total = self.length + new   # kv_cache_static: the plan's fixed shapes, the past length a value
+        self._mask[:, :total] = feeds[self.layout["mask"]]
+        self._mask[:, total:] = 0
+        self._past[0] = self.length
+        return {**feeds, self.layout["mask"]: self._mask, self.layout["past"]: self._past, **self.arrays}, new
 
     def advance(self, new: int) -> None:
         self.length += new

@@ -34,7 +34,7 @@ RANGES = {"max_streams": (1, MAX_STREAMS), "thread_budget": (0, 1 << 12), "aicor
 PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable", "event_multiplexing", "enable_dynamic_shape_multi_stream",
-         "hcom_parallel", "activate_body_streams")
+         "hcom_parallel", "activate_body_streams", "kv_cache_static")
 
 
 def _unknown(name: str, known) -> GEError:
@@ -101,6 +101,10 @@ class Options:
     # outputs become one buffer per past input of this many rows, fed back by Session.run(kv_cache=...), each
     # step writing only its new rows; 0 = the export as it is
     kv_cache_max_len: int = 0
+    # with kv_cache_max_len: one static step plan for every past length (docs/kv-cache.md): the new tokens
+    # [batch, 1], the mask padded to kv_cache_max_len columns, the past length an input (`past_length`), so
+    # the step runs on runtime_v1 (or replays on runtime_v2); ge.KVCache feeds it
+    kv_cache_static: bool = False
     # event ids reused once both ends of their last use are done (GE's event multiplexing; schedule/multiplex.py)
     event_multiplexing: bool = False
     # the device's event ids (GE: EventAllocator::kMaxEventNum = 4096); a plan needing more is multiplexed,
@@ -208,6 +212,8 @@ class Options:
             items = v.split(",") if isinstance(v, str) else v
             if not isinstance(items, Iterable) or not all(isinstance(s, str) for s in items):
                 raise GEError(f"option {name} must be names (a list of strings or 'a,b'), got {v!r:.40}")
+        if self.kv_cache_static and not self.kv_cache_max_len:
+            raise GEError("option kv_cache_static needs kv_cache_max_len (the cache's rows the step is padded to)")
         if self.parallel not in PARALLEL:
             raise GEError(f"option parallel must be one of {', '.join(map(repr, PARALLEL))}, got {self.parallel!r:.40}")
         if isinstance(self.hccl_timeout, bool) or not isinstance(self.hccl_timeout, numbers.Real) \

@@ -52,11 +52,13 @@ def _spec(t) -> Spec:
     return Spec(t.name, t.dtype, tuple(t.shape), t.nbytes)
 
 
-def reserve(memory, nbytes: int, what: str):
+def reserve(memory, nbytes: int, what: str, huge: bool = False):
     """(uint8 view of nbytes of device memory, ALIGN-aligned, zeroed, its release); DeviceMemoryError naming
-    `what` when the device is full."""
+    `what` when the device is full. `huge`: backed by 2 MiB pages where the OS allows (the weights)."""
     nbytes = max(int(nbytes), 1)
     off = memory.reserve(nbytes, what)
+    if huge:
+        memory.prefer_huge_pages(off, nbytes)
     return memory.view(off, nbytes), (lambda: memory.release(off, nbytes))
 
 
@@ -184,7 +186,8 @@ class Executor:
         if weights is None and self.model.segments["weights"] == 0:
             weights = np.zeros(1, np.uint8)   # no constants: nothing to reserve on the device
         elif weights is None:   # the instances share one copy, released when the last one goes
-            weights, release = reserve(memory, self.model.segments["weights"], f"the weights of '{plan.name}'")
+            weights, release = reserve(memory, self.model.segments["weights"], f"the weights of '{plan.name}'",
+                                       huge=True)
             copy_weights(plan, weights)
         try:
             first = Instance(self.model, weights, memory, feature_map)

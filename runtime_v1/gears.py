@@ -46,7 +46,7 @@ class _Weights:
 
     def __init__(self, plans: list, memory):
         self.nbytes = max(int(p.memory.segments["weights"]) for p in plans)
-        self.buf, self._release = reserve(memory, self.nbytes, f"the weights of '{plans[0].name}' (gears)")
+        self.buf, self._release = reserve(memory, self.nbytes, f"the weights of '{plans[0].name}' (gears)", huge=True)
         for p in plans:   # laid out by ge/memory/gear_weights.py, they agree where they overlap
             copy_weights(p, self.buf)
 

@@ -10,6 +10,7 @@ import ge
 from ge import exports
 from ge.errors import GEError, InputError
 from ge.generation import pad_prompts, pick
+from ge.plan import aligned_empty
 
 NAME, LAYERS, HEADS, HEAD, VOCAB = "gpt2_tiny_step", 2, 4, 16, 100
 MAX = 24
@@ -30,6 +31,12 @@ def ref(model):
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def _zeros(shape):
+    a = aligned_empty(shape, np.float32)
+    a[...] = 0
+    return a
 
 
 def _ort_loop(ref, prompts, new, rng=None, **sampling):
@@ -119,6 +126,8 @@ def test_the_cli_prints_tokens_and_their_rate(capsys, sess):
     want = ge.generate(sess, [[5, 17, 3], [40, 2, 99, 7, 61]], 3).new_tokens
     assert f"sequence 0: 5 17 3 | {' '.join(map(str, want[0]))}" in text
     assert "tokens/s" in text
+    assert main(["generate", NAME, "--prompt", "5,17,3;40,2,99,7,61", "--max-new-tokens", "3", "--static-steps"]) == 0
+    assert f"sequence 0: 5 17 3 | {' '.join(map(str, want[0]))}" in capsys.readouterr().out
 
 
 def test_bad_input_names_what_is_at_fault(sess, model):
@@ -132,8 +141,11 @@ def test_bad_input_names_what_is_at_fault(sess, model):
         sess.run(None, {"input_ids": np.zeros((2, 1), np.int64), "attention_mask": np.ones((2, 1), np.int64)},
                  kv_cache=cache)
     feeds = {"input_ids": ids, "attention_mask": np.ones((1, 1), np.int64)}
-    caches = {f"past_key_values.{i}.{kv}": np.zeros((1, HEADS, MAX, HEAD), np.float32)
+    caches = {f"past_key_values.{i}.{kv}": _zeros((1, HEADS, MAX, HEAD))
               for i in range(LAYERS) for kv in ("key", "value")}
+    unbindable = np.zeros(1 + HEADS * MAX * HEAD, np.float32)[1:].reshape(1, HEADS, MAX, HEAD)   # 4 bytes off
+    with pytest.raises(InputError, match="past_key_values.1.key.*32-byte"):   # a copy would lose the step's rows
+        sess.run(None, {**feeds, **caches, "past_key_values.1.key": unbindable})
     with pytest.raises(InputError, match="past_key_values.0.key"):   # heads that differ
         sess.run(None, {**feeds, **caches, "past_key_values.0.key": np.zeros((1, 3, MAX, HEAD), np.float32)})
     with pytest.raises(InputError, match="past_key_values.1.value"):   # the wrong dtype
@@ -149,3 +161,77 @@ def test_bad_input_names_what_is_at_fault(sess, model):
                                                              "attention_mask:1,4"))
     fixed = ge.Session(model, options=ge.Options(kv_cache_max_len=8, input_shape="input_ids:1,1;attention_mask:1,4"))
     assert fixed.runtime == "v2"   # auto: a static plan with the cache in place stays on runtime_v2
+
+
+# -- Options.kv_cache_static: one static step plan for every past length -----------------------------------
+
+@pytest.fixture(scope="module")
+def static(model):
+    return ge.Session(model, options=ge.Options(kv_cache_max_len=MAX, kv_cache_static=True))
+
+
+def test_a_static_step_serves_every_past_on_runtime_v1(static, sess, ref):
+    from ge.plan import host_driven
+    plan = static.plan
+    assert static.runtime == "v1" and not host_driven(plan)   # auto: the task sink
+    shapes = {plan.tensors[i].name: plan.tensors[i].shape for i in plan.inputs}
+    assert shapes["input_ids"] == (1, 1) and shapes["attention_mask"] == (1, MAX) and shapes["past_length"] == (1,)
+    cache, plain = ge.KVCache(static, batch=1), ge.KVCache(sess, batch=1)
+    buffers = {k: a.ctypes.data for k, a in cache.arrays.items()}
+    past = {f"past_key_values.{i}.{kv}": np.zeros((1, HEADS, 0, HEAD), np.float32)
+            for i in range(LAYERS) for kv in ("key", "value")}
+    names = [o.name for o in ref.get_outputs()]
+    ids = np.array([[7]])
+    for total in range(1, 9):   # past 0 -> 7: one plan
+        mask = np.ones((1, total), np.int64)
+        r = ref.run(None, {"input_ids": ids, "attention_mask": mask, **past})
+        (logits,) = static.run(None, {"input_ids": ids, "attention_mask": mask}, kv_cache=cache)
+        (want,) = sess.run(None, {"input_ids": ids, "attention_mask": mask}, kv_cache=plain)
+        np.testing.assert_array_equal(logits, want)   # the same bits as the step shaped by its past
+        np.testing.assert_allclose(logits, r[0], rtol=1e-5, atol=1e-5)
+        for n, v in zip(names[1:], r[1:]):
+            np.testing.assert_array_equal(cache.present(n.replace("present", "past_key_values")),
+                                          plain.present(n.replace("present", "past_key_values")))
+        past = {n.replace("present", "past_key_values"): v for n, v in zip(names[1:], r[1:])}
+        ids = r[0][:, -1:].argmax(-1)
+    assert {k: a.ctypes.data for k, a in cache.arrays.items()} == buffers
+    # runtime_v1 bound the caches, the padded mask and the past length in place, every step
+    assert static.stats()["zero_copy_inputs"] >= 8 * (2 * LAYERS + 2)
+
+
+def test_a_static_step_replays_on_runtime_v2(model, static):
+    v2 = ge.Session(model, "v2", options=ge.Options(kv_cache_max_len=MAX, kv_cache_static=True))
+    a, b = ge.KVCache(static, batch=1), ge.KVCache(v2, batch=1)
+    for step in range(5):
+        feeds = {"input_ids": np.array([[3 + step]]), "attention_mask": np.ones((1, step + 1), np.int64)}
+        np.testing.assert_array_equal(v2.run(None, feeds, kv_cache=b)[0], static.run(None, feeds, kv_cache=a)[0])
+    assert v2.stats()["last_run"] == "replayed"   # one shape for every step: recorded once, then replayed
+
+
+def test_a_static_step_refuses_feeds_that_do_not_fit(static):
+    caches = {f"past_key_values.{i}.{kv}": _zeros((1, HEADS, MAX, HEAD))
+              for i in range(LAYERS) for kv in ("key", "value")}
+    feeds = {"input_ids": np.zeros((1, 1), np.int64), "attention_mask": np.ones((1, MAX), np.int64), **caches}
+    with pytest.raises(InputError, match="past_length"):   # the last row is the new token's: past < MAX
+        static.run(None, {**feeds, "past_length": np.array([MAX], np.int64)})
+    with pytest.raises(InputError, match="past_length"):
+        static.run(None, feeds)
+    with pytest.raises(InputError, match="attention_mask.*padded"):
+        static.run(None, {**feeds, "attention_mask": np.ones((1, 3), np.int64), "past_length": np.array([2])})
+    (logits,) = static.run(None, {**feeds, "past_length": np.array([0], np.int64)})   # the raw idiom
+    assert np.isfinite(logits).all()
+    with pytest.raises(GEError, match="kv_cache_static needs kv_cache_max_len"):
+        ge.Options(kv_cache_static=True)
+    with pytest.raises(GEError, match="kv_cache_static: .* node .* known only at run time"):   # sizes left unpadded
+        ge.Session(exports.load(NAME),
+                   options=ge.Options(kv_cache_max_len=MAX, kv_cache_static=True, disabled_passes=("kv_cache_pad",)))
+
+
+def test_generate_static_steps_equals_the_onnxruntime_loop(model, ref, static, sess):
+    prompts = [[5, 17, 3], [40, 2, 99, 7, 61]]   # the prompt in one step, then one static plan on runtime_v1
+    out = ge.generate(model, prompts, 5, static_steps=True)
+    assert out.new_tokens == _ort_loop(ref, prompts, 5)
+    one = [[9, 4, 12, 33]]   # a kv_cache_static session given, its prompt session beside it
+    assert ge.generate(static, one, 6, prompt_session=sess).new_tokens == _ort_loop(ref, one, 6)
+    with pytest.raises(InputError, match="prompt_session"):
+        ge.generate(static, one, 2, prompt_session=static)

@@ -155,8 +155,10 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=None, help="the sampler's seed (the same seed, the same tokens)")
     g.add_argument("--stop", metavar="IDS", help="stop tokens '50256,0': a sequence ends at the first")
     g.add_argument("--pad", type=int, default=0, metavar="ID", help="the padding token (default 0)")
-    g.add_argument("--one-token-steps", action="store_true", help="compile for one new token a step (most of a "
-                   "step static) and feed the prompt a token a step")
+    g.add_argument("--one-token-steps", action="store_true", help="one static step plan for every past length "
+                   "(kv_cache_static, runtime_v1) and the prompt a token a step")
+    g.add_argument("--static-steps", action="store_true", help="one static step plan for every past length "
+                   "(kv_cache_static, runtime_v1), the prompt in one step through a second session")
     g.set_defaults(fn="generate:cmd_generate")
 
     w = sub.add_parser("warmup", help="fill the kernel caches for models ahead of their first run, in "

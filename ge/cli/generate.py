@@ -33,7 +33,7 @@ def cmd_generate(args) -> int:
                    temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
                    stop_tokens=_ints(args.stop, "stop"), pad_token_id=args.pad, max_len=args.max_len,
                    runtime=args.runtime, options=options_of(args),
-                   one_token_steps=args.one_token_steps)
+                   one_token_steps=args.one_token_steps, static_steps=args.static_steps)
     for b, (toks, new) in enumerate(zip(out.tokens, out.new_tokens)):
         prompt = toks[:len(toks) - len(new)]
         print(f"sequence {b}: {' '.join(map(str, prompt))} | {' '.join(map(str, new))}")

@@ -8,11 +8,14 @@ total, head] with total = total_ref.shape[axis] (the attention mask's columns); 
 cache's buffer (rows past `total` unread), its row stride max_len, not total. Only shape readers and
 ge::CachedAttention may read it (ge/passes/kv_cache_attention.py checks).
 
-ge::CachedAttention(q, k_cache, v_cache, mask, k_new, v_new)[scale, q_perm, y_perm, is_causal, nan_guard, max_len]:
+ge::CachedAttention(q, k_cache, v_cache, mask, k_new, v_new[, past])[scale, q_perm, y_perm, is_causal, nan_guard,
+max_len]:
 ge::Attention (attention.py's attention_blocks, the same GEMM blocks and softmax, so the same bits) over the
 caches' first total rows, read through the row stride max_len; before a task reads its (batch, kv head), it
 writes that head's new rows at [total - new, total) (every task of that head writes the same values, so tasks
 on other AI cores never see a row missing: no barrier). Rows moved per step: the new ones, O(new tokens).
+`past` (Options.kv_cache_static): the past length as a value (int64 [1]); the shapes are then max_len's and
+the kernel reads the first past + new rows (cached_attention_rows_at).
 """
 from __future__ import annotations
 
@@ -134,6 +137,22 @@ def cached_attention_rows(q, kc, vc, mask, kn, vn, y, ws, dims, qs, ks, vs, ys, 
                     y[yo + d] += p * vc[vo + d]
 
 
+@njit(nogil=True, cache=True)
+def cached_attention_rows_at(q, kc, vc, mask, kn, vn, past, y, ws, dims, qs, ks, vs, ys, ms, flags, scale, wdims,
+                             block_idx, block_dim):
+    """Options.kv_cache_static: cached_attention_rows with the past length read from `past` (int64 [1], a
+    value): the new rows go to [past, past + new) and the step attends over the first past + new rows
+    (causal frontier at past), whatever the plan's shapes (max_len rows, the mask padded to them). A past
+    outside the cache writes nothing (Session.run refuses it before, naming the input)."""
+    P, S, M = past[0], wdims[1], wdims[2]
+    if P < 0 or P + S > M:
+        return
+    d, w = dims.copy(), wdims.copy()
+    d[4], d[7], w[0] = P + S, P, P
+    cached_attention_rows(q, kc, vc, mask, kn, vn, y, ws, d, qs, ks, vs, ys, ms, flags, scale, w, block_idx,
+                          block_dim)
+
+
 ROWS = 4   # query rows up to which a step takes cached_attention_rows (decode: 1)
 
 
@@ -169,6 +188,13 @@ def _prepare_cached(ctx: KernelContext) -> Launch:
     inner = _blocks_launch(ctx, B, Hq, Hkv, Sq, T, dh, dv, qs, ks, vs, ys, float(ctx.attr("scale", 1.0)),
                            int(ctx.attr("is_causal", 0)), int(ctx.attr("nan_guard", 0)), T - Sq)
     wdims = np.array([T - Sq, Sq, M], np.int64)
+    if ctx.has(6):   # kv_cache_static: the past length a value, T the cache's rows
+        if Sq > ROWS or ctx.inputs[6].dtype != np.int64:
+            raise ctx.error(f"a step with the past length as a value takes <= {ROWS} new rows and an int64 past "
+                            f"length; got {Sq} rows, {ctx.inputs[6].dtype}")
+        bd = block_dim_for(B * Hq, ctx.cores, max(1, -(-MIN_BLOCK_MACS // max(1, Sq * T * (dh + dv)))))
+        return Launch(cached_attention_rows_at, (*inner.args, wdims), (TensorSpec((bd * T,), ctx.inputs[0].dtype),),
+                      inputs=(*inner.inputs, 4, 5, 6), tiled=True, block_dim=bd)
     if Sq <= ROWS:   # a decode step: rows of dot products over the cache (inner's dims, strides and flags)
         bd = block_dim_for(B * Hq, ctx.cores, max(1, -(-MIN_BLOCK_MACS // max(1, Sq * T * (dh + dv)))))
         return Launch(cached_attention_rows, (*inner.args, wdims), (TensorSpec((bd * T,), ctx.inputs[0].dtype),),

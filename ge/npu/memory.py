@@ -148,6 +148,19 @@ class DeviceMemory:
         self.peak = max(self.peak, self.in_use)
 
     # -- private hook ---------------------------------------------------------------------------------
+    def prefer_huge_pages(self, offset: int, size: int) -> None:
+        """Ask for 2 MiB pages behind an extent read whole every run (the weights), before it is first touched:
+        the kernel's transparent huge pages in `madvise` mode back only what asks, as numpy's own large arrays
+        do; streaming GPT-2's weights from 4 KiB pages cost runtime_v1 ~20-40% more CPU time per decode step
+        than runtime_v2 reading numpy's (one thread, load 13). A no-op where the OS has no such advice."""
+        advice = getattr(mmap, "MADV_HUGEPAGE", None)
+        lo, hi = align_up(offset, mmap.PAGESIZE), (offset + size) // mmap.PAGESIZE * mmap.PAGESIZE
+        if advice is not None and hi > lo:
+            try:
+                self._map.madvise(advice, lo, hi - lo)
+            except OSError:   # THP off or unsupported: 4 KiB pages, as before
+                pass
+
     def _decommit(self, offset: int, size: int) -> None:
         """Give the physical pages of a released extent back (the addresses stay reserved)."""
         lo, hi = align_up(offset, mmap.PAGESIZE), (offset + size) // mmap.PAGESIZE * mmap.PAGESIZE

@@ -18,6 +18,7 @@ from .fuse_qdq import fuse_qdq
 from .fuse_skip_layer_norm import fuse_skip_layer_norm
 from .infer_shapes import infer_shapes
 from .kv_cache_attention import kv_cache_attention
+from .kv_cache_pad import kv_cache_pad
 from .pack_bf16_convs import pack_bf16_convs
 from .pack_conv_weights import pack_conv_weights
 from .pack_matmul_weights import pack_matmul_weights
@@ -42,6 +43,7 @@ PIPELINE = [
     ("fuse_qdq", fuse_qdq),
     ("fold_constants", fold_constants),
     ("fold_symbolic", fold_symbolic),   # shape arithmetic over symbolic sizes (input shapes not all fixed)
+    ("kv_cache_pad", kv_cache_pad),     # Options.kv_cache_static: sizes made of the past length -> the cache's
     ("fold_if", fold_if),               # an If on a constant condition: the branch it picks
     ("remove_identity", remove_identity),
     ("cancel_transposes", cancel_transposes),

@@ -3,9 +3,10 @@
 With Options.kv_cache_max_len (ge/kv_cache.py), `present` is ge::KVCacheAppend(cache, new, mask): the cache's
 buffer seen as [batch, heads, total, head], whose rows are max_len apart. fuse_attention's node reads it as
 K and V (through an identity perm: the head dim last, rows after heads); it becomes
-    ge::CachedAttention(q, k_cache, v_cache, mask, k_new, v_new)[scale, q_perm, y_perm, is_causal, nan_guard,
-                                                                  max_len]
-which writes the new rows into the caches and attends over them in place (ge/kernels/kv_cache.py).
+    ge::CachedAttention(q, k_cache, v_cache, mask, k_new, v_new[, past])[scale, q_perm, y_perm, is_causal,
+                                                                         nan_guard, max_len]
+which writes the new rows into the caches and attends over them in place (ge/kernels/kv_cache.py); with
+Options.kv_cache_static the append's fourth input, the past length as a value, is its `past`.
 Step 1: match each ge::Attention whose K and V are KVCacheAppend outputs, read with identity perms.
 Step 2: one CachedAttention under the Attention's name and output.
 Step 3: its output's shape from Q's (static where Q is, though the cache's rows are not).
@@ -40,9 +41,10 @@ def kv_cache_attention(graph) -> bool:
         # Step 2
         attrs = {a: node.attrs[a] for a in ("scale", "q_perm", "y_perm", "is_causal", "nan_guard") if a in node.attrs}
         attrs["max_len"] = int(cache.shape[2])
+        past = [k.inputs[3]] if len(k.inputs) > 3 else []   # kv_cache_static: the past length, a value
         replace_pattern(graph, [node], "CachedAttention",
-                        [node.inputs[0], node.inputs[1], node.inputs[2], mask, k.inputs[1], v.inputs[1]], attrs, "ge",
-                        name=node.name)
+                        [node.inputs[0], node.inputs[1], node.inputs[2], mask, k.inputs[1], v.inputs[1], *past], attrs,
+                        "ge", name=node.name)
         changed = True
     # Step 3: Y's shape from Q's, each round (its kernel's infer runs on static inputs only, and the cache's rows
     # are symbolic): [batch, heads, new, head] through y_perm, so what follows is static where Q is

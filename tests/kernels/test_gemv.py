@@ -12,7 +12,7 @@ from ge.kernels.gemv import gemv, gemv_packed
 
 def test_plain_and_packed_rows_are_the_same_bits():
     rng = np.random.default_rng(0)
-    for K, N in ((70, 133), (300, 64), (5, 40)):
+    for K, N in ((70, 133), (300, 64), (5, 40), (20, 4200)):   # 8 + 4 + 1 rows a pass, columns past a chunk
         a, b = rng.standard_normal(K, np.float32), rng.standard_normal((K, N), np.float32)
         y, yp = np.full(N, np.nan, np.float32), np.full(N, np.nan, np.float32)
         gemv(a, b.reshape(-1), a, y, 1, N, K, K, 1, 0, 1.0, 1.0, 0, 0, 0.0, 0.0, 0, 1)
