@@ -16,6 +16,7 @@ graph breaks), convert.py (ATen FX -> ir.Graph), runtime.py (a Session called wi
 """
 from .backend import backend, get_backend
 from .config import CompilerConfig
+from .gears import set_dim_gears
 from .registry import CONVERTERS, Unsupported, converter
 
-__all__ = ["backend", "get_backend", "CompilerConfig", "CONVERTERS", "converter", "Unsupported"]
+__all__ = ["backend", "get_backend", "CompilerConfig", "set_dim_gears", "CONVERTERS", "converter", "Unsupported"]
