@@ -1,9 +1,9 @@
 """torch.compile(backend="ge"): outputs against PyTorch eager, graph breaks, fullgraph errors, frozen weights.
 
-Skipped without torch (CI installs it with the [torch] extra). Models are small (kernel compiles count)."""
+Skipped without torch (CI installs it with the [torch] extra; fixtures in conftest.py). Models are small
+(kernel compiles count)."""
 from __future__ import annotations
 
-import importlib
 import logging
 from pathlib import Path
 
@@ -14,42 +14,17 @@ torch = pytest.importorskip("torch", minversion="2.1")
 
 import ge.torch  # noqa: E402
 from ge.errors import GEError, UnsupportedOpError  # noqa: E402
-from ge.torch.runtime import GeGraph  # noqa: E402
 import torch_nets  # noqa: E402
+from torch_checks import close, compiled  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
-
-def _close(y, ref, tol=1e-4):
-    """Within tol of eager, relative to the output's scale."""
-    y, ref = np.asarray(y), np.asarray(ref)
-    assert y.shape == ref.shape and y.dtype == ref.dtype
-    err = np.abs(y - ref).max() / max(np.abs(ref).max(), 1e-6)
-    assert err <= tol, f"max error {err:.3g} of the output's scale"
+_close = close
 
 
 def _compile(model, mode="max-autotune", **kw):
-    return torch.compile(model, backend=ge.torch.get_backend(ge.torch.CompilerConfig(mode=mode)), **kw)
-
-
-@pytest.fixture
-def made(monkeypatch) -> list:
-    """The GeGraphs the backend makes (each a graph or partition ge runs), in order."""
-    out = []
-
-    class Recorded(GeGraph):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            out.append(self)
-    monkeypatch.setattr(importlib.import_module("ge.torch.backend"), "GeGraph", Recorded)
-    return out
+    return compiled(model, mode, **kw)
 
 
 def test_small_cnn_matches_eager():
