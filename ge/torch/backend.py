@@ -28,6 +28,7 @@ from .runtime import GearedGraph, GeGraph
 from .specialize import PerShape
 
 log = logging.getLogger("ge.torch")
+WATCHERS: list = []   # ge.torch.explain's recorders: told of each graph break and each GeGraph made
 
 
 def get_backend(config: CompilerConfig | None = None):
@@ -67,8 +68,8 @@ def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, config, frozen, f
                           f"gears do; CompilerConfig has mode={config.mode!r}")
         geared = guard(example_inputs, gears)
         if geared:
-            return GearedGraph(gm, frozen, config, "torch_graph", inputs=list(example_inputs), geared=geared,
-                               fullgraph=fullgraph, per_shape=lambda: PerShape(gm, build))
+            return _made(GearedGraph(gm, frozen, config, "torch_graph", inputs=list(example_inputs),
+                                     geared=geared, fullgraph=fullgraph, per_shape=lambda: PerShape(gm, build)))
     if _symbolic(gm):   # Dynamo's dynamic shapes: one static graph per set of input shapes (specialize.py)
         return PerShape(gm, build)
     return build(gm)
@@ -78,17 +79,25 @@ def _build(gm: torch.fx.GraphModule, *, frozen, config, fullgraph):
     """Step 3: one GeGraph for gm, or gm split into GeGraph partitions around the nodes ge leaves to torch."""
     refused = reasons(gm)
     graph_breaks(gm, refused, fullgraph)
+    for watch in WATCHERS:   # ge.torch.explain
+        watch.broke(refused)
     if not refused:
-        return GeGraph(gm, frozen, config, "torch_graph")
+        return _made(GeGraph(gm, frozen, config, "torch_graph"))
     fused = split(gm, refused)
     placeholders = {n: k for k, n in enumerate(n for n in fused.graph.nodes if n.op == "placeholder")}
     for node in fused.graph.nodes:
         if node.op == "call_module":
             sub = getattr(fused, node.target)
             sub_frozen = [i for i, a in enumerate(node.args) if placeholders.get(a, -1) in frozen]
-            setattr(fused, node.target, GeGraph(sub, sub_frozen, config, f"torch_{node.target}"))
+            setattr(fused, node.target, _made(GeGraph(sub, sub_frozen, config, f"torch_{node.target}")))
     fused.recompile()
     return fused
+
+
+def _made(g: GeGraph) -> GeGraph:
+    for watch in WATCHERS:
+        watch.made(g)
+    return g
 
 
 def _symbolic(gm: torch.fx.GraphModule) -> bool:
