@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch", minversion="2.1")
 
 import ge.torch  # noqa: E402
+from ge.cli import main  # noqa: E402
 from torch_checks import close, compiled  # noqa: E402
 
 
@@ -41,7 +42,7 @@ def _run(model, cache, x, made, **kw):
 
 
 def _entries(cache):
-    return sorted(p for p in cache.iterdir() if not p.name.startswith("."))
+    return sorted(p for p in cache.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def test_second_compile_loads_the_entry(tmp_path, made):
@@ -50,6 +51,8 @@ def test_second_compile_loads_the_entry(tmp_path, made):
     (entry,) = _entries(tmp_path)
     assert {p.name for p in entry.iterdir()} == {"plan.gem", "meta.json"}
     assert _run(model, tmp_path, x, made).cache_hit
+    assert main(["report", str(entry / "plan.gem"), "-o", str(tmp_path / "entry.html")]) == 0   # ge report reads it
+    assert "ge report" in (tmp_path / "entry.html").read_text()
     with torch.no_grad():
         model.fc.weight.mul_(2)   # other weights: another key, never the old plan
     assert not _run(model, tmp_path, x, made).cache_hit
