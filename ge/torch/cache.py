@@ -9,8 +9,8 @@ Step 1, the key: sha256 over ge's and torch's versions, the CPUs this process ma
         aicore_num, options...), the FX graph's structure (every node's op, target, arguments and traced
         dtype/shape), the inputs' dtypes and shapes, the gears, and the bytes of every frozen tensor (they
         are the plan's constants: other weights must not load this plan).
-Step 2, a look-up: meta.json is read bounded (META_CAP) and must carry this key, this format and a sha256 of
-        plan.gem that the file matches; its fields are checked by type and against the plan (feed names are
+Step 2, a look-up: meta.json is read bounded (META_CAP) and must carry its own digest (an edit is refused,
+        as plan.json's in a .gem), this key, this format and a sha256 of plan.gem that the file matches; its fields are checked by type and against the plan (feed names are
         plan inputs, each output spec is the plan's, the gears are those compiled now). A missing entry is
         compiled and written; a damaged or foreign one is refused with one warning (logger "ge.torch"),
         compiled again and overwritten.
@@ -115,6 +115,8 @@ def _load(entry: Path, key: str, g, args):
         raise Refused(f"meta.json is not JSON ({e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise Refused(f"meta.json is not a {FORMAT} document")
+    if meta.get("digest") != _digest(meta):
+        raise Refused("meta.json was changed after ge wrote it (its digest differs)")
     if meta.get("key") != key:
         raise Refused("it was written for another graph, config, weights or ge version (key differs)")
     has_plan = meta.get("plan_sha256")
@@ -127,7 +129,15 @@ def _load(entry: Path, key: str, g, args):
         except GEError as e:
             raise Refused(str(e)) from None
     convs = _convs(meta.get("gears"), model, g, args)
+    want = g.gear_keys()
+    if want is not None and sorted(convs) != sorted(want):
+        raise Refused(f"its gears {sorted(convs)} are not the gears compiled now {sorted(want)}")
     return model, convs
+
+
+def _digest(meta: dict) -> str:
+    body = {k: v for k, v in meta.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def _sha256(path: Path) -> str | None:
@@ -233,6 +243,7 @@ def _write(entry: Path, key: str, model, convs: dict) -> None:
         if model is not None:
             (save_gears if isinstance(model, GearPlans) else save_plan)(model, tmp / "plan.gem")
             meta["plan_sha256"] = _sha256(tmp / "plan.gem")
+        meta["digest"] = _digest(meta)
         (tmp / "meta.json").write_text(json.dumps(meta))
         if entry.exists():
             shutil.rmtree(entry, ignore_errors=True)

@@ -48,6 +48,10 @@ class GeGraph(torch.nn.Module):
     def gear(self, args) -> tuple:
         return ()
 
+    def gear_keys(self) -> list | None:
+        """The gears build() compiles (None: one graph, no gears)."""
+        return None
+
     def _compile(self, args) -> None:
         from .cache import cached_build   # the compile cache across processes (CompilerConfig.cache_dir)
         frozen = {k: args[k] for k in self.frozen}
@@ -111,6 +115,10 @@ class GearedGraph(GeGraph):
 
     def gear(self, args) -> tuple:
         return tuple(args[pos].shape[dim] for pos, dim, _ in self.geared)
+
+    def gear_keys(self) -> list:
+        from .gears import entries
+        return [gear for gear, _ in entries(self.inputs, self.geared, self.config.dynamic_gears_merge_policy)]
 
     def forward(self, *args):
         if self.fallback is None and not self.convs:

@@ -60,7 +60,7 @@ def test_second_compile_loads_the_entry(tmp_path, made):
 
 
 @pytest.mark.parametrize("damage", ["flip a weight byte", "truncate plan.gem", "meta.json not JSON",
-                                    "a foreign entry", "meta.json too large"])
+                                    "a foreign entry", "meta.json too large", "meta.json edited"])
 def test_damaged_or_foreign_entry_is_refused_and_rebuilt(tmp_path, made, caplog, damage):
     model, x = Net().eval(), torch.randn(4, 8)
     _run(model, tmp_path, x, made)
@@ -79,8 +79,12 @@ def test_damaged_or_foreign_entry_is_refused_and_rebuilt(tmp_path, made, caplog,
         (other,) = _entries(tmp_path / "other")
         shutil.rmtree(entry)
         shutil.copytree(other, entry)
-    else:
+    elif damage == "meta.json too large":
         meta.write_text(json.dumps({"pad": "x" * (2 << 20)}))
+    else:   # a field no other check reads: only the digest tells
+        doc = json.loads(meta.read_text())
+        doc["torch"] = "0.0"
+        meta.write_text(json.dumps(doc))
     with caplog.at_level(logging.WARNING, logger="ge.torch"):
         assert not _run(model, tmp_path, x, made).cache_hit   # refused, compiled again: still right
     warned = [r.getMessage() for r in caplog.records if "compile cache entry" in r.getMessage()]
