@@ -66,10 +66,11 @@ def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, config, frozen, f
         if config.mode != "max-autotune":
             raise GEError("set_dim_gears runs on mode='max-autotune' (runtime_v1's gears), as TorchAir's "
                           f"gears do; CompilerConfig has mode={config.mode!r}")
-        geared = guard(example_inputs, gears)
+        geared, varying = guard(example_inputs, gears)
         if geared:
             return _made(GearedGraph(gm, frozen, config, "torch_graph", inputs=list(example_inputs),
-                                     geared=geared, fullgraph=fullgraph, per_shape=lambda: PerShape(gm, build)))
+                                     geared=geared, varying=varying, fullgraph=fullgraph,
+                                     per_shape=lambda: PerShape(gm, build)))
     if _symbolic(gm):   # Dynamo's dynamic shapes: one static graph per set of input shapes (specialize.py)
         return PerShape(gm, build)
     return build(gm)

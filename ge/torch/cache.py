@@ -89,7 +89,7 @@ def entry_key(g, frozen: dict, args) -> str:
               _names(node.args), _names(node.kwargs), spec))
     for a in args:
         part((a.dtype, tuple(a.shape)) if isinstance(a, torch.Tensor) else repr(a))
-    part(getattr(g, "geared", ()))
+    part((getattr(g, "geared", ()), getattr(g, "varying", ())))
     for k in sorted(frozen):
         part(k)
         h.update(memoryview(tensor_view(frozen[k], f"frozen input {k}")).cast("B"))

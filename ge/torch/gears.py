@@ -10,7 +10,7 @@ Step 1 (backend.py, Dynamo's real example inputs): each input's gears, by its po
         (AOTAutograd keeps the order; counting from the end is TorchAir's way too).
 Step 2 (AOTAutograd's graph, symbolic sizes): guards. A geared dim must be one of its gears (TorchAir's
         guards: within the smallest and largest gear, and not strictly between two neighbours); every other
-        dim is made static. Dynamo checks the guards at every call: a size outside the gears fails them and
+        dim is made static, unless Dynamo tied it to a geared dim (an attention mask's sequence: it follows). Dynamo checks the guards at every call: a size outside the gears fails them and
         Dynamo compiles the frame again; there an input that still carries gears is an InputError naming
         the dim and its gears (TorchAir's "not within the range"), an input without gears compiles like
         any new shape (specialize.py).
@@ -87,20 +87,33 @@ def input_gears(example_inputs) -> dict[int, dict]:
             if isinstance(t, torch.Tensor) and (g := get_dim_gears(t))}
 
 
-def guard(inputs, gears: dict[int, dict]) -> list[tuple[int, int, tuple]]:
-    """Step 2: the guards; returns the geared dims as (input position, dim, gears)."""
-    geared = []
-    for pos, t in enumerate(inputs):
-        if not isinstance(t, torch.Tensor):
-            continue
+def guard(inputs, gears: dict[int, dict]) -> tuple[list, list]:
+    """Step 2: the guards; returns the geared dims as (input position, dim, gears), and every dim whose size
+    follows the gears, (input position, dim): the geared ones, then those Dynamo tied to them."""
+    geared, symbols = [], set()
+    tensors = [(pos, t) for pos, t in enumerate(inputs) if isinstance(t, torch.Tensor)]
+    for pos, t in tensors:
         own = gears.get(pos - len(inputs), {})
         for dim, size in enumerate(t.shape):
             if dim in own:
                 _guard_gear(size, own[dim], pos, dim)
                 geared.append((pos, dim, own[dim]))
-            elif not isinstance(size, int):
+                symbols |= _symbols(size)
+    varying = [(pos, dim) for pos, dim, _ in geared]
+    for pos, t in tensors:   # the rest static, but a dim Dynamo tied to a geared one follows its gears
+        own = gears.get(pos - len(inputs), {})
+        for dim, size in enumerate(t.shape):
+            if dim in own or isinstance(size, int):
+                continue
+            if _symbols(size) & symbols:
+                varying.append((pos, dim))
+            else:
                 guard_int(size)
-    return geared
+    return geared, varying
+
+
+def _symbols(size) -> set:
+    return set(size.node.expr.free_symbols) if isinstance(size, torch.SymInt) else set()
 
 
 def _guard_gear(size, gears, pos: int, dim: int) -> None:
@@ -116,8 +129,8 @@ def _guard_gear(size, gears, pos: int, dim: int) -> None:
         guard_bool((size <= left) | (size >= right))
 
 
-def entries(inputs, geared, policy: str) -> list[tuple[tuple, dict]]:
-    """Step 3: [(gear: the geared dims' sizes in order, {sympy symbol: size})]."""
+def entries(inputs, geared, varying, policy: str) -> list[tuple[tuple, dict]]:
+    """Step 3: [(gear: the sizes of the `varying` dims in order, {sympy symbol: size})]."""
     if policy not in MERGE_POLICIES:
         raise GEError(f"CompilerConfig dynamic_gears_merge_policy must be one of {', '.join(MERGE_POLICIES)}, "
                       f"got {policy!r}")
@@ -138,10 +151,10 @@ def entries(inputs, geared, policy: str) -> list[tuple[tuple, dict]]:
             if sym is not None and binding.setdefault(sym, size) != size:
                 break   # one symbol, two sizes: the graph cannot take this combination
         else:
-            key = tuple(sorted((str(s), v) for s, v in binding.items()))
-            if key not in seen:
-                seen.add(key)
-                out.append((tuple(combo), binding))
+            gear = tuple(_size(inputs[pos].shape[dim], binding) for pos, dim in varying)
+            if gear not in seen:
+                seen.add(gear)
+                out.append((gear, binding))
     if len(out) > MAX_GEARS:
         raise GEError(f"set_dim_gears: {len(out)} gears after merging ({policy}); at most {MAX_GEARS}")
     return out
@@ -160,11 +173,11 @@ class GearBreak(Exception):
     """A node of some gear's graph that ge does not convert (gears need the whole graph)."""
 
 
-def compile_gears(gm, inputs, geared, policy: str, args, frozen: dict, config, name: str):
+def compile_gears(gm, inputs, geared, varying, policy: str, args, frozen: dict, config, name: str):
     """Step 4: (GearPlans, {gear: Converted}) for the real `args` of the first call."""
     static_opts = config.session_options()
     convs, plans = {}, {}
-    for gear, binding in entries(inputs, geared, policy):
+    for gear, binding in entries(inputs, geared, varying, policy):
         gear_args = []
         for k, (fake, real) in enumerate(zip(inputs, args)):
             if k in frozen:
@@ -197,7 +210,9 @@ def compile_gears(gm, inputs, geared, policy: str, args, frozen: dict, config, n
     if not first.graph.outputs:
         raise GearBreak("ge computes none of the graph's results")
     names = dict((pos, n) for pos, n in first.feeds)
-    holes = tuple((names[pos], dim) for pos, dim, _ in geared if pos in names)
+    holes = tuple((names[pos], dim) for pos, dim in varying if pos in names)
+    if len(holes) != len(varying):
+        raise GearBreak("an input whose dims follow the gears is not read by ge")
     top = plans[max(plans)]
     declared = ([tuple(f"{t.name}_{a}" if (t.name, a) in holes else d for a, d in enumerate(t.shape))
                  for t in (top.tensors[i] for i in top.inputs)], [None] * len(top.outputs))

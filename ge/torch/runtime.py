@@ -103,22 +103,24 @@ class GearedGraph(GeGraph):
     """A graph with gears over dims (gears.py): one GearPlans on runtime_v1, a run picks its gear by shape;
     a graph that does not convert whole at some gear falls back to one static graph per shape."""
 
-    def __init__(self, gm, frozen, config, name, *, inputs, geared, fullgraph, per_shape):
+    def __init__(self, gm, frozen, config, name, *, inputs, geared, varying, fullgraph, per_shape):
         super().__init__(gm, frozen, config, name)
-        self.inputs, self.geared, self.fullgraph, self.per_shape = inputs, geared, fullgraph, per_shape
+        self.inputs, self.geared, self.varying = inputs, geared, varying
+        self.fullgraph, self.per_shape = fullgraph, per_shape
         self.fallback = None
 
     def build(self, frozen, args):
         from .gears import compile_gears
-        return compile_gears(self.gm, self.inputs, self.geared, self.config.dynamic_gears_merge_policy, args,
-                             frozen, self.config, self.name)
+        return compile_gears(self.gm, self.inputs, self.geared, self.varying, self.config.dynamic_gears_merge_policy,
+                             args, frozen, self.config, self.name)
 
     def gear(self, args) -> tuple:
-        return tuple(args[pos].shape[dim] for pos, dim, _ in self.geared)
+        return tuple(args[pos].shape[dim] for pos, dim in self.varying)
 
     def gear_keys(self) -> list:
         from .gears import entries
-        return [gear for gear, _ in entries(self.inputs, self.geared, self.config.dynamic_gears_merge_policy)]
+        return [gear for gear, _ in entries(self.inputs, self.geared, self.varying,
+                                            self.config.dynamic_gears_merge_policy)]
 
     def forward(self, *args):
         if self.fallback is None and not self.convs:

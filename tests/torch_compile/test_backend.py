@@ -196,3 +196,13 @@ def test_as_strided_only_as_a_reshape(caplog):
         assert not caplog.records
         _close(_compile(overlapping)(x), overlapping(x), 1e-6)
     assert any("as_strided" in r.getMessage() and "not a reshape" in r.getMessage() for r in caplog.records)
+
+
+def test_prims_convert_element_type_is_a_cast(caplog):
+    """What a retrace over symbolic sizes leaves of a dtype conversion (BERT's masks under set_dim_gears)."""
+    def fn(ids, x):
+        return torch.ops.prims.convert_element_type(ids, torch.float32) * x
+    ids, x = torch.arange(8).reshape(2, 4), torch.randn(2, 4)
+    with caplog.at_level(logging.WARNING, logger="ge.torch"):
+        _close(_compile(fn, fullgraph=True)(ids, x), fn(ids, x), 1e-6)
+    assert not caplog.records

@@ -119,3 +119,18 @@ def test_gears_set_twice_must_agree_and_config_checks():
     with torch.no_grad(), pytest.raises(Exception) as info:   # TorchAir: max-autotune only
         compiled(Net().eval(), mode="reduce-overhead", dynamic=True)(x)
     assert "max-autotune" in str(inner(info.value))
+
+
+def test_a_dim_tied_to_a_geared_one_follows_its_gears(made):
+    """Only x carries gears; y's dim 1 is the same size (Dynamo ties them by the add): it follows."""
+    def fn(x, y):
+        return torch.relu(x + y) * 2
+    x, y = _x(2, 4, 8), _x(2, 4, 8)
+    ge.torch.set_dim_gears(x, {1: [4, 8]})
+    run = compiled(fn, dynamic=True, fullgraph=True)
+    close(run(x, y), fn(x, y))
+    x8, y8 = _x(2, 8, 8), _x(1, 8, 8).expand(2, 8, 8).contiguous()
+    close(run(x8, y8), fn(x8, y8))
+    (g,) = made
+    # a gear names the size of every dim that follows the gears: x's dim 1, then y's
+    assert sorted(g.convs) == [(4, 4), (8, 8)] and g.session.stats()["gear_runs"] == {(4, 4): 1, (8, 8): 1}
