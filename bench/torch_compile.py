@@ -27,7 +27,8 @@ import ge.torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "torch_compile"))
-sys.path.insert(0, HERE)
+# bench/ last: bench/transformers.py must not shadow the transformers package
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE] + [HERE]
 import torch_nets  # noqa: E402
 from aicores_report import machine  # noqa: E402
 

@@ -182,6 +182,15 @@ def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None,
                             "arithmetic the compiler does not fold); runtime_v1 runs static plans only: fix the other "
                             "dims in input_shape, or use runtime='v2', which runs dynamic shapes")
         plans[entry] = plan
+    dynamic = compile(fresh(), options.replace(dynamic_dims=())) if fallback else None
+    return dims_gear_plans(plans, holes, declared, dynamic)
+
+
+def dims_gear_plans(plans: dict, holes, declared, fallback: Plan | None = None) -> GearPlans:
+    """Static plans of one graph, one per dims gear ({entry: plan}), as GearPlans: their weights laid out as
+    one image; `holes` the (input name, axis) of each varying dim; `declared` the model's (input shapes,
+    output shapes) with those dims symbolic (an output dim that differs between gears and that the model
+    leaves unnamed is named after the output)."""
     plans = share_weights(plans)   # one weight image for all gears (runtime_v1/gears.py)
     top = plans[max(plans)]
     ins = tuple(dataclasses.replace(top.tensors[i], shape=tuple(s)) for i, s in zip(top.inputs, declared[0]))
@@ -192,9 +201,8 @@ def compile_dims_gears(model, options: Options, *, inputs=None, outputs=None,
         outs.append(dataclasses.replace(top.tensors[o], shape=tuple(
             dims[0] if len(set(dims)) == 1 else want[a] if a < len(want) and isinstance(want[a], str)
             else f"{top.tensors[o].name}_{a}" for a, dims in enumerate(zip(*per_gear)))))
-    dynamic = compile(fresh(), options.replace(dynamic_dims=())) if fallback else None
     return GearPlans("", MappingProxyType(plans), ins, tuple(outs), (False,) * len(outs), dims=tuple(holes),
-                     fallback=dynamic)
+                     fallback=fallback)
 
 
 def bind_input_shapes(graph: Graph, shapes) -> Graph:

@@ -12,10 +12,13 @@ fullgraph=True. Installed (`pip install "ge-runtime[torch]"`), the backend is al
 (entry point group torch_dynamo_backends).
 
 Files: config.py (CompilerConfig), backend.py (the Dynamo backend), partition.py (which nodes ge runs, the
-graph breaks), convert.py (ATen FX -> ir.Graph), runtime.py (a Session called with tensors).
+graph breaks), convert.py (ATen FX -> ir.Graph), runtime.py (a Session called with tensors), gears.py
+(set_dim_gears), cache.py (the compile cache across processes), explain.py (ge.torch.explain).
 """
 from .backend import backend, get_backend
 from .config import CompilerConfig
+from .explain import explain
+from .gears import set_dim_gears
 from .registry import CONVERTERS, Unsupported, converter
 
-__all__ = ["backend", "get_backend", "CompilerConfig", "CONVERTERS", "converter", "Unsupported"]
+__all__ = ["backend", "get_backend", "CompilerConfig", "set_dim_gears", "explain", "CONVERTERS", "converter", "Unsupported"]

@@ -28,7 +28,7 @@ from .registry import CONVERTERS, Builder, Unsupported, np_dtype, op_name, stati
 class Output:
     """Where result k of the FX graph comes from: ge's output `index`, placeholder `arg`, or `const`."""
     kind: str                      # "ge" | "arg" | "const" | "none"
-    index: int = -1
+    index: int = -1                # ge output / placeholder position (a const: its frozen placeholder, or -1)
     const: torch.Tensor | None = None
 
 
@@ -146,7 +146,7 @@ def _outputs(b: Builder, out: Converted, node, env, frozen) -> None:
             continue
         if r in placeholders:
             k = placeholders[r]
-            out.outputs.append(Output("const", const=frozen[k]) if k in frozen else Output("arg", k))
+            out.outputs.append(Output("const", k, frozen[k]) if k in frozen else Output("arg", k))
             continue
         v = env[r]
         if not isinstance(v, Value):

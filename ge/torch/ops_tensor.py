@@ -213,6 +213,12 @@ def to_copy(b, x, dtype=None, layout=None, device=None, pin_memory=None, non_blo
     return b.cast(x, b.out_dtype)
 
 
+@converter("prims.convert_element_type.default")
+def convert_element_type(b, x, dtype):
+    """What a retrace over symbolic sizes (specialize.py, gears.py) leaves of a dtype conversion."""
+    return b.cast(x, b.out_dtype)
+
+
 @converter("aten.unsqueeze.default")
 def unsqueeze(b, x, dim):
     return b.op("Unsqueeze", [x, b.int64([_axis(dim, b.rank(x) + 1)])])
