@@ -7,7 +7,7 @@ the old layout (seen while building the AI cores: blocks silently missing from t
 *group* share one stamp, a hash of all their sources: an edit anywhere in the group recompiles the group.
 Groups: the kernel library (every module of ge/kernels) and the native floor (ge/npu/native.py, aicore.py,
 runtime_v1/sink.py and dispatch.py, and runtime_v2/queues.py, whose loops inline them). The cache files stay
-where Numba puts them.
+where Numba puts them: `__pycache__` beside the module, or under NUMBA_CACHE_DIR when that is set.
 
 Within the kernel library a module's stamp covers only the kernel modules it can reach by importing
 (`kernel_closure`: its `from .x import ...` / `from . import x` lines, followed transitively): a jitted
@@ -130,6 +130,22 @@ class GroupCacheLocator(caching.InTreeCacheLocator):
         return super().from_function(py_func, py_file)
 
 
+class GroupUserCacheLocator(caching.UserProvidedCacheLocator):
+    """NUMBA_CACHE_DIR set: the same stamp, the cache under that folder (a test's or a read-only install's)."""
+
+    def get_source_stamp(self):
+        return source_stamp(self._py_file)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if _group_of(py_file) is None:
+            return None
+        return super().from_function(py_func, py_file)
+
+
+_LOCATORS = (GroupUserCacheLocator, GroupCacheLocator)
+
+
 class _Locks:
     """Per grouped function, the lock file this process holds while it compiles (see the module doc)."""
 
@@ -138,7 +154,7 @@ class _Locks:
 
     def path(self, cache) -> str | None:
         if fcntl is None or not isinstance(getattr(cache, "_impl", None), caching.CompileResultCacheImpl) \
-                or not isinstance(cache._impl.locator, GroupCacheLocator):
+                or not isinstance(cache._impl.locator, _LOCATORS):
             return None
         return cache._cache_file._index_path + ".lock"
 
@@ -210,6 +226,6 @@ class _FailedCompiles(event.Listener):
 
 
 if GroupCacheLocator not in caching.CacheImpl._locator_classes:
-    caching.CacheImpl._locator_classes.insert(0, GroupCacheLocator)
+    caching.CacheImpl._locator_classes[:0] = _LOCATORS
     caching.Cache.load_overload, caching.Cache.save_overload = _load_overload, _save_overload
     event.register("numba:compile", _FailedCompiles())
