@@ -9,7 +9,8 @@ Step 1 (decide): the jobs that would compile (`missing()`: read from Numba's ind
         WORKER_START seconds.
 Step 2 (work): `workers` processes `python -m ge.npu.compile_workers` (any user's script: no __main__ guard,
         no fork), same environment and sys.path; each takes a group at a time over its stdin as JSON lines and
-        answers on its stdout. This process takes groups from the same queue and compiles them itself.
+        answers on its stdout. This process compiles the longest group (it needs no start), then takes groups
+        from the same queue.
         Each finished job advances the caller's progress step (name, where, seconds); the ticker names what
         the workers compile meanwhile.
 Step 3 (collect): a worker that fails (exits, times out after GROUP_TIMEOUT seconds for a group, says it
@@ -101,6 +102,7 @@ class Pool:
 
     def __init__(self, groups, workers: int, advance):
         self.queue = deque(groups)
+        self.mine = self.queue.popleft()    # the longest: this process, which needs no start
         self.advance = advance
         self.lock = threading.Lock()
         self.done: set = set()
@@ -119,8 +121,8 @@ class Pool:
             self.procs.append(p)
             errs: deque = deque(maxlen=5)
             threading.Thread(target=lambda p=p, errs=errs: errs.extend(p.stderr), daemon=True).start()
-            t = threading.Thread(target=self._feed, args=(k + 1, p, errs), name=f"ge-compile-worker-{k + 1}",
-                                 daemon=True)
+            t = threading.Thread(target=self._feed, args=(k + 1, p, errs, self.take()),
+                                 name=f"ge-compile-worker-{k + 1}", daemon=True)   # its first group given now
             self.threads.append(t)
             t.start()
 
@@ -128,9 +130,9 @@ class Pool:
         with self.lock:
             return self.queue.popleft() if self.queue else None
 
-    def _feed(self, k: int, p: subprocess.Popen, errs) -> None:
+    def _feed(self, k: int, p: subprocess.Popen, errs, group) -> None:
         """One worker: hand it a group, read its answers, until the queue is empty or the worker fails."""
-        while (group := self.take()) is not None:
+        while group is not None:
             _, jobs, descs = group
             try:
                 p.stdin.write(json.dumps(descs) + "\n")
@@ -142,6 +144,7 @@ class Pool:
                 why = why if why != "exited" else (errs[-1].strip() if errs else f"exit code {p.poll()}")
                 self.failed.append(f"compile worker {k} failed ({why:.200}); compiling its kernels here")
                 return
+            group = self.take()
         try:
             p.stdin.close()
         except OSError:
@@ -174,7 +177,8 @@ class Pool:
 
     def work_here(self) -> None:
         """This process's share: groups from the same queue, the longest first."""
-        while (group := self.take()) is not None:
+        group = self.mine
+        while group is not None:
             for job in group[1]:
                 t0 = time.perf_counter()
                 try:
@@ -184,6 +188,7 @@ class Pool:
                 with self.lock:
                     self.done.add(job)
                 self.advance(f"{job.name} (here: {time.perf_counter() - t0:.1f} s)", False)
+            group = self.take()
 
     def wait(self, note=None) -> None:
         """Until every worker finished (or was given up: a group longer than GROUP_TIMEOUT)."""
