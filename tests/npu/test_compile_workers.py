@@ -167,3 +167,19 @@ def test_the_option_is_checked():
     assert ge.Options(compile_workers=3).compile_workers == 3
     with pytest.raises(GEError, match="compile_workers"):
         ge.Options(compile_workers=-2)
+
+
+def test_the_progress_names_what_the_workers_compile():
+    import io
+    import time
+
+    from ge.npu import progress as npu_progress
+    from ge.progress import Progress
+    out = io.StringIO()
+    with Progress(stream=out, interval=0.02, every=0.05):   # piped: plain lines while work is open
+        with npu_progress.step("compiling kernels", 2) as advance:
+            advance("pool_plane.pool2d (here: 1.0 s)", False)
+            npu_progress.noter()("workers compiling conv.conv")
+            time.sleep(0.5)
+    assert "compiling kernels  1/2" in out.getvalue() and "workers compiling conv.conv" in out.getvalue()
+    assert npu_progress.noter()("nobody listens") is None
