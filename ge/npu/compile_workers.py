@@ -116,8 +116,13 @@ class Pool:
         env = dict(os.environ, PYTHONPATH=compile_jobs.python_path(), PYTHONUNBUFFERED="1")
         env.pop("GE_PROGRESS", None)
         for k in range(self.n_workers):
-            p = subprocess.Popen([sys.executable, "-m", "ge.npu.compile_workers"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, bufsize=1)
+            try:
+                p = subprocess.Popen([sys.executable, "-m", "ge.npu.compile_workers"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                                     bufsize=1)
+            except (OSError, ValueError) as e:   # no interpreter to start (an embedded Python), no processes left
+                self.failed.append(f"compile worker {k + 1} did not start ({e}); compiling its kernels here")
+                return
             self.procs.append(p)
             errs: deque = deque(maxlen=5)
             threading.Thread(target=lambda p=p, errs=errs: errs.extend(p.stderr), daemon=True).start()
