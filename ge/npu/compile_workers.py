@@ -37,7 +37,7 @@ from .compile_jobs import NotDescribable
 
 log = logging.getLogger("ge")
 MAX_WORKERS = 7          # auto: usable CPUs - 1, at most this
-WORKER_START = 3.0       # seconds a worker takes to be ready (python, numpy, numba, ge: 2-3 s measured)
+WORKER_START = 6.0       # a worker's start (python, numpy, numba, ge: 2-3 s quiet) in COSTS' units (load 4)
 GROUP_TIMEOUT = 1800.0   # seconds one group may take in a worker (a loaded 2-core machine: minutes)
 
 
