@@ -94,7 +94,9 @@ def _record_compiles(out_path: str) -> None:
                 n = sum(getattr(st, "cache_hits", {}).values()) if st is not None else 0
                 if n:
                     hits[f"{name}.{attr}"] = n
-        Path(out_path).write_text(json.dumps({"compiles": per, "cache_hits": hits}))
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = {"self": me.ru_utime + me.ru_stime, "workers": kids.ru_utime + kids.ru_stime}   # compile workers
+        Path(out_path).write_text(json.dumps({"compiles": per, "cache_hits": hits, "cpu_split": cpu}))
 
     atexit.register(dump)
 
@@ -240,9 +242,11 @@ def main() -> int:
                 r = run_case(clone, thunks, case, log, args.workers)
                 results.setdefault(case, []).append((label, r))
                 (base / "results.json").write_text(json.dumps(results))   # kept as it grows: --report BASE
+                split = r.get("cpu_split", {})
                 print(f"{case:14s} {label}: first line {r['first'] or 0:.2f} s, longest silence "
-                      f"{r['silence']:.2f} s, total {r['total']:.2f} s, CPU {r['cpu']:.2f} s (rc {r['rc']}; load "
-                      f"{r['load'][0]:.1f} -> {r['load'][1]:.1f})", flush=True)
+                      f"{r['silence']:.2f} s, total {r['total']:.2f} s, CPU {r['cpu']:.2f} s (its process "
+                      f"{split.get('self', 0):.2f}, compile workers {split.get('workers', 0):.2f}; rc {r['rc']}; "
+                      f"load {r['load'][0]:.1f} -> {r['load'][1]:.1f})", flush=True)
     report(results, args.top)   # Step 3
     return 0
 
