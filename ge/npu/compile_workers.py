@@ -18,8 +18,9 @@ Step 3 (collect): a worker that fails (exits, times out after GROUP_TIMEOUT seco
         then loads every job: the workers' from the disk cache.
 Callees shared by two kernels are compiled once: jitcache's per-function locks make the second process wait
 and load (two processes filling a cold cache end with the results of one). Ctrl-C or any error: the workers
-are killed and waited for (no zombies). Off (workers=0): 1 usable CPU, inside a pytest-xdist worker
-(PYTEST_XDIST_WORKER: the suite uses the cores already), Options(compile_workers=0) or GE_COMPILE_WORKERS=0.
+are killed and waited for (no zombies). Off (workers=0): 1 usable CPU, no idle CPU (auto), inside a
+pytest-xdist worker (PYTEST_XDIST_WORKER: the suite uses the cores already), Options(compile_workers=0) or
+GE_COMPILE_WORKERS=0.
 """
 from __future__ import annotations
 
@@ -48,9 +49,12 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def worker_count(option: int | None = None) -> tuple[int, bool]:
+def worker_count(option: int | None = None, load: float | None = None) -> tuple[int, bool]:
     """(worker processes to start besides this one, asked for explicitly): the option (>= 0), else
-    GE_COMPILE_WORKERS, else usable CPUs - 1 (at most MAX_WORKERS); none under pytest-xdist or on one CPU."""
+    GE_COMPILE_WORKERS, else the idle CPUs (usable CPUs less the 1-minute load average `load`, this process
+    counted in it) up to usable CPUs - 1 and MAX_WORKERS; none under pytest-xdist or on one CPU. Idle, not all:
+    Linux shares a busy machine's CPUs between sessions (autogroups), not processes, so on a loaded machine
+    workers only add their start (bench/cold_start.py: no wall gain at load 12-15 on 2 cores, 10% more CPU)."""
     if os.environ.get("PYTEST_XDIST_WORKER") or usable_cpus() < 2:
         return 0, False
     if option is None or option < 0:
@@ -60,7 +64,15 @@ def worker_count(option: int | None = None) -> tuple[int, bool]:
         except ValueError:
             log.warning("GE_COMPILE_WORKERS=%r is not a number of processes; compiling with auto", env)
             option = -1
-    return (min(usable_cpus() - 1, MAX_WORKERS), False) if option < 0 else (option, True)
+    if option >= 0:
+        return option, True
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:   # no load average (not Unix): assume idle
+            load = 0.0
+    idle = int(usable_cpus() - max(load - 1.0, 0.0))   # this process is one of the load's runners
+    return max(min(usable_cpus() - 1, MAX_WORKERS, idle - 1), 0), False
 
 
 # -- Step 1: what to give out ----------------------------------------------------------------------------

@@ -144,6 +144,17 @@ def test_no_worker_starts_under_xdist_or_when_turned_off(tmp_path, monkeypatch, 
     assert all(j.missing() for j in jobs)   # nothing compiled, by anyone
 
 
+def test_auto_takes_the_idle_cpus_only(monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("GE_COMPILE_WORKERS", raising=False)
+    cpus = compile_workers.usable_cpus()
+    if cpus < 2:
+        pytest.skip("one usable CPU: never a worker (test_no_worker_starts_... covers it)")
+    assert compile_workers.worker_count(-1, load=1.0) == (min(cpus - 1, compile_workers.MAX_WORKERS), False)
+    assert compile_workers.worker_count(-1, load=cpus + 1.0) == (0, False)   # a busy machine: none
+    assert compile_workers.worker_count(2, load=cpus + 10.0) == (2, True)     # asked for: the load aside
+
+
 def test_auto_starts_workers_only_when_they_pay():
     assert not compile_workers.pays([3.0, 3.0], 1)            # two small kernels: a worker's start eats the gain
     assert compile_workers.pays([40.0, 12.0, 9.0, 6.0, 4.0], 1)   # ResNet-50's five thunks
