@@ -33,13 +33,13 @@ seconds are 3-10x a quiet machine's; compare shares, not totals), `ge run` piped
                     conv.conv 216 s; the GEMM (gemm_block 813 s with callees) now compiles for the FC alone.
 Each ge kernel compiled one specialization; only Numba's own overloads (min, max, np.empty) several.
 
-Compile workers (ge/npu/compile_workers.py), 2026-12-07 20:58-21:35, `--cases resnet50 --rounds 0`, fresh clone
-each, load 8-15 (other sessions compiling), alternating: with one worker the case's own process spent 33.1 s
-of CPU instead of 52.1 s (the worker 25.3 s; all together 59.4 s vs 53.5 s: +11%, the worker's start and
-Numba's uncached overloads compiled twice), but wall time did not move (197.6 vs 189.6 s; 195.6 vs 170.4 s;
-350.5 vs 198.0 s): Linux gives each session (autogroup) a share of a busy machine, not each process, so the
-worker's CPU came out of the same share. Hence `auto` starts workers on idle CPUs only; on an idle machine the
-case's critical path is its own process's CPU.
+Compile workers (ge/npu/compile_workers.py), 2026-12-07 20:58-21:30, `--cases resnet50 --rounds 0`, a fresh clone
+each, load 8-15 (other sessions compiling), one worker (--workers 1) vs one process (--workers 0), alternating:
+the case's own process spent 32.1-33.1 s of CPU instead of 47.3-52.1 s (the worker 25.1-25.5 s; all together
+58.1-59.5 s vs 48.5-53.5 s: +11-20%, the worker's start and Numba's uncached overloads compiled twice), but
+wall time got no better: 201.5 and 195.0 s vs 148.6 s; 197.6 vs 189.6 s. Linux gives each session (an
+autogroup) its share of a busy machine, not each process, so the worker's CPU came out of the same share. Hence
+`auto` starts workers on idle CPUs only; there the case's critical path is its own process's CPU (-36%).
 """
 from __future__ import annotations
 
