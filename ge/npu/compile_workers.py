@@ -54,7 +54,8 @@ def worker_count(option: int | None = None, load: float | None = None) -> tuple[
     GE_COMPILE_WORKERS, else the idle CPUs (usable CPUs less the 1-minute load average `load`, this process
     counted in it) up to usable CPUs - 1 and MAX_WORKERS; none under pytest-xdist or on one CPU. Idle, not all:
     Linux shares a busy machine's CPUs between sessions (autogroups), not processes, so on a loaded machine
-    workers only add their start (bench/cold_start.py: no wall gain at load 12-15 on 2 cores, 10% more CPU)."""
+    workers split this session's share (bench/cold_start.py, load 8-15 on 2 cores: ResNet-50 cold 1.0-1.35x the
+    wall time of one process, 11-20% more CPU)."""
     if os.environ.get("PYTEST_XDIST_WORKER") or usable_cpus() < 2:
         return 0, False
     if option is None or option < 0:
