@@ -1,6 +1,7 @@
 """Cold start as a new user meets it: a fresh clone, empty caches, output piped; then the same warm.
 
     python bench/cold_start.py [--cases resnet50,inception_v1,bert] [--rounds 1] [--commit REV] [--keep DIR]
+                               [--workers N]   (GE_COMPILE_WORKERS: 0 compiles in one process)
     python bench/cold_start.py --report DIR       the report of a run kept in DIR (its results.json)
 
 Step 1 (the clone): `git clone` of the repo at --commit (HEAD) into a temp folder: no `__pycache__` (Numba's cache lives
@@ -15,7 +16,8 @@ Step 2 (cold, then warm): each case runs in a child process with stdout and stde
         specialization of one jitted function, callees compiled inside their caller's event) and at its exit
         writes, per jitted function, the seconds of its compiles (own: less the callees' compiles), the
         specializations compiled, and the disk-cache hits of ge's kernels.
-Step 3 (report): date, CPU, commit, load average before and after each run; per case cold beside warm; per
+Step 3 (report): date, CPU, commit, load average before and after each run; per case cold beside warm, wall and
+        CPU seconds (the case's process and its compile workers, ge/npu/compile_workers.py); per
         case the functions that took the most compile time, and the share of the total spent compiling.
 The cold runs are CPU-heavy (minutes on 2 cores): run this a couple of times, not in a loop, and read the
 load averages printed with it (the machine is shared).
@@ -30,6 +32,14 @@ seconds are 3-10x a quiet machine's; compare shares, not totals), `ge run` piped
                     heavier load (the GEMM's unchanged _streamed/_blocked took 1.31x their before-time):
                     conv.conv 216 s; the GEMM (gemm_block 813 s with callees) now compiles for the FC alone.
 Each ge kernel compiled one specialization; only Numba's own overloads (min, max, np.empty) several.
+
+Compile workers (ge/npu/compile_workers.py), 2026-12-07 20:58-21:30, `--cases resnet50 --rounds 0`, a fresh clone
+each, load 8-15 (other sessions compiling), one worker (--workers 1) vs one process (--workers 0), alternating:
+the case's own process spent 32.1-33.1 s of CPU instead of 47.3-52.1 s (the worker 25.1-25.5 s; all together
+58.1-59.5 s vs 48.5-53.5 s: +11-20%, the worker's start and Numba's uncached overloads compiled twice), but
+wall time got no better: 201.5 and 195.0 s vs 148.6 s; 197.6 vs 189.6 s. Linux gives each session (an
+autogroup) its share of a busy machine, not each process, so the worker's CPU came out of the same share. Hence
+`auto` starts workers on idle CPUs only; there the case's critical path is its own process's CPU (-36%).
 """
 from __future__ import annotations
 
@@ -37,6 +47,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import selectors
 import subprocess
 import sys
@@ -91,7 +102,9 @@ def _record_compiles(out_path: str) -> None:
                 n = sum(getattr(st, "cache_hits", {}).values()) if st is not None else 0
                 if n:
                     hits[f"{name}.{attr}"] = n
-        Path(out_path).write_text(json.dumps({"compiles": per, "cache_hits": hits}))
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = {"self": me.ru_utime + me.ru_stime, "workers": kids.ru_utime + kids.ru_stime}   # compile workers
+        Path(out_path).write_text(json.dumps({"compiles": per, "cache_hits": hits, "cpu_split": cpu}))
 
     atexit.register(dump)
 
@@ -126,13 +139,16 @@ def _child() -> None:
 
 # -- the parent: stamp the lines ------------------------------------------------------------------------
 
-def run_case(clone: Path, thunks: Path, case: str, log) -> dict:
+def run_case(clone: Path, thunks: Path, case: str, log, workers: str | None = None) -> dict:
     stats = Path(tempfile.mkstemp(suffix=".json")[1])
     env = dict(os.environ, PYTHONPATH=str(clone), GE_THUNK_CACHE=str(thunks), GE_PROGRESS="1",
                PYTHONUNBUFFERED="1")
+    if workers is not None:   # compile worker processes (ge/npu/compile_workers.py): 0 = one process
+        env["GE_COMPILE_WORKERS"] = workers
     # this file runs the child (an older commit's clone may have none); the clone's ge is on the path
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(stats), *CASES[case]]
     load0 = os.getloadavg()[0]
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     sel = selectors.DefaultSelector()
@@ -154,11 +170,13 @@ def run_case(clone: Path, thunks: Path, case: str, log) -> dict:
             log.flush()
     p.wait()
     end = time.perf_counter()
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)   # the case's process and its compile workers
+    cpu = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
     silence = max(silence, end - last)
     data = json.loads(stats.read_text()) if stats.stat().st_size else {"compiles": {}, "cache_hits": {}}
     stats.unlink()
     return {"case": case, "rc": p.returncode, "first": first, "silence": silence, "total": end - t0,
-            "lines": n_lines, "load": (load0, os.getloadavg()[0]), **data}
+            "lines": n_lines, "load": (load0, os.getloadavg()[0]), "cpu": cpu, **data}
 
 
 def _compile_seconds(r: dict) -> float:
@@ -166,14 +184,14 @@ def _compile_seconds(r: dict) -> float:
 
 
 def report(results: dict, top: int) -> None:
-    print(f"\n{'case':14s} {'':5s} {'first line':>10s} {'longest silence':>16s} {'total':>9s} {'compiling':>10s} "
+    print(f"\n{'case':14s} {'':5s} {'first line':>10s} {'longest silence':>16s} {'total':>9s} {'CPU s':>7s} {'compiling':>10s} "
           f"{'compiled':>9s} {'cache hits':>10s}  load 1-min (start, end)  rc")
     for case, runs in results.items():
         for label, r in runs:
             n = sum(c["compiled"] for c in r["compiles"].values())
             hits = sum(r["cache_hits"].values())
             first = f"{r['first']:.2f}" if r["first"] is not None else "-"
-            print(f"{case:14s} {label:5s} {first:>10s} {r['silence']:16.2f} {r['total']:9.2f} "
+            print(f"{case:14s} {label:5s} {first:>10s} {r['silence']:16.2f} {r['total']:9.2f} {r.get('cpu', 0):7.2f} "
                   f"{_compile_seconds(r):10.2f} {n:9d} {hits:10d}  {r['load'][0]:.2f}, {r['load'][1]:.2f}"
                   f"{'':10s} {r['rc']}")
     for case, runs in results.items():
@@ -203,6 +221,7 @@ def main() -> int:
     ap.add_argument("--commit", default="HEAD", help="the commit to clone (e.g. a baseline to compare)")
     ap.add_argument("--keep", help="clone into this folder (kept) instead of a temp one")
     ap.add_argument("--top", type=int, default=15, help="functions listed per case")
+    ap.add_argument("--workers", help="GE_COMPILE_WORKERS for the cases (0: compile in one process; default auto)")
     args = ap.parse_args()
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     bad = [c for c in cases if c not in CASES]
@@ -228,11 +247,14 @@ def main() -> int:
                 label = "cold" if k == 0 else "warm"
                 log.write(f"== {case} {label}\n")
                 log.flush()
-                r = run_case(clone, thunks, case, log)
+                r = run_case(clone, thunks, case, log, args.workers)
                 results.setdefault(case, []).append((label, r))
                 (base / "results.json").write_text(json.dumps(results))   # kept as it grows: --report BASE
+                split = r.get("cpu_split", {})
                 print(f"{case:14s} {label}: first line {r['first'] or 0:.2f} s, longest silence "
-                      f"{r['silence']:.2f} s, total {r['total']:.2f} s (rc {r['rc']})", flush=True)
+                      f"{r['silence']:.2f} s, total {r['total']:.2f} s, CPU {r['cpu']:.2f} s (its process "
+                      f"{split.get('self', 0):.2f}, compile workers {split.get('workers', 0):.2f}; rc {r['rc']}; "
+                      f"load {r['load'][0]:.1f} -> {r['load'][1]:.1f})", flush=True)
     report(results, args.top)   # Step 3
     return 0
 

@@ -30,7 +30,7 @@ RANGES = {"max_streams": (1, MAX_STREAMS), "thread_budget": (0, 1 << 12), "aicor
           "gear_memory_split_bytes": (0, 1 << 50), "max_notifies": (1, 1024),
           "device_id": (-1, 1 << 16), "device_count": (1, 1 << 16), "capture_limit": (0, 1 << 12),
           "kv_cache_max_len": (0, 1 << 24),
-          "static_model_ops_lower_limit": (0, 1 << 62)}
+          "static_model_ops_lower_limit": (0, 1 << 62), "compile_workers": (-1, 64)}
 PARALLEL = ("", "data", "tensor")
 FLAGS = ("verify_passes", "disable_reuse_memory", "inplace_memory", "concat_in_place", "enable_single_stream",
          "exact_ge_streams", "feature_base_refreshable", "event_multiplexing", "enable_dynamic_shape_multi_stream",
@@ -182,6 +182,9 @@ class Options:
     # Session compiles and runs the first time, as `ge run` does (also the environment's GE_PROGRESS=1);
     # records go to the logger "ge" either way (ge/progress.py)
     progress: bool = field(default=False, compare=False)   # how it is told, not what is compiled
+    # worker processes compiling a cold plan's kernels beside this one into the disk cache
+    # (ge/npu/compile_workers.py): -1 = the environment's GE_COMPILE_WORKERS, else usable CPUs - 1; 0 = off
+    compile_workers: int = field(default=-1, compare=False)   # how the kernels compile, not what
 
     def __init__(self, **kw):
         fields = {f.name: f for f in dataclasses.fields(self)}

@@ -148,6 +148,11 @@ class Progress:
             log.info("%s %d/%d: %s %s in %.2f s", t.label, t.done, t.total, what, state, took)
         self._event()
 
+    def note(self, what: str) -> None:
+        """The work going on now, shown in the status without counting an item (compile workers' kernels)."""
+        with self._lock:
+            self._what = what
+
     def end(self, label: str) -> None:
         with self._lock:
             if not self._stack:

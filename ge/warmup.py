@@ -15,6 +15,8 @@ from numba.core.types import BaseTuple
 
 from .ir.dtypes import HALF
 from .npu import progress
+from .npu.compile_workers import compile_ahead
+from .npu.compile_jobs import KernelJob
 
 log = logging.getLogger("ge")
 
@@ -61,7 +63,12 @@ def compile_kernels(plan) -> int:
     many. Reported as the step "compiling kernels" (ge.npu.progress), each item cached or compiled."""
     sigs = kernel_signatures(plan)
     with progress.step("compiling kernels", len(sigs)) as advance:
+        ahead = compile_ahead([KernelJob(fn, types) for fn, types in sigs], advance,
+                              plan.options.compile_workers, progress.noter())   # cold: in worker processes too
         for (fn, types), name in sigs.items():
+            if KernelJob(fn, types) in ahead:   # told as it was compiled; loaded from the disk cache now
+                fn.compile(types)
+                continue
             hits, misses = _counts(fn)
             fn.compile(types)
             now_hits, now_misses = _counts(fn)

@@ -51,6 +51,8 @@ from ge.errors import GEError
 from ge.kernels.registry import Launch
 from ge.kernels.tensor import fill
 from ge.npu import native, progress, thunks
+from ge.npu.compile_jobs import ThunkJob
+from ge.npu.compile_workers import compile_ahead
 from ge.npu.memory import align_up
 from ge.npu.native import STATUS
 from ge.npu.programs import cross_thread_events, dispatch_cores, stream_threads, thread_budget, thread_programs
@@ -286,6 +288,8 @@ class Model:
         sigs = list(dict.fromkeys(t.sig for t in tasks if t.sig is not None))
         # the first load of a kernel library compiles every thunk (seconds each): told to the CLI's bar
         with progress.step("compiling kernels", len(sigs)) as advance:
+            ahead = compile_ahead([ThunkJob(s) for s in sigs], advance, self.plan.options.compile_workers,
+                                  progress.noter())   # a cold cache: worker processes compile beside this one
             for sig in sigs:
                 known = thunks.loaded(sig)
                 try:
@@ -293,7 +297,8 @@ class Model:
                 except ThunkError as e:
                     addr[sig] = None
                     self.thunk_errors[f"{sig.module}.{sig.name}"] = str(e)
-                advance(sig.name, None if known else thunks.from_cache(sig))
+                if ThunkJob(sig) not in ahead:
+                    advance(sig.name, None if known else thunks.from_cache(sig))
         for task in tasks:
             if task.sig is not None and addr[task.sig] is None:
                 task.args.reason = self.thunk_errors[f"{task.sig.module}.{task.sig.name}"]

@@ -4,7 +4,8 @@ Each model is one `ge run MODEL --repeat 0` in a worker process (its kernels com
 done once); up to --jobs workers at once. Workers that need the same kernel do not both compile it: the first
 takes its lock and the others wait and load it (ge/npu/jitcache.py), so parallel workers split the work of a
 cold cache instead of repeating it. Never silent: each worker's progress lines come through, prefixed by its
-model, and each model's outcome (kernels compiled / from cache, seconds) is printed when it ends.
+model, and each model's outcome (kernels compiled / from cache, seconds) is printed when it ends. One model:
+its process shares its kernels out to compile workers (ge/npu/compile_workers.py); several: each compiles alone.
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def cmd_warmup(args) -> int:
     env = dict(os.environ, GE_PROGRESS_EVERY=os.environ.get("GE_PROGRESS_EVERY", "2"))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    if min(args.jobs, len(models)) > 1:   # the models' processes use the cores: no compile workers of their own
+        env.setdefault("GE_COMPILE_WORKERS", "0")
     pending, running, failed = list(models), {}, []
     sel = selectors.DefaultSelector()
     t0 = time.perf_counter()

@@ -7,7 +7,7 @@ the old layout (seen while building the AI cores: blocks silently missing from t
 *group* share one stamp, a hash of all their sources: an edit anywhere in the group recompiles the group.
 Groups: the kernel library (every module of ge/kernels) and the native floor (ge/npu/native.py, aicore.py,
 runtime_v1/sink.py and dispatch.py, and runtime_v2/queues.py, whose loops inline them). The cache files stay
-where Numba puts them.
+where Numba puts them: `__pycache__` beside the module, or under NUMBA_CACHE_DIR when that is set.
 
 Within the kernel library a module's stamp covers only the kernel modules it can reach by importing
 (`kernel_closure`: its `from .x import ...` / `from . import x` lines, followed transitively): a jitted
@@ -16,13 +16,16 @@ globals come from those imports. An edit of attention.py then recompiles attenti
 importers, not the GEMM's or the convs' (every kernel, minutes, before). A module every kernel imports
 (registry.py, tiling.py) still recompiles them all.
 
-One compile a function across processes (`_Locks`): a cache miss of a grouped function takes an exclusive
-lock on `<its index>.lock` beside the cache files, looks again (another process may have saved it while this
-one waited), and keeps the lock until its compile is saved (or fails). Two processes that meet a cold cache at
-once (pytest-xdist's workers, `ge warmup` beside a `ge run`) then compile each kernel once, not once each,
-and never overwrite each other's index entries. Locks follow the call graph (a caller's compile takes its
-callees' locks inside its own), which has no cycles, so waits end; a wait longer than LOCK_WAIT seconds, a
-lock that cannot be made (a read-only cache folder) or a process holding it already compiles without it.
+One compile a specialization across processes (`_Locks`): a cache miss of a grouped function takes an exclusive
+lock on `<its index>.<hash of the argument types>.lock` beside the cache files, looks again (another process
+may have saved it while this one waited), and keeps the lock until its compile is saved (or fails); the save
+itself (read the index, add the entry, write it) holds `<its index>.lock`, briefly. Two processes that meet a
+cold cache at once (pytest-xdist's workers, compile workers, `ge warmup` beside a `ge run`) then compile each
+specialization once, not once each, compile different specializations of one function (a callee two kernels
+share, with their own types) side by side, and never overwrite each other's index entries. Locks follow the
+call graph (a caller's compile takes its callees' locks inside its own), which has no cycles, and the index
+lock is taken with nothing inside it, so waits end; a wait longer than LOCK_WAIT seconds, a lock that cannot
+be made (a read-only cache folder) or a process holding it already compiles without it.
 """
 from __future__ import annotations
 
@@ -130,17 +133,41 @@ class GroupCacheLocator(caching.InTreeCacheLocator):
         return super().from_function(py_func, py_file)
 
 
+class GroupUserCacheLocator(caching.UserProvidedCacheLocator):
+    """NUMBA_CACHE_DIR set: the same stamp, the cache under that folder (a test's or a read-only install's)."""
+
+    def get_source_stamp(self):
+        return source_stamp(self._py_file)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if _group_of(py_file) is None:
+            return None
+        return super().from_function(py_func, py_file)
+
+
+_LOCATORS = (GroupUserCacheLocator, GroupCacheLocator)
+
+
 class _Locks:
     """Per grouped function, the lock file this process holds while it compiles (see the module doc)."""
 
     def __init__(self):
         self.held: dict[str, int] = {}   # lock path -> open fd
 
-    def path(self, cache) -> str | None:
+    def path(self, cache, sig=None) -> str | None:
+        """The lock of one specialization (`sig`) of a grouped function, or of its index file (None)."""
         if fcntl is None or not isinstance(getattr(cache, "_impl", None), caching.CompileResultCacheImpl) \
-                or not isinstance(cache._impl.locator, GroupCacheLocator):
+                or not isinstance(cache._impl.locator, _LOCATORS):
             return None
-        return cache._cache_file._index_path + ".lock"
+        index = cache._cache_file._index_path
+        return index + ".lock" if sig is None else f"{index}.{hashlib.sha1(str(sig).encode()).hexdigest()[:12]}.lock"
+
+    def release_all(self, cache) -> None:
+        """Every specialization lock of this function held here (a compile that raised)."""
+        index = self.path(cache)
+        for path in [p for p in self.held if index and p.startswith(index[:-len(".lock")] + ".")]:
+            self.release(path)
 
     def acquire(self, path: str) -> bool:
         """Wait (up to LOCK_WAIT) for the lock at `path`; False: go on without it."""
@@ -182,7 +209,7 @@ _load, _save = caching.Cache.load_overload, caching.Cache.save_overload
 
 def _load_overload(self, sig, target_context):
     data = _load(self, sig, target_context)
-    path = _locks.path(self) if data is None and self._enabled else None
+    path = _locks.path(self, sig) if data is None and self._enabled else None
     if path is None or not _locks.acquire(path):
         return data
     data = _load(self, sig, target_context)   # saved by the process that held the lock?
@@ -192,10 +219,14 @@ def _load_overload(self, sig, target_context):
 
 
 def _save_overload(self, sig, data):
+    index = _locks.path(self)
+    took = index is not None and _locks.acquire(index)   # the index's read-add-write: one process at a time
     try:
         _save(self, sig, data)
     finally:
-        _locks.release(_locks.path(self))
+        if took:
+            _locks.release(index)
+        _locks.release(_locks.path(self, sig))
 
 
 class _FailedCompiles(event.Listener):
@@ -206,10 +237,10 @@ class _FailedCompiles(event.Listener):
 
     def on_end(self, ev):
         if getattr(ev, "_exc_details", None) is not None and isinstance(ev.data, dict):   # Numba 0.68: no property
-            _locks.release(_locks.path(getattr(ev.data.get("dispatcher"), "_cache", None)))
+            _locks.release_all(getattr(ev.data.get("dispatcher"), "_cache", None))
 
 
 if GroupCacheLocator not in caching.CacheImpl._locator_classes:
-    caching.CacheImpl._locator_classes.insert(0, GroupCacheLocator)
+    caching.CacheImpl._locator_classes[:0] = _LOCATORS
     caching.Cache.load_overload, caching.Cache.save_overload = _load_overload, _save_overload
     event.register("numba:compile", _FailedCompiles())

@@ -20,6 +20,7 @@ class Listener(Protocol):
     def begin(self, label: str, total: int) -> None: ...       # total 0: a phase, nothing counted
     def advance(self, what: str, cached: bool | None) -> None: ...
     def end(self, label: str) -> None: ...
+    # optional: note(what) names the work going on now without counting it (other processes' compiles)
 
 
 _listener: contextvars.ContextVar = contextvars.ContextVar("ge_progress", default=None)
@@ -56,6 +57,15 @@ def step(label: str, total: int = 0):
         yield lis.advance
     finally:
         lis.end(label)
+
+
+def _ignore_note(what: str) -> None:
+    pass
+
+
+def noter():
+    """The listener's note(what), callable from any thread (None listening, or no note: a no-op)."""
+    return getattr(_listener.get(), "note", None) or _ignore_note
 
 
 def phase(label: str):

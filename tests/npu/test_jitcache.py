@@ -34,16 +34,17 @@ import grouped
 (folder / f"ready{sys.argv[2]}").touch()
 while not (folder / "go").exists():
     time.sleep(0.005)
-value = grouped.work(1000)
+import numpy as np
+value = grouped.work(getattr(np, sys.argv[3])(1000) if len(sys.argv) > 3 else 1000)
 st = grouped.work.stats
 print(json.dumps({"value": value, "hits": sum(st.cache_hits.values()), "misses": sum(st.cache_misses.values())}))
 '''
 
 
-def _run_two(folder) -> list[dict]:
+def _run_two(folder, types=()) -> list[dict]:
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, str(folder), str(k)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for k in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, str(folder), str(k), *types[k:k + 1]],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for k in range(2)]
     deadline = time.monotonic() + 300
     while not all((folder / f"ready{k}").exists() for k in range(2)):
         assert time.monotonic() < deadline and all(p.poll() is None for p in procs), [p.communicate() for p in procs]
@@ -63,6 +64,19 @@ def test_two_processes_on_a_cold_cache_compile_once(tmp_path):
         (tmp_path / f"ready{k}").unlink()
     (tmp_path / "go").unlink()
     again = _run_two(tmp_path)   # warm: both load, the index kept its one entry
+    assert [(r["misses"], r["hits"]) for r in again] == [(0, 1), (0, 1)]
+
+
+def test_two_processes_compiling_two_specializations_of_one_function_keep_both(tmp_path):
+    """Each specialization has its own lock (a callee two kernels share, with their own types, compiles in two
+    processes side by side); the index write is one process at a time, so neither entry is lost."""
+    (tmp_path / "grouped.py").write_text(textwrap.dedent(_MODULE))
+    first = _run_two(tmp_path, ("int32", "int64"))
+    assert [(r["misses"], r["hits"]) for r in first] == [(1, 0), (1, 0)] and first[0]["value"] == first[1]["value"]
+    for k in range(2):
+        (tmp_path / f"ready{k}").unlink()
+    (tmp_path / "go").unlink()
+    again = _run_two(tmp_path, ("int64", "int32"))   # each process now finds the other's specialization
     assert [(r["misses"], r["hits"]) for r in again] == [(0, 1), (0, 1)]
 
 
