@@ -9,7 +9,7 @@ export's first run), only to move a few numbers.
 
 Step 1, placement (at load, from the plan: `host_cpu_steps`). In a plan with run-time shapes (a static plan
 has every shape value folded at compile time), walking in plan order, a node goes to the host CPU engine when
-  - its op has a numpy twin (host_ops.HOST_OPS) and it is not a host op already (strings, control flow);
+  - its op has a numpy twin (ge/kernels/host_cpu.py) and it is not a host op already (strings, control flow);
   - it reads and writes integer/bool tensors (Cast and ConstantOfShape may write floats);
   - each input is a constant or a host value: an output of a node placed here; Shape and Size read no
     data, so their input may be anything. So a host value follows from the feeds' shapes alone (and
@@ -18,36 +18,31 @@ has every shape value folded at compile time), walking in plan order, a node goe
   - its tensors' known sizes are within MAX_ELEMENTS.
 Step 2, the run: `HostCpuNode` prepares as a dynamic node does (the kernel's own infer and prepare: output
 shapes, checks and errors are the kernel's, and nothing compiles), then, when the actual sizes are within
-MAX_ELEMENTS, runs the numpy twin (host_ops.py) instead of the launch; beyond it, the kernel as any dynamic
+MAX_ELEMENTS, runs the numpy twin (host_step) instead of the launch; beyond it, the kernel as any dynamic
 node (never compiled just to decide). Outputs go where the lowering placed them (the planned arena for a
 static node, the caching allocator, the caller's array).
 
-MAX_ELEMENTS = 1024: a shape value has rank-many elements; the masks an export builds from them are
+MAX_ELEMENTS (ge/kernels/host_cpu.py) = 1024: a shape value has rank-many elements; the masks an export builds from them are
 sequence-sized (Range(seq), its comparisons), which the bound keeps on the host up to a 1024-token
 sequence. Below it numpy's cost per call (~1-3 us) is within a few us of a kernel launch (see
 bench/host_cpu.py), and a replayed shape runs none of it: its table writes the recorded values.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ge.errors import ShapeError
+from ge.kernels.host_cpu import HOST_OPS, MAX_ELEMENTS, host_dtypes, host_step
 from ge.kernels.registry import KernelContext, TensorSpec
 from ge.plan import Plan
 
 from .dynamic import DynamicNode
-from .host_ops import HOST_OPS, run_host_op
 from .host_outputs import host_output
 from .lowering import ARENA, HOST
 
-MAX_ELEMENTS = 1024
 HOST_CPU = "HOST_CPU"       # the hit's launch slot: ran on the host CPU engine (record.py notes its values)
-_FLOAT_OUT = ("Cast", "ConstantOfShape")   # exact: int -> float rounds as the kernel's store does; a fill
-_READS_NO_DATA = ("Shape", "Size")
-
-
-def _int_or_bool(dt) -> bool:
-    return dt is not None and np.dtype(dt).kind in "iub"
 
 
 def _small(shape) -> bool:
@@ -57,25 +52,22 @@ def _small(shape) -> bool:
 
 
 def _placed(plan: Plan, node, host_values: set) -> bool:
-    if node.op_type not in HOST_OPS or node.domain not in ("", "ai.onnx") or node.bodies \
-            or node.kernel.host is not None:
+    if node.domain not in ("", "ai.onnx") or node.bodies or node.kernel.host is not None:
         return False
     tensors = plan.tensors
-    outs = [tensors[t] for t in node.outputs if t >= 0]
-    if not outs or any(t.value_kind != "tensor" or not _small(t.shape) for t in outs):
+    ins, outs = [tensors[t] for t in node.inputs if t >= 0], [tensors[t] for t in node.outputs if t >= 0]
+    if not outs or any(t.value_kind != "tensor" or not _small(t.shape) for t in outs) \
+            or not host_dtypes(node.op_type, [t.dtype for t in ins], [t.dtype for t in outs]):
         return False
-    if not all(_int_or_bool(t.dtype) or (node.op_type in _FLOAT_OUT and t.dtype.kind == "f") for t in outs):
-        return False
-    if node.op_type in _READS_NO_DATA:
+    if node.op_type in ("Shape", "Size"):   # they read no data: their input may be anything
         return True
-    ins = [t for t in node.inputs if t >= 0]
-    return all((t in plan.constants or t in host_values) and _int_or_bool(tensors[t].dtype)
-               and _small(tensors[t].shape) for t in ins)
+    return all((t.index in plan.constants or t.index in host_values) and _small(t.shape) for t in ins)
 
 
 def host_cpu_steps(plan: Plan) -> frozenset:
-    """Step 1: the steps placed on the host CPU engine (none in a static plan)."""
-    if not plan.is_dynamic:
+    """Step 1: the steps placed on the host CPU engine (none in a static plan; none with GE_V2_HOST_CPU=0,
+    for bisecting: every step a kernel again)."""
+    if not plan.is_dynamic or os.environ.get("GE_V2_HOST_CPU", "1").strip().lower() in ("0", "false", "off", "no"):
         return frozenset()
     steps, values = set(), set()
     for node in plan.nodes:
@@ -86,20 +78,6 @@ def host_cpu_steps(plan: Plan) -> frozenset:
     return frozenset(steps)
 
 
-class HostCall:
-    """A prepared host step: the op's numpy twin on flat buffers in the prepared shapes."""
-    __slots__ = ("ctx", "launch", "n_in")
-
-    def __init__(self, ctx: KernelContext, launch, n_in: int):
-        self.ctx, self.launch, self.n_in = ctx, launch, n_in
-
-    def __call__(self, *buffers) -> None:
-        ctx = self.ctx
-        ins = [None if s is None else b.reshape(s.shape) for s, b in zip(ctx.inputs, buffers[:self.n_in])]
-        for out, a in zip(buffers[self.n_in:], run_host_op(ctx, self.launch, ins)):
-            out[:] = a.reshape(-1)
-
-
 class HostCpuNode(DynamicNode):
     """Step 2: a node on the host CPU engine (called as a dynamic node: node(bufs, shapes, spans, alloc, core))."""
     __slots__ = ()
@@ -108,7 +86,7 @@ class HostCpuNode(DynamicNode):
         hit = self._hit(bufs, shapes)[1]   # keyed as a dynamic node: shapes and the values prepare reads
         if hit[8] is not HOST_CPU:   # over MAX_ELEMENTS this time: the kernel
             return DynamicNode.__call__(self, bufs, shapes, spans, alloc, core)
-        out_shapes, call, ins, sizes = hit[:4]
+        out_shapes, step, ins, sizes = hit[:4]
         outs = []
         for o, s, (count, dtype, nbytes) in zip(self.outs, out_shapes, sizes):
             shapes[o.tensor] = s
@@ -123,7 +101,7 @@ class HostCpuNode(DynamicNode):
                 a = sp.as_array(dtype, count)
             bufs[o.tensor] = a
             outs.append(a)
-        call(*[None if t < 0 else bufs[t] for t in ins], *outs)
+        step(*[None if t < 0 else bufs[t] for t in ins], *outs)
 
     def post(self, *args):
         return None   # the launcher runs it on the calling thread (a host step)
@@ -142,7 +120,7 @@ class HostCpuNode(DynamicNode):
             return DynamicNode._prepare(self, key, bufs, shapes)   # a view, or too big for the host
         check_outputs(node, tensors, ctx.outputs)
         sizes = tuple((s.size, s.dtype, s.nbytes) for s in ctx.outputs)
-        hit = (tuple(s.shape for s in ctx.outputs), HostCall(ctx, launch, len(node.inputs)), node.inputs, sizes,
+        hit = (tuple(s.shape for s in ctx.outputs), host_step(ctx, launch), node.inputs, sizes,
                (), (), -1, None, HOST_CPU)
         if len(self.cache) >= 256:
             self.cache.clear()

@@ -1,4 +1,4 @@
-"""runtime_v2's host CPU engine (runtime_v2/host_cpu.py, host_ops.py): an export's shape arithmetic in numpy.
+"""runtime_v2's host CPU engine (runtime_v2/host_cpu.py, ge/kernels/host_cpu.py): an export's shape arithmetic in numpy.
 
 The numpy twins against the Numba kernels on the same cases, byte for byte (negative ints, zero divisors,
 broadcasting, int32/int64/bool, empty tensors); then a dynamic model whose shape arithmetic goes to the host
@@ -13,7 +13,7 @@ from onnx.reference import ReferenceEvaluator
 import ge
 from ge.errors import ExecutionError
 from ge.kernels.registry import KernelContext, TensorSpec, call, lookup
-from runtime_v2.host_cpu import MAX_ELEMENTS, HostCall
+from ge.kernels.host_cpu import MAX_ELEMENTS, host_step
 
 RNG = np.random.default_rng(7)
 
@@ -31,7 +31,7 @@ def _both(op, arrays, attrs=None, opset=17, values=()):
     launch = kernel.bind(ctx)
     outs = ctx.outputs
     host = [np.full(s.shape, 7, s.dtype) for s in outs]
-    HostCall(ctx, launch, len(arrays))(*[None if a is None else np.ascontiguousarray(a).reshape(-1)
+    host_step(ctx, launch)(*[None if a is None else np.ascontiguousarray(a).reshape(-1)
                                         for a in arrays], *[h.reshape(-1) for h in host])
     dev = [np.full(s.shape, 7, s.dtype) for s in outs]
     call(launch, list(arrays), dev)
