@@ -246,6 +246,11 @@ class Executor:
         if self._owns_device:   # the address range goes back (ge/npu/memory.py)
             self.device.close()
 
+    @property
+    def host_cpu_steps(self) -> frozenset:
+        """The plan steps on the host CPU engine (host_cpu.py): no kernel of theirs runs (ge.warmup skips them)."""
+        return self.lowered.host_cpu
+
     # -- running --------------------------------------------------------------------------------
     binds_outputs = True  # Session may pass bound outputs: {output position: array}
 

@@ -14,6 +14,8 @@ shapes and dtypes:
              first-fit plan of offsets in the instance's replay arena (`plan_temps`),
        ABS   memory that lives as long as the instance: the planned arena of its static steps, its
              workspaces, the constants (the address itself; base slot ABS holds 0).
+     A step of the host CPU engine (host_cpu.py: shape arithmetic, whose values follow from the shapes) is
+     noted by its outputs' bytes: a SET row writes them back where the step's outputs live, nothing runs.
      A buffer found in none of them, a host op (control flow, sequences), a launch without a thunk encoding,
      several stream threads or state pairs: the key is refused (noted, with the reason) and runs host-driven.
   2. Guards. A dynamic node that reads values (a Reshape's shape computed by Shape -> Gather -> Concat, a

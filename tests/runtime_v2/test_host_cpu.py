@@ -78,6 +78,7 @@ def test_where_min_max_sum_not_cast_match_the_kernels():
     _same("Where", [c, np.array(True), _ints((2, 1), lo=0, hi=2).astype(bool)])
     for op in ("Max", "Min", "Sum"):
         _same(op, [_ints((2, 3)), _ints((3,)), _ints((1, 1))])
+        _same(op, [_ints((2, 3), np.int32)])
     _same("Not", [c])
     for src, to in [(np.int64, TensorProto.BOOL), (np.int64, TensorProto.INT32), (np.bool_, TensorProto.INT64),
                     (np.int32, TensorProto.INT64), (np.int64, TensorProto.FLOAT)]:
@@ -169,3 +170,40 @@ def test_a_host_step_that_fails_names_the_node():
     sess = ge.Session(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), runtime="v2")
     with pytest.raises(ExecutionError, match="Gather node 'pick'.*index out of range"):
         sess.run(None, {"x": np.zeros(4, np.float32)})
+
+
+def test_constant_folding_takes_the_twins():
+    """fold_constants folds integer/bool nodes on the twins (no int64 kernel compiled to fold): the kernels'
+    bits; float nodes stay with their kernels."""
+    from ge.kernels.host_cpu import fold_on_host
+    from ge.kernels.registry import run_kernel
+    cases = [("Range", [np.array(2), np.array(40), np.array(3)], {}, (0, 1, 2)),
+             ("Cast", [np.arange(-3, 3)], {"to": TensorProto.FLOAT}, ()),
+             ("Constant", [], {"value": np.array([1.5, -2], np.float32)}, ()),
+             ("ConstantOfShape", [np.array([2, 600])], {"value": np.array([3], np.int32)}, (0,)),
+             ("Mul", [_ints((2, 3)), _ints((3,))], {}, ()),
+             ("Add", [np.ones(3, np.float32), np.ones(3, np.float32)], {}, ())]
+    for op, arrays, attrs, values in cases:
+        kernel = lookup(op, "", 17, "n")
+
+        def ctx():
+            return KernelContext(op, "n", dict(attrs), [TensorSpec(a.shape, a.dtype) for a in arrays],
+                                 [a if k in values else None for k, a in enumerate(arrays)], 17)
+        got, want = fold_on_host(kernel, ctx(), arrays), run_kernel(kernel, ctx(), arrays)
+        if op == "Add":
+            assert got is None   # float32: its kernel
+            continue
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+
+
+def test_warm_up_compiles_no_kernel_of_a_host_step():
+    """The first run's warm-up (ge.warmup) skips the steps runtime_v2 runs on its host CPU engine: a BERT
+    export's static shape steps (Gather, Cast, Concat, Where on int64) compile nothing."""
+    from ge import exports
+    from ge.warmup import kernel_signatures
+    sess = ge.Session(exports.load("bert_tiny"), runtime="v2")
+    every = kernel_signatures(sess.plan)
+    kept = kernel_signatures(sess.plan, sess._executor.host_cpu_steps)
+    assert len(kept) < len(every) and sess.stats()["host_cpu_steps"] > 20
+    assert not [name for name in kept.values() if "Shape" in name or "Concat" in name or "Where" in name], kept
