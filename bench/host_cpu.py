@@ -5,11 +5,11 @@
 Part 1, one step: a host step (numpy twin, ge/kernels/host_cpu.host_step) and the Numba kernel's launch from Python (as
 runtime_v2's host loop calls it: fn(*inputs, *outputs, *args)) on the same int64 operands, per element count
 (Add with a broadcast scalar, Where, Gather, Concat), alternating in one process: microseconds a call,
-median of 5 rounds of --calls calls each. This is what MAX_ELEMENTS rests on.
+median of 5 rounds of --calls calls each, in this thread's CPU time. This is what MAX_ELEMENTS rests on.
 Part 2, the BERT 4 x 256 export as exported (runtime_v2): two sessions in one process, one with the host CPU
 engine and one with GE_V2_HOST_CPU=0 (every shape step a kernel, as before), their runs alternating:
 replayed runs (the default: a repeated shape) and host-driven runs (capture_limit=0: what a first run or a
-shape seen once costs beyond compiling). Medians in ms, and new / old.
+shape seen once costs beyond compiling). Medians in ms, wall and the process's CPU time, and new / old.
 Say the load (printed) beside any figure: the machine is shared.
 """
 from __future__ import annotations
@@ -44,15 +44,16 @@ def _step_pair(op, arrays, attrs=None, values=()):
 
 
 def _per_call(f, calls: int) -> float:
-    t0 = time.perf_counter()
+    """CPU microseconds a call (this thread's CPU time: what a shared machine's preemptions do not inflate)."""
+    t0 = time.thread_time()
     for _ in range(calls):
         f()
-    return (time.perf_counter() - t0) / calls * 1e6
+    return (time.thread_time() - t0) / calls * 1e6
 
 
 def part1(calls: int) -> None:
     rng = np.random.default_rng(0)
-    print(f"\npart 1: us a call, host step (numpy) vs kernel launch from Python; load {os.getloadavg()[0]:.2f}")
+    print(f"\npart 1: CPU us a call, host step (numpy) vs kernel launch from Python; load {os.getloadavg()[0]:.2f}")
     print(f"  {'op':8s} {'elements':>8s} {'host us':>8s} {'kernel us':>9s} {'host/kernel':>11s}")
     for n in (1, 8, 64, 256, 1024, 4096):
         a, b = rng.integers(-9, 9, n), rng.integers(-9, 9, n)
@@ -84,16 +85,20 @@ def part2(runs: int, seq: int) -> None:
             for _ in range(3):
                 s.run(None, feeds)
         times = {name: [] for name in sessions}
+        cpu = {name: [] for name in sessions}
         load0 = os.getloadavg()[0]
         for _ in range(runs):
             for name, s in sessions.items():
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 s.run(None, feeds)
                 times[name].append((time.perf_counter() - t0) * 1e3)
+                cpu[name].append((time.process_time() - c0) * 1e3)
         new, old = statistics.median(times["new"]), statistics.median(times["old"])
-        print(f"  {label:12s} host CPU engine {new:8.3f} ms   kernels (GE_V2_HOST_CPU=0) {old:8.3f} ms   "
-              f"new/old {new / old:.3f}   host steps {sessions['new'].stats()['host_cpu_steps']}   "
-              f"last run {sessions['new'].stats()['last_run']}   load {load0:.2f}-{os.getloadavg()[0]:.2f}")
+        cn, co = statistics.median(cpu["new"]), statistics.median(cpu["old"])
+        print(f"  {label:12s} host CPU engine {new:8.3f} ms ({cn:.3f} CPU)   kernels (GE_V2_HOST_CPU=0) {old:8.3f} ms "
+              f"({co:.3f} CPU)   new/old wall {new / old:.3f}, CPU {cn / co:.3f}   host steps "
+              f"{sessions['new'].stats()['host_cpu_steps']}   last run {sessions['new'].stats()['last_run']}   "
+              f"load {load0:.2f}-{os.getloadavg()[0]:.2f}")
 
 
 def main() -> None:
