@@ -58,7 +58,7 @@ def _generated(ctx, launch):
     if name == "fill_values":
         v = np.asarray(launch.args[0]).astype(out.dtype)
     elif name == "fill":
-        v = np.full(out.size, launch.args[0]).astype(out.dtype)
+        v = np.full(out.size, launch.args[0], dtype=out.dtype)   # the value came from this dtype: exact
     else:   # arange: out[i] = start + i * delta in int64 (the kernel's Python ints), then stored
         start, delta = launch.args
         v = (np.int64(start) + np.arange(out.size, dtype=np.int64) * np.int64(delta)).astype(out.dtype)
