@@ -31,12 +31,13 @@ def _as_bits(a: np.ndarray, bits16: bool) -> np.ndarray:
     return a.view(np.uint16) if bits16 and a.dtype in HALF else a
 
 
-def kernel_signatures(plan) -> dict:
-    """{(kernel function, argument types): first node name} for every static launch of the plan."""
+def kernel_signatures(plan, host_steps=frozenset()) -> dict:
+    """{(kernel function, argument types): first node name} for every static launch of the plan, but those of
+    `host_steps` (the runtime runs them on its host CPU engine: no kernel)."""
     sigs = {}
     for node in plan.nodes:
         launch = node.launch
-        if launch is None or not hasattr(launch.fn, "compile"):
+        if launch is None or not hasattr(launch.fn, "compile") or node.step in host_steps:
             continue
         picked = (launch.inputs if launch.inputs is not None
                   else [i for i, t in enumerate(node.inputs) if t >= 0])
@@ -58,10 +59,11 @@ def _pack_star_args(fn, types: list) -> tuple:
     return tuple(types[:fixed]) + (BaseTuple.from_types(types[fixed:]),)
 
 
-def compile_kernels(plan) -> int:
-    """Compile (or load from Numba's cache) every distinct kernel specialization of the plan; returns how
-    many. Reported as the step "compiling kernels" (ge.npu.progress), each item cached or compiled."""
-    sigs = kernel_signatures(plan)
+def compile_kernels(plan, host_steps=frozenset()) -> int:
+    """Compile (or load from Numba's cache) every distinct kernel specialization of the plan (but those of
+    `host_steps`); returns how many. Reported as the step "compiling kernels" (ge.npu.progress), each item
+    cached or compiled."""
+    sigs = kernel_signatures(plan, host_steps)
     with progress.step("compiling kernels", len(sigs)) as advance:
         ahead = compile_ahead([KernelJob(fn, types) for fn, types in sigs], advance,
                               plan.options.compile_workers, progress.noter())   # cold: in worker processes too
@@ -91,7 +93,8 @@ def before_first_run(sess) -> int:
     if sess.runtime == "v1":
         return 0
     try:
-        return compile_kernels(sess.plan)
+        # runtime_v2's host CPU engine runs the export's shape arithmetic in numpy: nothing to compile there
+        return compile_kernels(sess.plan, getattr(sess._executor, "host_cpu_steps", frozenset()))
     except Exception as e:  # noqa: BLE001 - the run itself reports a kernel that cannot compile, with its node
         log.debug("warm-up left the kernels to the first run: %s", str(e).splitlines()[0] if str(e) else e)
         return 0

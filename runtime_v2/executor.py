@@ -41,6 +41,7 @@ from .address import address_need
 from .allocator import DeviceMemory, ScalableAllocator, ThreadSafeScalableAllocator
 from .control import HostNode
 from .dynamic import DynamicNode
+from .host_cpu import HostCpuNode, host_cpu_steps
 from .launcher import launch_table, queues_for, run_launched, run_static
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST, STATIC, lower
 from .mif import MultiStreamAllocator
@@ -171,7 +172,7 @@ class Executor:
         self.plan = plan
         opts = plan.options
         self.max_instances = max_instances or opts.executor_instances
-        self.lowered = lower(plan)
+        self.lowered = lower(plan, host_cpu_steps(plan))
         seg = plan.memory.segments if plan.memory is not None else {}
         # one arena: the feature map, then the fixed segment (tasks keeping their addresses: no difference here)
         self.fixed_at = -(-seg.get("feature_map", 0) // 512) * 512
@@ -186,6 +187,7 @@ class Executor:
         self._bodies: list = []   # executors of control-flow bodies (control.py), closed with this one
         self._dynamic = {s.node.step: SunkNode(s, self._bodies) if sunk_plan(s.node) is not None
                          else HostNode(plan, s, self._body_executor) if s.node.kernel.host
+                         else HostCpuNode(plan, s) if s.node.step in self.lowered.host_cpu
                          else DynamicNode(plan, s) for s in self.lowered.steps if s.kind == DYNAMIC}
         self._outputs = tuple((t, t in self.lowered.copy_out) for t in plan.outputs)
         self.last_run = "none"   # how the latest run ran: replayed, recorded or host (stats())
@@ -243,6 +245,11 @@ class Executor:
             self._states.release()
         if self._owns_device:   # the address range goes back (ge/npu/memory.py)
             self.device.close()
+
+    @property
+    def host_cpu_steps(self) -> frozenset:
+        """The plan steps on the host CPU engine (host_cpu.py): no kernel of theirs runs (ge.warmup skips them)."""
+        return self.lowered.host_cpu
 
     # -- running --------------------------------------------------------------------------------
     binds_outputs = True  # Session may pass bound outputs: {output position: array}
@@ -445,7 +452,10 @@ class Executor:
     def stats(self) -> dict:
         """Steps by kind, instances, stream threads, and the I/O binding counters summed over instances."""
         kinds = [s.kind for s in self.lowered.steps]
-        out = {"steps": len(kinds), "dynamic_steps": kinds.count(DYNAMIC), "alias_steps": kinds.count(ALIAS),
+        host = len(self.lowered.host_cpu)
+        out = {"steps": len(kinds), "dynamic_steps": sum(s.kind == DYNAMIC and s.node.is_dynamic for s in
+                                                         self.lowered.steps),
+               "host_cpu_steps": host, "alias_steps": kinds.count(ALIAS),
                "instances": len(self._instances.all), "stream_threads": self.stream_threads}
         with self._instances.cond:
             for inst in self._instances.all:

@@ -10,7 +10,8 @@ Step by step (GE's RT2 lowering in miniature: Alloc before the launch, Free afte
   3. Kinds of steps: BOUND (static, every output and workspace in the arena: the whole argument tail is
      bound once per instance), STATIC (static launch with some HOST/ALLOC outputs), ALIAS (no task, the
      output views its source; a no-task Concat's output is already its arena view), DYNAMIC (shapes known at
-     run time: see dynamic.py).
+     run time: see dynamic.py). A static node placed on the host CPU engine (host_cpu.py) is DYNAMIC too:
+     its host step is called as a dynamic node is, and writes its planned (ARENA) outputs in place.
   4. Releases: at the end step of a symbol, the ALLOC members give their spans back.
   5. Outputs whose symbol holds arena memory, a feed or a constant are copied before they are returned.
 """
@@ -52,6 +53,7 @@ class Lowered:
     arena: frozenset          # tensors living in the arena
     place: dict               # produced tensor -> ARENA | HOST | ALLOC
     copy_out: frozenset       # outputs copied before they are returned
+    host_cpu: frozenset = frozenset()   # steps on the host CPU engine (host_cpu.py)
 
 
 def passed_inputs(node: PlanNode, launch: Launch) -> tuple:
@@ -60,7 +62,8 @@ def passed_inputs(node: PlanNode, launch: Launch) -> tuple:
     return tuple(t for t in node.inputs if t >= 0)
 
 
-def lower(plan: Plan) -> Lowered:
+def lower(plan: Plan, host_cpu: frozenset = frozenset()) -> Lowered:
+    """`host_cpu`: the steps placed on the host CPU engine (host_cpu.host_cpu_steps)."""
     root, members = symbols(plan)
     arena = _arena_tensors(plan)
     out_roots = {root[t] for t in plan.outputs}
@@ -70,11 +73,11 @@ def lower(plan: Plan) -> Lowered:
             if t >= 0:
                 place[t] = ARENA if t in arena else HOST if root[t] in out_roots else ALLOC
     release = _releases(plan, root, members, out_roots, place)
-    steps = tuple(_step(plan, node, place, release.get(node.step, ())) for node in plan.nodes)
+    steps = tuple(_step(plan, node, place, release.get(node.step, ()), node.step in host_cpu) for node in plan.nodes)
     foreign = {r for r, ms in members.items()
                if any(m in arena or plan.tensors[m].kind != ACTIVATION for m in ms)}
     copy_out = frozenset(t for t in plan.outputs if root[t] in foreign)
-    return Lowered(steps, frozenset(arena), place, copy_out)
+    return Lowered(steps, frozenset(arena), place, copy_out, host_cpu)
 
 
 def symbols(plan: Plan):
@@ -117,7 +120,7 @@ def _releases(plan, root, members, out_roots, place) -> dict[int, tuple]:
     return {s: tuple(ts) for s, ts in out.items()}
 
 
-def _step(plan: Plan, node: PlanNode, place, release) -> Step:
+def _step(plan: Plan, node: PlanNode, place, release, on_host: bool = False) -> Step:
     launch = node.launch
     if node.is_dynamic:
         outs = tuple(OutSlot(t, place.get(t, ALLOC), 0, plan.tensors[t].dtype, 0) for t in node.outputs)
@@ -132,6 +135,8 @@ def _step(plan: Plan, node: PlanNode, place, release) -> Step:
     for t in node.outputs:
         spec = plan.tensors[t]
         outs.append(OutSlot(t, place[t], spec.nbytes // spec.dtype.itemsize, spec.dtype, spec.nbytes))
+    if on_host:
+        return Step(node, DYNAMIC, None, (), tuple(outs), (), release)
     kind = BOUND if all(o.place == ARENA for o in outs) else STATIC  # (atomic outputs are never ARENA)
     ins = passed_inputs(node, launch)
     return Step(node, kind, cleaning(launch, len(ins)), ins, tuple(outs), launch.args, release)

@@ -8,6 +8,8 @@ calls, so its outputs are the host-driven ones) with a `Tap` on the caching allo
      outside the run's blocks: the instance's planned arena; or the constants and the arrays bound into the
      instance's steps, `stable_regions`);
   2. a dynamic node that reads values: a guard per value input (its place and bytes), before its launch;
+     a step of the host CPU engine (host_cpu.py): its outputs' places and bytes, which a replay writes back
+     (its values follow from the shapes, which the key and the guards fix);
   3. anything a table cannot hold (a host op, a buffer found nowhere, values over GUARD_BYTES): the reason,
      and the rest of the run goes on unnoted.
 """
@@ -21,6 +23,7 @@ from ge.kernels.registry import Launch
 from ge.npu.aicore import hold, unhold
 
 from .dynamic import DynamicNode
+from .host_cpu import HOST_CPU, HostCpuNode
 from .launcher import run_static
 from .lowering import ALIAS, BOUND, HOST, STATIC
 
@@ -70,7 +73,8 @@ class Notes:
         self.ex, self.inst, self.tap = ex, inst, tap
         self.feeds = [(t, _addr(bufs[t]), _addr(bufs[t]) + bufs[t].nbytes) for t in feeds]
         self.outs: list = []       # (start, end, count, dtype) per output array
-        self.rows: list = []       # ("launch", step, launch, [(place, count, dtype)]) | ("guard", step, place, bytes)
+        # ("launch", step, launch, [(place, count, dtype)]) | ("guard" | "set", step, place, bytes)
+        self.rows: list = []
         dev = ex.device.buffer
         self.device = (_addr(dev), _addr(dev) + dev.nbytes)
         self.stable = inst.stable_regions
@@ -114,6 +118,12 @@ class Notes:
                 raise Refused(f"step {step} reads {a.nbytes} bytes of values (data, not shapes)")
             self.rows.append(("guard", step, self.place(a, step), a.tobytes()))
 
+    def set(self, step: int, arrays) -> None:
+        """A host CPU step's outputs: a replay writes these bytes where they live."""
+        for a in arrays:
+            if a.nbytes:
+                self.rows.append(("set", step, self.place(a, step), a.tobytes()))
+
 
 def record(ex, inst, bufs, shapes, feeds) -> tuple[list, object]:
     """One host-driven run (the executor's loop, the same calls) that also notes what it ran: (outputs, its
@@ -146,6 +156,9 @@ def record(ex, inst, bufs, shapes, feeds) -> tuple[list, object]:
                     ws = tail[1][:len(s.node.launch.workspaces)]
                     why = _note(notes.launch, k, s.node.launch,
                                 [bufs[i] for i in ins] + [bufs[o.tensor] for o in s.outs] + list(ws))
+            elif isinstance(fn, HostCpuNode):
+                why = _host_cpu(ex, inst, notes, fn, k, bufs, shapes, spans, tap) if why is None else \
+                    fn(bufs, shapes, spans, tap, inst.core(ex, k)) or why
             elif type(fn) is not DynamicNode:   # a host op: control flow, sequences
                 fn(bufs, shapes, spans, tap, inst.core(ex, k))
                 why = why or f"{s.node.op_type} node '{s.node.name}' runs on the host"
@@ -206,6 +219,19 @@ def _dynamic(ex, inst, notes, node: DynamicNode, k, bufs, shapes, spans, tap):
     places += [((TEMP, j, 0), n, dt) for j, (n, dt, _) in zip(held, ws)]
     notes.rows.append(("launch", k, launch_, places))
     return None
+
+
+def _host_cpu(ex, inst, notes, node: HostCpuNode, k, bufs, shapes, spans, tap):
+    """A host CPU step run as the loop runs it, its outputs noted (or its launch, when its sizes took the
+    kernel); None, or why the key is refused."""
+    if node._hit(bufs, shapes)[1][8] is not HOST_CPU:
+        return _dynamic(ex, inst, notes, node, k, bufs, shapes, spans, tap)
+    node(bufs, shapes, spans, tap, inst.core(ex, k))
+    outs = [bufs[o.tensor] for o in node.outs]
+    for o, a in zip(node.outs, outs):
+        if o.place == HOST:
+            notes.output(a)
+    return _note(notes.set, k, outs)
 
 
 def stable_regions(ex, steps) -> tuple:

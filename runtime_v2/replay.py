@@ -14,6 +14,8 @@ shapes and dtypes:
              first-fit plan of offsets in the instance's replay arena (`plan_temps`),
        ABS   memory that lives as long as the instance: the planned arena of its static steps, its
              workspaces, the constants (the address itself; base slot ABS holds 0).
+     A step of the host CPU engine (host_cpu.py: shape arithmetic, whose values follow from the shapes) is
+     noted by its outputs' bytes: a SET row writes them back where the step's outputs live, nothing runs.
      A buffer found in none of them, a host op (control flow, sequences), a launch without a thunk encoding,
      several stream threads or state pairs: the key is refused (noted, with the reason) and runs host-driven.
   2. Guards. A dynamic node that reads values (a Reshape's shape computed by Shape -> Gather -> Concat, a
@@ -56,6 +58,7 @@ from .record import ABS, FEED, OUT, TEMP, Notes, Refused, record
 ARENA = 1                    # base slots: ABS (0) holds 0 (a row's offset is the address), ARENA the replay arena
 SLOT0 = STATUS + 1           # then one slot per feed, then one per output array
 GUARD = -7                   # a row that compares bytes (step 2); thunk addresses are > 0
+SET = -8                     # a row that writes bytes: a host CPU step's recorded outputs (record.py)
 RECORD_AT = 2                # a key is recorded on its second run (`Replays._again`)
 _NO_TEAM = np.zeros(1, np.int64)
 _CLEAN, _U8 = Launch(fill, (0,), inputs=()), np.dtype(np.uint8)   # an atomic output's zeroing (runtime_v1's too)
@@ -87,6 +90,13 @@ def run_table(addrs, ioffs, foffs, blocks, itab, ftab, bases, guards, team, slot
                     break
             if failed >= 0:
                 break
+            continue
+        if a == SET:   # itab[k:k + 4] as a guard's: the recorded bytes written where the step's output lives
+            k = ioffs[t]
+            dst = as_pointer(bases[itab[k]] + itab[k + 1], np.uint8)
+            at = itab[k + 3]
+            for i in range(itab[k + 2]):
+                dst[i] = guards[at + i]
             continue
         if blocks[t] == 1:
             call_thunk(a, ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, 0, 1)
@@ -170,12 +180,12 @@ class Entry:
         addrs, ioffs, foffs, blocks, irows, frows, gbytes, self.steps = [], [], [], [], [], [], [], []
         n_i = n_f = n_g = 0
         for row in notes.rows:
-            if row[0] == "guard":
+            if row[0] in ("guard", "set"):
                 _, step, p, want = row
                 slot, off = where(p)
                 irows.append(np.array([slot, off, len(want), n_g], np.int64))
                 gbytes.append(np.frombuffer(want, np.uint8))
-                addrs.append(GUARD)
+                addrs.append(GUARD if row[0] == "guard" else SET)
                 ioffs.append(n_i)
                 foffs.append(0)
                 blocks.append(1)
@@ -204,7 +214,7 @@ class Entry:
         self.itab = np.concatenate(irows + [np.zeros(1, np.int64)])
         self.ftab = np.concatenate(frows + [np.zeros(1, np.float64)])
         self.guards = np.concatenate(gbytes + [np.zeros(1, np.uint8)])
-        self.tasks = sum(1 for a in addrs if a != GUARD)
+        self.tasks = sum(1 for a in addrs if a not in (GUARD, SET))
         self.replays = 0
         self.outputs = tuple(self._output(notes, bufs[t], shapes[t], copy, k) for k, (t, copy) in
                              enumerate(ex._outputs))

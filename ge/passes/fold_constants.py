@@ -1,4 +1,5 @@
-"""fold_constants: run nodes whose inputs are all constant at compile time, once, with ge's own kernels.
+"""fold_constants: run nodes whose inputs are all constant at compile time, once, with ge's own kernels
+(integer/bool ones on the host CPU engine's numpy twins, kernels/host_cpu.py: the same bits, no compile).
 
 Also folds Shape and Size of statically shaped values (their inputs need not be constant). The light
 models build every weight with ConstantOfShape: after this pass none of those runs at inference.
@@ -18,6 +19,7 @@ from ..errors import DeviceMemoryError
 from ..kernels import strings
 from ..kernels.bind import node_context, node_kernel, static_spec
 from ..kernels.control import HostCall
+from ..kernels.host_cpu import fold_on_host
 from ..kernels.registry import run_kernel
 from .infer_shapes import infer_node
 
@@ -75,5 +77,7 @@ def _fold(graph, node, capacity) -> bool:
     arrays = [None if v is None else v.const for v in node.inputs]
     ctx = node_context(graph, node, kernel, values=arrays)
     _check_fits(node, ctx, kernel, capacity)
-    graph.fold_node(node, run_kernel(kernel, ctx, arrays))
+    # integer/bool shape arithmetic on the host CPU engine's numpy twins (GE folds with its host CPU engine
+    # too): no int64/bool kernel compiled to fold a few numbers; the same bits
+    graph.fold_node(node, fold_on_host(kernel, ctx, arrays) or run_kernel(kernel, ctx, arrays))
     return True
