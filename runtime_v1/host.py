@@ -26,14 +26,8 @@ import numpy as np
 
 from ge.errors import GEError
 from ge.kernels.control import HostCall, check_value
-from ge.kernels.host_tasks import is_host_task
 from ge.npu.memory import align_up
-from ge.plan import CONST, Plan, PlanNode, sunk_plan
-
-
-def is_host_node(node: PlanNode) -> bool:
-    """A node runtime_v1 runs as a host task: a string / ONNX-ML host op, or a static piece."""
-    return not node.bodies and is_host_task(node.kernel) or sunk_plan(node) is not None
+from ge.plan import Plan, PlanNode, host_only, host_task, sunk_plan
 
 
 @dataclass(frozen=True)
@@ -45,16 +39,15 @@ class HostValues:
 
 
 def host_values(plan: Plan) -> HostValues:
-    nodes = [n for n in plan.nodes if is_host_node(n)]
+    nodes = [n for n in plan.nodes if host_task(n)]
     made = {t for n in nodes for t in n.outputs if t >= 0}
-    held = {t.index for t in plan.tensors if t.kind != CONST and (
-        t.dtype.hasobject or t.value_kind != "tensor" or not t.is_static)} | made
-    read = {t for n in plan.nodes if not is_host_node(n) for t in n.inputs if t >= 0}
+    held = {t.index for t in plan.tensors if host_only(t)} | made
+    read = {t for n in plan.nodes if not host_task(n) for t in n.inputs if t >= 0}
     staged, at = {}, 0
     for t in sorted(made & read):
         spec = plan.tensors[t]
-        if spec.dtype.hasobject or spec.value_kind != "tensor" or not spec.is_static:
-            reader = next(n for n in plan.nodes if t in n.inputs and not is_host_node(n))
+        if host_only(spec):
+            reader = next(n for n in plan.nodes if t in n.inputs and not host_task(n))
             raise GEError(f"runtime_v1 cannot run {reader.op_type} node '{reader.name}': it reads '{spec.name}' "
                           f"({spec.value_kind} {spec.dtype}{list(spec.shape)}), which only a host op can; use "
                           "runtime='v2' (or 'auto', which picks it)")

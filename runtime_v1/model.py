@@ -55,10 +55,10 @@ from ge.npu.memory import align_up
 from ge.npu.native import STATUS
 from ge.npu.programs import cross_thread_events, dispatch_cores, stream_threads, thread_budget, thread_programs
 from ge.npu.thunks import TaskArgs, ThunkError
-from ge.plan import Plan, PlanNode, event_uses, static_control_reason, sunk_plan
+from ge.plan import Plan, PlanNode, event_uses, host_task, static_control_reason, sunk_plan
 
 from . import labels, rows as marks
-from .host import HostTask, host_values, is_host_node
+from .host import HostTask, host_values
 from .dispatch import MAX_CORES
 from .sink import AWAIT, GOTO, RECORD, SIGNAL, SWITCH, WAIT
 
@@ -154,7 +154,7 @@ class Model:
         self.tasks = [self.task(n) for n in plan.nodes if n.launch is not None and not n.no_task]
         self.bodies: list = []   # executors of static pieces (host.py), closed with the model's executor
         self.host_tasks = {n.step: HostTask(n, plan, self.host.held, self._locate, self.host.staged, self.host_slot,
-                                            self._body) for n in plan.nodes if is_host_node(n)}
+                                            self._body) for n in plan.nodes if host_task(n)}
         self.cleans = {n.step: [self.clean(n, k) for k in n.launch.atomic] for n in plan.nodes
                        if per_op and n.launch is not None and not n.no_task and n.launch.atomic}
         # a body of several streams runs them side by side (activation.py) when asked and threads may run
@@ -481,11 +481,11 @@ def feature_bytes(plan: Plan) -> int:
 def _check_static(plan: Plan) -> None:
     for n in plan.nodes:
         # (a static piece of a dynamic plan, sunk_plan, is no control node: the host-driven nodes are named below)
-        why = static_control_reason(plan, n) if n.kernel.host is not None and not is_host_node(n) else ""
+        why = static_control_reason(plan, n) if n.kernel.host is not None and not host_task(n) else ""
         if why:   # static If / Loop become label tasks (labels.py); the rest runs host-driven on runtime_v2
             raise GEError(f"runtime_v1 cannot run {n.op_type} node '{n.name}' from its task tables: {why}; use "
                           "runtime='v2' (or 'auto', which picks it)")
-    dyn = [n for n in plan.nodes if n.is_dynamic and not n.bodies and not is_host_node(n)]
+    dyn = [n for n in plan.nodes if n.is_dynamic and not n.bodies and not host_task(n)]
     if dyn:
         n = dyn[0]
         raise GEError(f"runtime_v1 runs static plans only: {n.op_type} node '{n.name}' (and {len(dyn) - 1} "
