@@ -375,7 +375,8 @@ def _assign_streams(order, nodes, options):
     """Engines (GE_LOCAL for no-task aliases), GE's logical streams and the pruned sync events
     (ge.schedule). One stream, with the reason logged, when options or the graph ask for it."""
     engines = [GE_LOCAL if n.is_alias else engine_for_op(n.op_type, n.kernel.engine) for n in nodes]
-    sched = schedule(order, engines, options)
+    host = next((o for o, n in zip(order, nodes) if n.kernel.host is not None and n.op_type not in LABEL_OPS), None)
+    sched = schedule(order, engines, options, host)
     a = sched.streams
     nodes = [dataclasses.replace(n, engine=e, stream=s) for n, e, s in zip(nodes, engines, a.streams)]
     if a.single_stream_reason:

@@ -265,7 +265,7 @@ class Model:
         activated streams' tables (activation.py), the counted lines, the events activation pruned."""
         rows, at, ids = {}, 0, marks.Labels()
         for n in self.plan.nodes:
-            if n.bodies:
+            if n.bodies and not host_task(n):   # (a static piece is a host task: host.py)
                 rows[n.step], need = labels.expand(self, n, dataclasses.replace(self.where, base=at), ids)
                 at = align_up(at + need)
         self.activated, self.n_lines, self.pruned_events = ids.activated, ids.lines, ids.pruned
@@ -330,7 +330,8 @@ class Model:
                 return tables
             # else stream threads: a task run from Python cannot be called from the cores' native loop
         threads = stream_threads(self.plan)
-        if threads < 2 or not self._threads_allowed():
+        # host tasks: one thread in plan order (a static piece's node has no events to the nodes after it)
+        if threads < 2 or not self._threads_allowed() or self.host_tasks:
             threads = 1  # one stream (or the switch): every task in plan order, no events
         return self._build(addr, threads)
 

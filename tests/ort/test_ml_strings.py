@@ -114,6 +114,17 @@ def test_string_graph_matches_onnxruntime():
         _same(want, got)
 
 
+@pytest.mark.parametrize("dtype", [T.FLOAT, T.DOUBLE])
+def test_float_to_string_prints_as_onnxruntime(dtype):
+    """Regression: ge printed numpy's shortest text ("1.0", "100000.0", "-0.0"); onnxruntime prints "%.8g"."""
+    m = _model([h.make_node("Cast", ["x"], ["y"], to=T.STRING)], [h.make_tensor_value_info("x", dtype, [15])],
+               [h.make_tensor_value_info("y", T.STRING, [15])])
+    x = np.array([1, 100, 1e16, 1.5e-5, 123456789, -0.0, 0.1, 3e38, 1e-7, 12345, 1e5, 1e6, 1e7, 2.5, 0.6224593],
+                 {T.FLOAT: np.float32, T.DOUBLE: np.float64}[dtype])
+    want = onnxruntime.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert ge.ort.InferenceSession(m).run(None, {"x": x})[0].tolist() == want.tolist()
+
+
 def test_string_feeds_are_checked():
     sess = ge.ort.InferenceSession(STRINGS)
     bad = dict(STRING_FEEDS, ref=np.array([1, "b", "c", "d", "e", "f"], object))

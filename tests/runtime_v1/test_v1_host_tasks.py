@@ -197,3 +197,32 @@ def test_an_ml_plan_with_string_labels_round_trips_on_v1(tmp_path):
     for a, b in zip(sess.run(None, {"X": x}), again.run(None, {"X": x})):
         _equal(a, b)
     assert onnx.load(path).graph.output[0].type.tensor_type.elem_type == T.STRING
+
+
+def test_a_static_piece_runs_as_a_host_task():
+    """Four numeric tasks before a Cast to string: the compiler sinks them as a static piece (ge/partition.py);
+    runtime_v1 runs the piece as a host task on an executor of its own, as runtime_v2 does."""
+    m = _model([h.make_node("Relu", ["x"], ["a"]), h.make_node("Neg", ["a"], ["b"]),
+                h.make_node("Abs", ["b"], ["c"]), h.make_node("Add", ["c", "c"], ["d"]),   # exact: the text matches
+                h.make_node("Cast", ["d"], ["s"], to=T.STRING),
+                h.make_node("StringConcat", ["s", "s"], ["y"])],
+               [h.make_tensor_value_info("x", T.FLOAT, [2, 3])], [h.make_tensor_value_info("y", T.STRING, [2, 3])],
+               opset=20)
+    x = np.array([[-1, 0.5, 2], [3, -4, 0]], np.float32)
+    sess = ge.Session(m)
+    assert sess.runtime == "v1" and ge.partition.summary(sess.plan)["pieces"] == 1
+    want = onnxruntime.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert sess.run(None, {"x": x})[0].tolist() == want.tolist() == \
+        ge.Session(m, runtime="v2").run(None, {"x": x})[0].tolist()
+
+
+def test_batch_gears_with_host_ops():
+    """dynamic_batch over a scikit-learn export: string inputs pad with "", ZipMap's maps are cut to the batch."""
+    for name, x in [("onehot_strings", np.array([["a", "x"], ["b", "b"], ["c", "y"]], object)),
+                    ("logreg_iris", (np.random.default_rng(5).random((3, 4)) * 7).astype(np.float32))]:
+        path = str(FIXTURES / f"{name}.onnx")
+        sess = ge.Session(path, options=ge.Options(dynamic_batch="2,4"))
+        assert sess.runtime == "v1"
+        want = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"X": x})
+        for w, g in zip(want, sess.run(None, {"X": x})):
+            _same(w, g)
