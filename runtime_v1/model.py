@@ -1,7 +1,10 @@
 """The loaded model (GE's DavinciModel): load once, then every run only binds I/O and executes task lists.
 
 `load(plan, device)` does all the work up front:
-  1. Refuse dynamic plans (runtime v2 runs those) and plans without a static memory plan.
+  1. Refuse dynamic plans (runtime v2 runs those) and plans without a static memory plan. Host ops (strings,
+     ONNX-ML, static pieces) are host tasks (host.py): program steps like fallback calls, their values in a
+     side table (strings, sequences, sizes the data decides) or a staging slot of the arena (a numeric output a
+     task reads); a plan with one runs its tables on one thread in plan order.
   2. Base slots: every buffer argument is (base slot, byte offset). Slot 0 = weights, 1 = feature map
      (workspaces included; then the atomic region, which a run zeroes first), 2 = the static array
      arguments of all launches, 3 = the error status (not a buffer: native.STATUS), 4 = the fixed feature
@@ -18,7 +21,7 @@
      load (a tiled one runs its blocks one after the other).
   4. Tables per stream: thunk address, int-row offset, float-row offset and block_dim per native task; one
      int table and one float table for all; a program per stream alternates native runs [start, stop) and
-     fallback calls. Multi-stream with kernels tiled over 2+ cores: one table per plan stream, pulled by the
+     fallback calls (host tasks among them). Multi-stream with kernels tiled over 2+ cores: one table per plan stream, pulled by the
      AI cores (dispatch.py; only tasks and RECORD / WAIT rows: else stream threads). Otherwise one table per
      stream thread (ge.npu.programs: the thread budget, at most one per stream; stream s on thread s mod
      threads). A thread's rows are its program's steps: per node

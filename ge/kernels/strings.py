@@ -1,9 +1,10 @@
 """String tensors on the host: the ONNX string ops, and the data-movement ops when they meet strings.
 
 A string tensor is a numpy object array of Python `str` (ge.ir.dtypes.STRING, as onnxruntime gives them).
-No Numba kernel sees one: a node that reads or gives strings runs on the host (OpKernel.host), so its plan
-is dynamic and runs on runtime_v2, whose buffer table holds host values next to device views; the memory
-planner leaves such values out of the feature map (they are outputs of dynamic nodes). Two kinds of op:
+No Numba kernel sees one: a node that reads or gives strings runs on the host (OpKernel.host): runtime_v2's
+buffer table holds host values next to device views, runtime_v1 runs it as a host task with the strings in a
+side table (runtime_v1/host.py); the memory planner leaves such values out of the feature map (they are
+outputs of dynamic nodes). Output shapes at compile time: host_tasks.py. Two kinds of op:
 - the string ops (`register_host`): StringNormalizer, RegexFullMatch, StringConcat, StringSplit;
 - ops ge has numeric kernels for (Identity, Reshape, Concat, Gather, Equal, Cast...): `on_strings` gives
   the node the host function of `GENERIC` instead of its kernel (bind.node_kernel, when a value of the
