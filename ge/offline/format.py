@@ -93,7 +93,8 @@ def strings(a: np.ndarray, where: str) -> dict:
     flat = a.reshape(-1).tolist()
     bad = next((x for x in flat if not isinstance(x, str)), None)
     if bad is not None:
-        raise GEError(f"cannot save {where}: an element of its object array is a {type(bad).__name__}, not str")
+        raise GEError(f"cannot save {where}: an element of its object array is a {type(bad).__name__}, not str "
+                      "(other objects would need pickle)")
     return {"__strings__": flat, "shape": list(a.shape)}
 
 
