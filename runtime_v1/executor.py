@@ -181,7 +181,7 @@ class Executor:
         # them); an executor on a caller's feature map keeps one instance, since a second would write the
         # same bytes
         self.plan = plan
-        self.model = Model(plan, cuts)   # cuts: the feature map in pieces (gears.py), feature_map their buffers
+        self.model = Model(plan, cuts, Executor)   # cuts: the feature map in pieces (gears.py), feature_map their buffers
         opts = plan.options
         self.refreshable = opts.feature_base_refreshable
         # one instance when the feature map is the caller's or re-bindable, or state is carried run to run

@@ -116,8 +116,10 @@ class IoSlot:
 class Model:
     """What every run of a loaded plan shares: tables, thunks, weights, argument pool, I/O binding plan."""
 
-    def __init__(self, plan: Plan, cuts: tuple[int, ...] = ()):
-        # cuts: offsets of the feature-map slot where pieces 1.. start, each piece its own buffer and slot
+    def __init__(self, plan: Plan, cuts: tuple[int, ...] = (), executor_of=None):
+        # cuts: offsets of the feature-map slot where pieces 1.. start, each piece its own buffer and slot;
+        # executor_of(plan): an Executor for a static piece's plan (host.py; executor.py passes its class)
+        self._executor_of = executor_of
         t0 = time.perf_counter()
         self.plan = plan
         _check_static(plan)
@@ -192,8 +194,9 @@ class Model:
         return tuple(spans)
 
     def _body(self, plan: Plan):
-        from .executor import Executor   # (executor.py imports this module)
-        ex = Executor(plan)
+        if self._executor_of is None:
+            raise GEError(f"plan '{self.plan.name}' has a static piece: load it with runtime_v1.load")
+        ex = self._executor_of(plan)
         self.bodies.append(ex)
         return ex
 
