@@ -58,7 +58,7 @@ def test_sklearn_export_on_v1(name):
     ref = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     feed, x = _fixture_feeds(ref, name)
     opts = ge.Options(input_shape=f"{feed}:{ROWS},{x.shape[1]}")
-    v1 = ge.Session(path, runtime="v1", options=opts)
+    v1 = ge.Session(path, runtime="runtime_v1", options=opts)   # (the package's name is taken too)
     got = v1.run(None, {feed: x})
     for want, g in zip(ref.run(None, {feed: x}), got):
         _same(want, g)
