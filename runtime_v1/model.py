@@ -58,7 +58,7 @@ from ge.npu.memory import align_up
 from ge.npu.native import STATUS
 from ge.npu.programs import cross_thread_events, dispatch_cores, stream_threads, thread_budget, thread_programs
 from ge.npu.thunks import TaskArgs, ThunkError
-from ge.plan import Plan, PlanNode, event_uses, host_task, static_control_reason, sunk_plan
+from ge.plan import Plan, PlanNode, event_uses, host_task, static_control_reason
 
 from . import labels, rows as marks
 from .host import HostTask, host_values
@@ -487,7 +487,7 @@ def feature_bytes(plan: Plan) -> int:
 
 def _check_static(plan: Plan) -> None:
     for n in plan.nodes:
-        # (a static piece of a dynamic plan, sunk_plan, is no control node: the host-driven nodes are named below)
+        # (host tasks, static pieces among them, run from the tables: host.py; the others are named below)
         why = static_control_reason(plan, n) if n.kernel.host is not None and not host_task(n) else ""
         if why:   # static If / Loop become label tasks (labels.py); the rest runs host-driven on runtime_v2
             raise GEError(f"runtime_v1 cannot run {n.op_type} node '{n.name}' from its task tables: {why}; use "
