@@ -126,6 +126,8 @@ class Session:
             self._init(model, runtime, inputs, outputs)
 
     def _init(self, model, runtime, inputs, outputs) -> None:
+        if isinstance(runtime, str) and runtime.startswith("runtime_"):   # the package's name: "runtime_v1"
+            runtime = runtime[len("runtime_"):]
         if is_offline_model(model):  # a saved plan (ge.save): its compile options come from the file
             model = load_plan(model)
         self.gear_plans = None  # ge.plan.GearPlans when runtime_v1 runs gears (dynamic_batch, dynamic_dims)

@@ -30,7 +30,7 @@ from . import kv_cache
 from .parallel.data import split_batch
 from .parallel.tensor import split_tensor
 from .passes import run_pipeline
-from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor, host_driven, runs_on_v1
+from .plan import ACTIVATION, CONST, INPUT, GearPlans, Plan, PlanNode, PlanTensor, host_driven, host_task, runs_on_v1
 from .npu.engines import GE_LOCAL, LABEL_OPS, engine_for_op
 from .schedule import schedule
 from .schedule.toposort import topological_order
@@ -99,8 +99,9 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
 def _static_gear(graph: Graph, options: Options, what: str, advice: str) -> Plan:
     """One gear's plan, which runtime_v1 runs: a GEError (`what` ... `advice`) naming a node left dynamic."""
     plan = compile(graph, options)
-    dyn = host_driven(plan)
-    if dyn:
+    dyn = [n for n in host_driven(plan) if not host_task(n)]   # host tasks run on runtime_v1 (runtime_v1/host.py)
+    if dyn or not runs_on_v1(plan):
+        dyn = dyn or host_driven(plan)
         raise GEError(f"{what} {dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has shapes "
                       f"known only at run time{advice}")
     return plan
@@ -263,8 +264,17 @@ def _is_batched(k: int, symbol: str, declared, plans) -> bool:
             return True
         if isinstance(declared[0], int):
             return False
-    lead = [p.tensors[p.outputs[k]].shape[:1] for p in plans.values()]
+    lead = [_rows(p, p.outputs[k]) for p in plans.values()]
     return all(d == (g,) for d, g in zip(lead, plans))
+
+
+def _rows(plan: Plan, t: int) -> tuple:
+    """The leading dim of tensor t; of a sequence of maps (ZipMap), its input's (a map per row)."""
+    spec = plan.tensors[t]
+    if spec.value_kind.startswith("seq(map"):
+        node = next((n for n in plan.nodes if t in n.outputs), None)
+        return plan.tensors[node.inputs[0]].shape[:1] if node is not None and node.op_type == "ZipMap" else ()
+    return spec.shape[:1]
 
 
 def build_plan(graph: Graph, order: list, options: Options, sink: bool = False, bound: dict | None = None) -> Plan:
@@ -381,7 +391,8 @@ def _assign_streams(order, nodes, options):
     """Engines (GE_LOCAL for no-task aliases), GE's logical streams and the pruned sync events
     (ge.schedule). One stream, with the reason logged, when options or the graph ask for it."""
     engines = [GE_LOCAL if n.is_alias else engine_for_op(n.op_type, n.kernel.engine) for n in nodes]
-    sched = schedule(order, engines, options)
+    host = next((o for o, n in zip(order, nodes) if n.kernel.host is not None and n.op_type not in LABEL_OPS), None)
+    sched = schedule(order, engines, options, host)
     a = sched.streams
     nodes = [dataclasses.replace(n, engine=e, stream=s) for n, e, s in zip(nodes, engines, a.streams)]
     if a.single_stream_reason:

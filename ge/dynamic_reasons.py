@@ -12,7 +12,7 @@ from __future__ import annotations
 from .kernels.bind import prepare_launch
 from .kernels.registry import TensorSpec, UnknownValueError
 from .partition import describe
-from .plan import Plan, host_driven, runs_on_v1, static_control_reason, sunk_plan
+from .plan import Plan, host_driven, host_task, runs_on_v1, static_control_reason, sunk_plan
 
 
 def _spec(plan: Plan, t: int):
@@ -26,6 +26,9 @@ def _root_reason(plan: Plan, node, producer: dict) -> tuple[str, object]:
     """(why a node whose input shapes are all static still has shapes known only at run time, the node or
     input whose run-time shape it reads: None when it reads data)."""
     what = f"{node.op_type} node '{node.name}'"
+    sized = next((plan.tensors[t].name for t in node.outputs if t >= 0 and not plan.tensors[t].is_static), None)
+    if host_task(node) and sized is not None:
+        return f"{what} runs on the host and the data decides the size of its output '{sized}'", None
     if node.kernel.host is not None:
         return static_control_reason(plan, node) or f"{what} runs on the host (its outputs are known at run " \
             "time)", None
@@ -91,6 +94,8 @@ def dynamic_reasons(plan: Plan) -> list[str]:
     for node in plan.nodes:
         if not node.is_dynamic or sunk_plan(node) is not None or (node.bodies and not static_control_reason(plan, node)):
             continue
+        if host_task(node) and all(t < 0 or plan.tensors[t].is_static for t in node.outputs):
+            continue   # a host task with static outputs: runtime_v1 runs it (runtime_v1/host.py)
         if any(t >= 0 and producer.get(t) is not None and producer[t].step in from_data for t in node.inputs):
             from_data.add(node.step)
         if all(t < 0 or _spec(plan, t) is not None for t in node.inputs):
@@ -116,6 +121,10 @@ def runtime_reason(plan: Plan, runtime: str, asked: str) -> str:
     if asked != "auto":
         return f"runtime='{asked}' was asked for"
     if runtime == "v1":
+        host = sum(host_task(n) for n in plan.nodes)
+        if host:
+            return (f"auto: the task sink (runtime_v1) runs the plan: {host} host op{'s' * (host != 1)} as host "
+                    "tasks (strings, ONNX-ML), every other task of static shapes")
         return "auto: every shape is static, the task sink (runtime_v1) runs the plan"
     if runs_on_v1(plan):
         return "auto: runtime_v1 is not available in this build"

@@ -25,7 +25,8 @@ Step 5: the units (pieces and the nodes left) in a topological order, each at th
 
 The compiler (ge/compiler.py) compiles each piece into a static Plan of its own and puts a `PartitionedCall`
 node carrying it (PlanNode.bodies, attribute "f") in the outer plan; runtime_v2 runs such a node by
-runtime_v1's task sink (runtime_v2/sunk.py), and runtime_v1 refuses the outer plan as for any dynamic node.
+runtime_v1's task sink (runtime_v2/sunk.py); runtime_v1 runs it as a host task (runtime_v1/host.py) when every
+other node of the outer plan is a task or a host task, and refuses the outer plan otherwise.
 """
 from __future__ import annotations
 

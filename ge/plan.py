@@ -20,6 +20,7 @@ from typing import Mapping, Protocol, runtime_checkable
 import numpy as np
 
 from .ir.dtypes import short
+from .kernels.host_tasks import is_host_task
 from .kernels.registry import Launch, OpKernel
 from .npu.engines import ENGINE_INFO, LABEL_OPS
 from .npu.memory import IO_ALIGN
@@ -444,16 +445,28 @@ def host_driven(plan: Plan) -> list:
     return [n for n in plan.nodes if n.is_dynamic and sunk_plan(n) is None]
 
 
+def host_task(node) -> bool:
+    """A node runtime_v1 runs as a host task (runtime_v1/host.py): a string or ONNX-ML host op
+    (ge/kernels/host_tasks.py), or a static piece (PartitionedCall)."""
+    return (not node.bodies and is_host_task(node.kernel)) or sunk_plan(node) is not None
+
+
+def host_only(t: "PlanTensor") -> bool:
+    """A value only host tasks can hold: Python objects (strings), a sequence or map, or a size the data decides."""
+    return t.kind != CONST and (t.dtype.hasobject or t.value_kind != "tensor" or not t.is_static)
+
+
 def runs_on_v1(plan: Plan) -> bool:
-    """The task sink can run every node: static, or static control flow; and no tensor is a host object
-    (strings: ge/kernels/strings.py), which its arena cannot hold."""
-    return all(not n.is_dynamic or (n.bodies and not static_control_reason(plan, n)) for n in plan.nodes) \
-        and host_object_tensor(plan) is None
-
-
-def host_object_tensor(plan: Plan):
-    """The first tensor of the plan whose elements are Python objects (a string tensor), or None."""
-    return next((t for t in plan.tensors if t.dtype is not None and t.dtype.hasobject), None)
+    """The task sink can run every node: static, static control flow, or a host task; and no task reads a value
+    only host tasks can hold (a string tensor, a length the data decides)."""
+    for n in plan.nodes:
+        if host_task(n):
+            continue
+        if n.is_dynamic and not (n.bodies and not static_control_reason(plan, n)):
+            return False
+        if any(t >= 0 and host_only(plan.tensors[t]) for t in (*n.inputs, *n.outputs)):
+            return False
+    return True
 
 
 @dataclass(frozen=True)

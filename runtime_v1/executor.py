@@ -32,12 +32,13 @@ from ge.npu.pool import InstancePool
 from ge.plan import Plan, copy_only_io, io_aligned, zero_copy_aligned
 
 from .dispatch import Dispatcher
+from .host import HostTask
 from .model import FEATURE_MAP, IO0, NATIVE, Model, copy_weights
 from .sink import interpret
 from .streams import Streams, _call, _raise
 
 _NO_TEAM = np.zeros(1, np.int64)  # the team argument of plans that launch no tiled task (never read)
-BIND, COPY, STATE = 0, 1, 2
+BIND, COPY, STATE, HELD = 0, 1, 2, 3
 
 
 class Spec(NamedTuple):
@@ -67,11 +68,12 @@ def _addr(a: np.ndarray) -> int:
 
 
 def arena_parts(model: Model, own_feature_map: bool = True) -> tuple:
-    """(feature_map, fixed, io, variable, control) bytes of one instance's arena, each ALIGN-aligned."""
+    """(feature_map, fixed, io, variable, staging, control) bytes of one instance's arena, each ALIGN-aligned."""
     seg = model.segments
     f = align_up(model.feature_bytes) if own_feature_map else 0  # else: the caller's
     fx, io, var = align_up(seg.get("fixed", 0)), align_up(max(seg["io"], 1)), align_up(seg.get("variable", 0))
-    return f, fx, io, var, model.control_bytes   # control: the bodies of static control flow (labels.py)
+    # staging: host tasks' outputs that tasks read (host.py); control: the bodies of static control flow (labels.py)
+    return f, fx, io, var, align_up(model.host.nbytes), model.control_bytes
 
 
 def address_need(model: Model, instances: int) -> int:
@@ -85,10 +87,11 @@ class Instance:
         pieces = list(feature_map[1:]) if isinstance(feature_map, (list, tuple)) else []
         feature_map = feature_map[0] if isinstance(feature_map, (list, tuple)) else feature_map
         seg = model.segments
-        f, fx, io, var, ctl = arena_parts(model, feature_map is None)
-        self.arena, self._release = reserve(memory, f + fx + io + var + ctl,
+        f, fx, io, var, hs, ctl = arena_parts(model, feature_map is None)
+        self.arena, self._release = reserve(memory, f + fx + io + var + hs + ctl,
                                             f"runtime_v1's arena of '{model.plan.name}' (feature_map {f} | fixed "
-                                            f"{fx} | io {seg['io']} | variable {var} | control {ctl} bytes)")
+                                            f"{fx} | io {seg['io']} | variable {var} | staging {hs} | control "
+                                            f"{ctl} bytes)")
         self.weights = weights
         self.fm = self.arena[:f] if feature_map is None else feature_map
         self.fixed = self.arena[f:f + fx]   # resident: re-basing the feature map never moves it
@@ -98,8 +101,13 @@ class Instance:
         self.seg = [self.weights, self.fm, model.args, None, self.fixed]  # slot STATUS holds no buffer
         self.seg += [(self.io if s.segment == "io" else self.var)[s.offset:s.offset + s.nbytes] for s in model.io]
         self.seg += pieces
+        if hs:
+            self.seg.append(self.arena[f + fx + io + var:f + fx + io + var + hs])   # slot model.host_slot
         if ctl:
-            self.seg.append(self.arena[f + fx + io + var:])   # slot model.control_slot
+            self.seg.append(self.arena[f + fx + io + var + hs:])   # slot model.control_slot
+        # a run's host values (host.py: string feeds, host tasks' outputs) and its bound I/O arrays
+        self.values: dict = {}
+        self.keep: dict = {}
         self.defaults = np.array([0 if a is None else _addr(a) for a in self.seg], np.int64)
         # one base table per stream (a thunk reports a failure in its own table's STATUS slot); row 0 is
         # `bases`, the others are copied from it per run
@@ -132,7 +140,9 @@ class Instance:
 
     def bind_call(self, task) -> tuple:
         """A task as a Python call: (fn, argument list with views bound, [(position, slot, off, count,
-        dtype)] to patch per run: buffers in I/O slots)."""
+        dtype)] to patch per run: buffers in I/O slots); a host task reads this instance's run (host.py)."""
+        if isinstance(task, HostTask):
+            return task.bind(self), [], ()
         args, patches = [], []
         for k, (slot, off, count, dtype) in enumerate(task.args.buffers[:task.args.n_buf]):
             if IO0 <= slot < self.model.pieces:
@@ -173,7 +183,7 @@ class Executor:
         # them); an executor on a caller's feature map keeps one instance, since a second would write the
         # same bytes
         self.plan = plan
-        self.model = Model(plan, cuts)   # cuts: the feature map in pieces (gears.py), feature_map their buffers
+        self.model = Model(plan, cuts, Executor)   # cuts: the feature map in pieces (gears.py), feature_map their buffers
         opts = plan.options
         self.refreshable = opts.feature_base_refreshable
         # one instance when the feature map is the caller's or re-bindable, or state is carried run to run
@@ -197,7 +207,9 @@ class Executor:
             raise
         self._instances = InstancePool(lambda: Instance(first.model, weights, memory), max_instances,
                                        Instance.close, first, on_empty=release)
-        self._inputs = {t: (self.model.io_slot[t].slot, _spec(plan.tensors[t])) for t in plan.inputs}
+        held = self.model.host.held   # string feeds: into the run's side table (host.py)
+        self._inputs = {t: (self.model.io_slot[t].slot, _spec(plan.tensors[t])) for t in plan.inputs if t not in held}
+        self._held_inputs = tuple((t, plan.tensors[t].name) for t in plan.inputs if t in held)
         # I/O a task keeps the load-time address of: always the arena's slot, copied in or out
         self._copy_only = {self.model.io_slot[r].slot for r in copy_only_io(plan)}
         self._outputs = self._output_plan()
@@ -210,6 +222,9 @@ class Executor:
         states = {o for _, o in m.states}
         for t in plan.outputs:
             spec, root = plan.tensors[t], m.root[t]
+            if t in m.host.held:   # from the run's side table (host.py)
+                out.append((HELD, t, t in plan.inputs))
+                continue
             slot, off = m._locate(t)
             if slot in states and root not in claimed:   # the new state: copied out of its block
                 claimed.add(root)
@@ -219,12 +234,14 @@ class Executor:
                 claimed.add(root)
                 out.append((BIND, slot, _spec(spec)))
             else:
-                off = plan.memory.tensors[t].offset if slot < IO0 else 0
+                off = plan.memory.tensors[t].offset if slot < IO0 else off if slot == m.host_slot else 0
                 out.append((COPY, slot, off, _spec(spec)))
         return tuple(out)
 
     def close(self) -> None:
         self._instances.close()
+        for body in self.model.bodies:   # static pieces run by host tasks (host.py)
+            body.close()
         if self._owns_memory:   # the address range goes back (ge/npu/memory.py)
             self.memory.close()
 
@@ -275,6 +292,18 @@ class Executor:
         bases, c = inst.bases, inst.counters
         bases[:] = inst.defaults
         keep = {}  # slot -> the array bound there this run (also keeps it alive)
+        inst.values, inst.keep = {}, keep   # host tasks' side table and view of the bound I/O (host.py)
+        for t, name in self._held_inputs:
+            if feeds.get(t) is None:
+                raise InputError(f"missing input '{name}'")
+            inst.values[t] = feeds[t]
+        try:
+            return self._execute(inst, feeds, bound_out, keep, tracer)
+        finally:
+            inst.values, inst.keep = {}, {}
+
+    def _execute(self, inst: Instance, feeds: dict, bound_out: dict, keep: dict, tracer) -> list[np.ndarray]:
+        bases, c = inst.bases, inst.counters
         state_in = self._bind_states(inst, keep)
         for t, (slot, spec) in self._inputs.items():
             a = feeds.get(t)
@@ -346,6 +375,9 @@ class Executor:
                 src = keep[slot].reshape(-1).view(np.uint8) if slot in keep else inst.seg[slot]
                 results[k] = src[off:off + spec.nbytes].view(spec.dtype).reshape(spec.shape).copy()
                 c["copied_outputs"] += 1
+            elif o[0] == HELD:   # a feed passed straight out is a copy (onnxruntime's)
+                v = inst.values[o[1]]
+                results[k] = (v.copy() if isinstance(v, np.ndarray) else list(v)) if o[2] else v
             elif o[0] == STATE:
                 spec = o[2]
                 results[k] = keep[o[1]].view(spec.dtype).reshape(spec.shape).copy()
@@ -390,7 +422,8 @@ class Executor:
                     out[key] += v
             out["instances"] = len(pool.all)
         m = self.model
-        out.update(native_tasks=m.native_tasks, fallback_tasks=m.fallback_tasks, load_seconds=m.load_seconds,
+        out.update(native_tasks=m.native_tasks, fallback_tasks=m.fallback_tasks, host_tasks=len(m.host_tasks),
+                   load_seconds=m.load_seconds,
                    streams=len(m.streams), events=len(m.events),  # tables run in parallel, event pairs in them
                    pulled_by_cores=m.dispatch_cores)              # the cores that pull the streams, 0: threads
         return out

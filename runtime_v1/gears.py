@@ -54,6 +54,8 @@ class _Weights:
         if plan.memory.segments["weights"] > self.buf.size:
             return False
         for t, a in plan.constants.items():
+            if a.dtype.hasobject:   # a string constant: read from the plan, not the image (host.py)
+                continue
             off, b = plan.memory.tensors[t].offset, _bytes(a)
             if not np.array_equal(self.buf[off:off + b.size], b):
                 return False
@@ -270,6 +272,6 @@ class GearedExecutor:
 def _pad(a: np.ndarray, gear: int) -> np.ndarray:
     if a.shape[0] == gear:
         return a
-    out = np.zeros((gear,) + a.shape[1:], a.dtype)
+    out = np.full((gear,) + a.shape[1:], "" if a.dtype.hasobject else 0, a.dtype)   # strings pad with ""
     out[:a.shape[0]] = a
     return out

@@ -1,7 +1,10 @@
 """The loaded model (GE's DavinciModel): load once, then every run only binds I/O and executes task lists.
 
 `load(plan, device)` does all the work up front:
-  1. Refuse dynamic plans (runtime v2 runs those) and plans without a static memory plan.
+  1. Refuse dynamic plans (runtime v2 runs those) and plans without a static memory plan. Host ops (strings,
+     ONNX-ML, static pieces) are host tasks (host.py): program steps like fallback calls, their values in a
+     side table (strings, sequences, sizes the data decides) or a staging slot of the arena (a numeric output a
+     task reads); a plan with one runs its tables on one thread in plan order.
   2. Base slots: every buffer argument is (base slot, byte offset). Slot 0 = weights, 1 = feature map
      (workspaces included; then the atomic region, which a run zeroes first), 2 = the static array
      arguments of all launches, 3 = the error status (not a buffer: native.STATUS), 4 = the fixed feature
@@ -18,7 +21,7 @@
      load (a tiled one runs its blocks one after the other).
   4. Tables per stream: thunk address, int-row offset, float-row offset and block_dim per native task; one
      int table and one float table for all; a program per stream alternates native runs [start, stop) and
-     fallback calls. Multi-stream with kernels tiled over 2+ cores: one table per plan stream, pulled by the
+     fallback calls (host tasks among them). Multi-stream with kernels tiled over 2+ cores: one table per plan stream, pulled by the
      AI cores (dispatch.py; only tasks and RECORD / WAIT rows: else stream threads). Otherwise one table per
      stream thread (ge.npu.programs: the thread budget, at most one per stream; stream s on thread s mod
      threads). A thread's rows are its program's steps: per node
@@ -57,9 +60,10 @@ from ge.npu.memory import align_up
 from ge.npu.native import STATUS
 from ge.npu.programs import cross_thread_events, dispatch_cores, stream_threads, thread_budget, thread_programs
 from ge.npu.thunks import TaskArgs, ThunkError
-from ge.plan import Plan, PlanNode, event_uses, host_object_tensor, static_control_reason, sunk_plan
+from ge.plan import Plan, PlanNode, event_uses, host_task, static_control_reason
 
 from . import labels, rows as marks
+from .host import HostTask, host_values
 from .dispatch import MAX_CORES
 from .sink import AWAIT, GOTO, RECORD, SIGNAL, SWITCH, WAIT
 
@@ -114,8 +118,10 @@ class IoSlot:
 class Model:
     """What every run of a loaded plan shares: tables, thunks, weights, argument pool, I/O binding plan."""
 
-    def __init__(self, plan: Plan, cuts: tuple[int, ...] = ()):
-        # cuts: offsets of the feature-map slot where pieces 1.. start, each piece its own buffer and slot
+    def __init__(self, plan: Plan, cuts: tuple[int, ...] = (), executor_of=None):
+        # cuts: offsets of the feature-map slot where pieces 1.. start, each piece its own buffer and slot;
+        # executor_of(plan): an Executor for a static piece's plan (host.py; executor.py passes its class)
+        self._executor_of = executor_of
         t0 = time.perf_counter()
         self.plan = plan
         _check_static(plan)
@@ -127,15 +133,20 @@ class Model:
         # Step 2: base slots
         index = {t.name: t.index for t in plan.tensors}
         self.root = [index[m.alias_of] if m.alias_of else m.index for m in mem.tensors]
+        # host values (host.py): held in a side table, or staged for the tasks that read them
+        self.host = host_values(plan)
         io_roots = sorted({self.root[t.index] for t, m in zip(plan.tensors, mem.tensors)
-                           if m.segment in ("io", "variable") and m.part_of is None})  # parts: in their output's
+                           if m.segment in ("io", "variable") and m.part_of is None  # parts: in their output's
+                           and self.root[t.index] not in self.host.held and t.index not in self.host.held})
         self.io = tuple(IoSlot(IO0 + k, r, mem.tensors[r].offset, plan.tensors[r].nbytes, mem.tensors[r].segment)
                         for k, r in enumerate(io_roots))
         self.io_slot = {s.tensor: s for s in self.io}
         self.pieces = IO0 + len(self.io)      # piece k >= 1 of the feature-map slot is slot pieces + k - 1
         self.cuts = tuple(cuts)
         self.n_slots = self.pieces + len(self.cuts)
-        self.control_slot = self.n_slots      # the control region (labels.py), when some node has bodies
+        self.host_slot = self.n_slots         # the staging region of host values (host.py), when some are staged
+        self.control_slot = self.n_slots + (self.host.nbytes > 0)   # the control region (labels.py), when some
+                                                                     # node has bodies
         self.atomic = self._atomic_spans()   # [(slot, start, stop)]: the region a run zeroes first
         # state pairs (Options.state_pairs): (input slot, output slot); a run reads one block, writes the other
         self.states = tuple((self.io_slot[i].slot, self.io_slot[o].slot) for i, o in plan.states)
@@ -148,6 +159,9 @@ class Model:
         self._pool: list[tuple[int, bytes]] = []
         self._pool_bytes = 0
         self.tasks = [self.task(n) for n in plan.nodes if n.launch is not None and not n.no_task]
+        self.bodies: list = []   # executors of static pieces (host.py), closed with the model's executor
+        self.host_tasks = {n.step: HostTask(n, plan, self.host.held, self._locate, self.host.staged, self.host_slot,
+                                            self._body) for n in plan.nodes if host_task(n)}
         self.cleans = {n.step: [self.clean(n, k) for k in n.launch.atomic] for n in plan.nodes
                        if per_op and n.launch is not None and not n.no_task and n.launch.atomic}
         # a body of several streams runs them side by side (activation.py) when asked and threads may run
@@ -181,8 +195,17 @@ class Model:
                 spans.append((slot, off, off + b - a))
         return tuple(spans)
 
+    def _body(self, plan: Plan):
+        if self._executor_of is None:
+            raise GEError(f"plan '{self.plan.name}' has a static piece: load it with runtime_v1.load")
+        ex = self._executor_of(plan)
+        self.bodies.append(ex)
+        return ex
+
     def _locate(self, t: int) -> tuple[int, int]:
         m = self.plan.memory.tensors[t]
+        if self.root[t] in self.host.staged:   # a host task's output a task reads (host.py)
+            return self.host_slot, self.host.staged[self.root[t]]
         if m.segment == "weights":
             return WEIGHTS, m.offset
         if m.segment == "feature_map":
@@ -250,7 +273,7 @@ class Model:
         activated streams' tables (activation.py), the counted lines, the events activation pruned."""
         rows, at, ids = {}, 0, marks.Labels()
         for n in self.plan.nodes:
-            if n.bodies:
+            if n.bodies and not host_task(n):   # (a static piece is a host task: host.py)
                 rows[n.step], need = labels.expand(self, n, dataclasses.replace(self.where, base=at), ids)
                 at = align_up(at + need)
         self.activated, self.n_lines, self.pruned_events = ids.activated, ids.lines, ids.pruned
@@ -318,7 +341,8 @@ class Model:
                 return tables
             # else stream threads: a task run from Python cannot be called from the cores' native loop
         threads = stream_threads(self.plan)
-        if threads < 2 or not self._threads_allowed():
+        # host tasks: one thread in plan order (a static piece's node has no events to the nodes after it)
+        if threads < 2 or not self._threads_allowed() or self.host_tasks:
             threads = 1  # one stream (or the switch): every task in plan order, no events
         return self._build(addr, threads)
 
@@ -341,6 +365,8 @@ class Model:
                 rows += self.cleans.get(step, [])
                 if step in task_of:
                     rows.append(task_of[step])
+                if step in self.host_tasks:
+                    rows.append(self.host_tasks[step])
                 rows += self.control.get(step, [])
                 rows += [(RECORD, e, uses["record", step, e]) for e in records]
                 track.update((id(r), self.plan.nodes[step].stream) for r in rows[first:])
@@ -355,7 +381,7 @@ class Model:
     def _stream_table(self, stream: int, rows: list, addr: dict, track: dict) -> StreamTables:
         addrs, ioffs, foffs, blocks, program, fallback, native_rows, tracks = [], [], [], [], [], [], [], []
         for row in _resolve(rows):
-            if isinstance(row, Task) and row.sig is None:
+            if isinstance(row, (Task, HostTask)) and row.sig is None:
                 program.append((FALLBACK, len(fallback), 0))
                 fallback.append(row)
                 continue
@@ -426,6 +452,8 @@ class Model:
 def copy_weights(plan, buf: np.ndarray) -> None:
     """The plan's constants into a weights segment, each at its planned offset."""
     for t, a in plan.constants.items():
+        if a.dtype.hasobject:   # a string constant: host tasks read it from the plan (host.py)
+            continue
         off = plan.memory.tensors[t].offset
         b = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
         buf[off:off + b.size] = b
@@ -438,7 +466,7 @@ def _resolve(rows: list) -> list:
     for row in rows:
         if isinstance(row, tuple) and row[0] == marks.SET:
             at[row[1]] = n
-        elif not (isinstance(row, Task) and row.sig is None):
+        elif not (isinstance(row, (Task, HostTask)) and row.sig is None):
             n += 1
     out = []
     for row in rows:
@@ -463,17 +491,13 @@ def feature_bytes(plan: Plan) -> int:
 
 
 def _check_static(plan: Plan) -> None:
-    text = host_object_tensor(plan)
-    if text is not None:   # device memory holds bytes, a string tensor holds Python objects
-        raise GEError(f"runtime_v1 cannot hold tensor '{text.name}' ({text.dtype}: strings) in its arena; use "
-                      "runtime='v2' (or 'auto', which picks it)")
     for n in plan.nodes:
-        # (a static piece of a dynamic plan, sunk_plan, is no control node: the host-driven nodes are named below)
-        why = static_control_reason(plan, n) if n.kernel.host is not None and sunk_plan(n) is None else ""
+        # (host tasks, static pieces among them, run from the tables: host.py; the others are named below)
+        why = static_control_reason(plan, n) if n.kernel.host is not None and not host_task(n) else ""
         if why:   # static If / Loop become label tasks (labels.py); the rest runs host-driven on runtime_v2
             raise GEError(f"runtime_v1 cannot run {n.op_type} node '{n.name}' from its task tables: {why}; use "
                           "runtime='v2' (or 'auto', which picks it)")
-    dyn = [n for n in plan.nodes if n.is_dynamic and not n.bodies]
+    dyn = [n for n in plan.nodes if n.is_dynamic and not n.bodies and not host_task(n)]
     if dyn:
         n = dyn[0]
         raise GEError(f"runtime_v1 runs static plans only: {n.op_type} node '{n.name}' (and {len(dyn) - 1} "

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ge.errors import ShapeError
-from ge.kernels.control import HostCall
+from ge.kernels.control import HostCall, check_value as _check
 
 
 class HostNode:
@@ -75,33 +75,3 @@ def _value(bufs, shapes, t):
         return None
     v = bufs[t]
     return v.reshape(shapes[t]) if isinstance(v, np.ndarray) and shapes[t] is not None else v
-
-
-def _check(spec, v, what: str):
-    """A value against its plan tensor: the kind, the dtype, the static dims."""
-    kind = spec.value_kind
-    if v is None:
-        if kind.startswith("optional"):
-            return None
-        raise ShapeError(f"{what} is empty, the plan says {kind}")
-    if "map(" in kind:   # ONNX-ML maps (ZipMap, DictVectorizer): a dict, or a list of dicts
-        if not (isinstance(v, dict) or isinstance(v, list) and all(isinstance(m, dict) for m in v)):
-            raise ShapeError(f"{what} is a {type(v).__name__}, the plan says {kind}")
-        return v
-    if isinstance(v, list):
-        if kind not in ("sequence", "optional_sequence"):
-            raise ShapeError(f"{what} is a sequence, the plan says {kind}")
-        for a in v:
-            if a.dtype != spec.dtype:
-                raise ShapeError(f"{what}: a sequence element has dtype {a.dtype}, the plan says {spec.dtype}")
-        return v
-    v = np.asarray(v)
-    if kind not in ("tensor", "optional"):
-        raise ShapeError(f"{what} is a tensor, the plan says {kind}")
-    if v.dtype != spec.dtype:
-        raise ShapeError(f"{what} has dtype {v.dtype}, the plan says {spec.dtype}")
-    want = spec.shape
-    if want != ("?",) and (len(want) != v.ndim or any(isinstance(w, int) and w != d
-                                                      for w, d in zip(want, v.shape))):
-        raise ShapeError(f"{what} has shape {list(v.shape)} at run time, the plan says {list(want)}")
-    return v

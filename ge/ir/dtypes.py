@@ -36,9 +36,9 @@ SHORT = {
     np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64", np.dtype(np.bool_): "b8",
     FLOAT16: "f16", BFLOAT16: "bf16", STRING: "str",
 }
-# a dtype as text in offline models: numpy's .str, except bfloat16's ('<V2' is any 2-byte void); strings
-# have none (a plan holding them is not saved: ge/offline/format.py)
-TOKEN = {dt: ("bfloat16" if dt == BFLOAT16 else dt.str) for dt in SHORT if dt != STRING}
+# a dtype as text in offline models: numpy's .str, except bfloat16's ('<V2' is any 2-byte void) and strings'
+# ("string": their values are JSON text in plan.json, never pickled objects: ge/offline/format.py)
+TOKEN = {dt: ("bfloat16" if dt == BFLOAT16 else "string" if dt == STRING else dt.str) for dt in SHORT}
 FROM_TOKEN = {v: k for k, v in TOKEN.items()}
 
 

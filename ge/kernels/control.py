@@ -34,6 +34,37 @@ class HostCall:
         return ShapeError(f"{self.op_type} node '{self.name}': {msg}")
 
 
+def check_value(spec, v, what: str):
+    """A host op's value against its plan tensor (a PlanTensor): the kind, the dtype, the static dims
+    (runtime_v2/control.py, runtime_v1/host.py)."""
+    kind = spec.value_kind
+    if v is None:
+        if kind.startswith("optional"):
+            return None
+        raise ShapeError(f"{what} is empty, the plan says {kind}")
+    if "map(" in kind:   # ONNX-ML maps (ZipMap, DictVectorizer): a dict, or a list of dicts
+        if not (isinstance(v, dict) or isinstance(v, list) and all(isinstance(m, dict) for m in v)):
+            raise ShapeError(f"{what} is a {type(v).__name__}, the plan says {kind}")
+        return v
+    if isinstance(v, list):
+        if kind not in ("sequence", "optional_sequence"):
+            raise ShapeError(f"{what} is a sequence, the plan says {kind}")
+        for a in v:
+            if a.dtype != spec.dtype:
+                raise ShapeError(f"{what}: a sequence element has dtype {a.dtype}, the plan says {spec.dtype}")
+        return v
+    v = np.asarray(v)
+    if kind not in ("tensor", "optional"):
+        raise ShapeError(f"{what} is a tensor, the plan says {kind}")
+    if v.dtype != spec.dtype:
+        raise ShapeError(f"{what} has dtype {v.dtype}, the plan says {spec.dtype}")
+    want = spec.shape
+    if want != ("?",) and (len(want) != v.ndim or any(isinstance(w, int) and w != d
+                                                      for w, d in zip(want, v.shape))):
+        raise ShapeError(f"{what} has shape {list(v.shape)} at run time, the plan says {list(want)}")
+    return v
+
+
 def _scalar(call: HostCall, a, what: str):
     if not isinstance(a, np.ndarray) or a.size != 1:
         raise call.error(f"{what} must be a tensor of one element, got "

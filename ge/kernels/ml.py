@@ -1,7 +1,7 @@
 """The ONNX-ML ops scikit-learn exports use (domain ai.onnx.ml), on the host.
 
 They run once per request on a few rows of features: host functions over numpy (OpKernel.host), not Numba
-kernels (no compile, nothing tiled), so a plan holding one is dynamic and runs on runtime_v2; labels may be
+kernels (no compile, nothing tiled): host-driven on runtime_v2, host tasks on runtime_v1; labels may be
 strings (ge/kernels/strings.py) and ZipMap gives a sequence of maps (Value.kind "seq(map(K))"). Binarizer
 and ArrayFeatureExtractor are ONNX functions (onnx_builders.py) and TreeEnsemble (opset 5) a kernel
 (tree_ensemble.py). Semantics are the ONNX-ML operator specs; where the spec leaves it open (a binary

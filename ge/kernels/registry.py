@@ -122,7 +122,8 @@ class OpKernel:
     engine: str = AICORE
     # a host op (control flow, sequences, optionals): runs on the host over Python values, never a task;
     # host(node, values, bodies) -> values, where bodies maps a body's attribute name to a callable running
-    # it (ge/kernels/control.py). Its nodes are dynamic: runtime_v2 runs them, runtime_v1 refuses them.
+    # it (ge/kernels/control.py). Its nodes are dynamic: runtime_v2 runs them; runtime_v1 runs the string and
+    # ONNX-ML ones as host tasks (host_tasks.py, runtime_v1/host.py) and static control flow as label tasks.
     host: Callable | None = None
 
     def bind(self, ctx: KernelContext) -> Launch | None:

@@ -1,16 +1,17 @@
 """String tensors on the host: the ONNX string ops, and the data-movement ops when they meet strings.
 
 A string tensor is a numpy object array of Python `str` (ge.ir.dtypes.STRING, as onnxruntime gives them).
-No Numba kernel sees one: a node that reads or gives strings runs on the host (OpKernel.host), so its plan
-is dynamic and runs on runtime_v2, whose buffer table holds host values next to device views; the memory
-planner leaves such values out of the feature map (they are outputs of dynamic nodes). Two kinds of op:
+No Numba kernel sees one: a node that reads or gives strings runs on the host (OpKernel.host): runtime_v2's
+buffer table holds host values next to device views, runtime_v1 runs it as a host task with the strings in a
+side table (runtime_v1/host.py); the memory planner leaves such values out of the feature map (they are
+outputs of dynamic nodes). Output shapes at compile time: host_tasks.py. Two kinds of op:
 - the string ops (`register_host`): StringNormalizer, RegexFullMatch, StringConcat, StringSplit;
 - ops ge has numeric kernels for (Identity, Reshape, Concat, Gather, Equal, Cast...): `on_strings` gives
   the node the host function of `GENERIC` instead of its kernel (bind.node_kernel, when a value of the
   node is a string tensor); an op not in GENERIC meeting strings is an UnsupportedOpError naming the node.
 Step per op: read the attributes, compute with numpy on the object arrays, return new arrays.
-Casts follow onnxruntime (onnxruntime/core/providers/cpu/tensor/cast_op.cc): a float as the shortest text
-that reads back to it ("NaN", "INF", "-INF"), an integer in decimal, a bool as "1"/"0"; text to a number
+Casts follow onnxruntime (onnxruntime/core/providers/cpu/tensor/cast_op.cc): a float or double as "%.8g"
+prints it ("1", "0.1", "1.2345679e+08"; "NaN", "INF", "-INF"), an integer in decimal, a bool as "1"/"0"; text to a number
 parses it (case-insensitive "nan"/"inf"), text that is no number is an ExecutionError naming the node.
 """
 from __future__ import annotations
@@ -247,7 +248,7 @@ def _float_text(v: float) -> str:
         return "NaN"
     if np.isinf(v):
         return "INF" if v > 0 else "-INF"
-    return str(v)   # numpy's float32 / float64 str: the shortest text that reads back to the value
+    return "%.8g" % float(v)   # onnxruntime's snprintf "%.8g" (float and double): "1", "1e+16", "-0"
 
 
 def to_text(x: np.ndarray) -> np.ndarray:

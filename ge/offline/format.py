@@ -7,7 +7,9 @@
   Arrays: constants ("c<tensor index>") and array-valued attributes ("a<n>"); no pickle anywhere.
   Control nodes (If, Loop, Scan, SequenceMap) keep their bodies as "bodies": [[attribute, plan document,
   captured inputs], ...], each body's arrays under its own key prefix; a tensor whose value is not a tensor
-  (a sequence or optional of the host ops) has its value kind as a fifth entry.
+  (a sequence or optional of the host ops) has its value kind as a fifth entry. String tensors have the
+  element type "string"; a string array (a constant, an attribute) is JSON text in the document,
+  {"__strings__": [...], "shape": [...]}, never a pickled npz member.
 - gears document (`save_gears`, `ge compile --dynamic-batch` / `--dynamic-dims`): {"format": "ge.gears",
   "version": 4, symbol, batched, inputs, outputs, plans: {gear: plan document}}; every array is stored once
   under a digest of its content ("w<sha1>"), so the gears share their weights. Version 4 (GEARS_VERSION)
@@ -59,7 +61,7 @@ class _Encoder:
 
     def array(self, a: np.ndarray, where: str) -> dict:
         if a.dtype.hasobject:
-            raise GEError(f"cannot save {where}: arrays of dtype {a.dtype} need pickle")
+            return strings(a, where)
         key = f"a{len(self.arrays)}"   # one counter for a plan and its bodies: keys never collide
         self.arrays[key] = a
         return {"__array__": key}
@@ -85,19 +87,27 @@ class _Encoder:
                       "supported by offline models")
 
 
+def strings(a: np.ndarray, where: str) -> dict:
+    """A string array as JSON text: {"__strings__": [str, ...], "shape": [...]} (npz would need pickle, which
+    ge never loads; read.py bounds it)."""
+    flat = a.reshape(-1).tolist()
+    bad = next((x for x in flat if not isinstance(x, str)), None)
+    if bad is not None:
+        raise GEError(f"cannot save {where}: an element of its object array is a {type(bad).__name__}, not str "
+                      "(other objects would need pickle)")
+    return {"__strings__": flat, "shape": list(a.shape)}
+
+
 def plan_document(plan: Plan, enc: _Encoder | None = None, prefix: str = "") -> tuple[dict, dict[str, np.ndarray]]:
     """(the JSON document, the arrays for weights.npz) of a plan; a body's document shares its outer plan's
     encoder, its constants under `prefix`."""
     enc = enc or _Encoder()
-    text = next((t for t in plan.tensors if t.dtype not in TOKEN), None)
-    if text is not None:   # strings are host objects: npz would need pickle, which ge never loads
-        raise GEError(f"cannot save plan '{plan.name}' to a .gem: tensor '{text.name}' holds {text.dtype} "
-                      "(string tensors are not in the offline format yet; keep the .onnx and compile it)")
     constants = {}
     for i, a in plan.constants.items():
         a = np.asarray(a)
-        if a.dtype.hasobject:
-            raise GEError(f"cannot save constant '{plan.tensors[i].name}': dtype {a.dtype} needs pickle")
+        if a.dtype.hasobject:   # a string constant: its text in the document
+            constants[str(i)] = strings(a, f"constant '{plan.tensors[i].name}'")
+            continue
         constants[str(i)] = key = f"{prefix}c{i}"
         enc.arrays[key] = a
     opts = {}
@@ -146,7 +156,7 @@ def gears_document(gp: GearPlans) -> tuple[dict, dict[str, np.ndarray]]:
             a = np.asarray(a)   # (np.ascontiguousarray makes a 0-d constant 1-d: refused at load)
             key[k] = "w" + hashlib.sha1(f"{a.dtype.str}{a.shape}".encode() + a.tobytes()).hexdigest()[:20]
             arrays.setdefault(key[k], a)
-        doc["constants"] = {i: key[k] for i, k in doc["constants"].items()}
+        doc["constants"] = {i: key[k] if isinstance(k, str) else k for i, k in doc["constants"].items()}
         return _rekey(doc, key)
 
     plans = {(",".join(map(str, g)) if isinstance(g, tuple) else str(g)): shared(p) for g, p in gp.plans.items()}

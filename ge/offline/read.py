@@ -17,10 +17,11 @@ from types import MappingProxyType
 import numpy as np
 
 from ..errors import GEError, ModelLoadError
-from ..ir.dtypes import BFLOAT16, FROM_TOKEN
+from ..ir.dtypes import BFLOAT16, FROM_TOKEN, STRING
 from ..kernels import sequence
 from ..kernels.bind import prepare_launch
 from ..kernels.registry import TensorSpec, lookup
+from ..kernels.strings import on_strings
 from ..npu.engines import ENGINES
 from ..option_values import MAX_GEARS
 from ..options import Options
@@ -33,7 +34,7 @@ from .format import FORMAT, GEARS, GEARS_READS, GEARS_VERSION, READS, VERSION, d
 DTYPES = FROM_TOKEN   # the element types ge computes in, by their .str (bfloat16 by name)
 KINDS = ("input", "const", "activation")
 SEGMENTS = ("weights", "feature_map", "atomic", "io", "dynamic", "fixed", "variable")
-MAX_RANK, MAX_DIM, MAX_NAME = 32, 1 << 40, 4096
+MAX_RANK, MAX_DIM, MAX_NAME, MAX_STRING = 32, 1 << 40, 4096, 1 << 24
 MAX_DEPTH = 16   # bodies inside bodies, as the ONNX frontend allows
 VALUE_KINDS = ("tensor", "sequence", "optional", "optional_sequence", "map(int64)", "map(string)",
                "seq(map(int64))", "seq(map(string))")
@@ -165,6 +166,8 @@ def decode(v, arrays: dict, where: str, depth: int = 0):
             if not isinstance(key, str) or key not in arrays:
                 raise _bad(where, f"array {str(key)[:40]!r} is not in weights.npz")
             return arrays[key]
+        if set(v) == {"__strings__", "shape"}:
+            return strings(v, where)
         if set(v) == {"__tuple__"}:
             return tuple(decode(x, arrays, where, depth + 1) for x in array(v["__tuple__"], where))
         if set(v) == {"__dict__"} and isinstance(v["__dict__"], dict):
@@ -178,6 +181,23 @@ def decode(v, arrays: dict, where: str, depth: int = 0):
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     raise _bad(where, f"unexpected {type(v).__name__}")
+
+
+def strings(v: dict, where: str) -> np.ndarray:
+    """A string array from its JSON text (format.strings): str elements, as many as its static shape holds,
+    each at most MAX_STRING characters."""
+    dims = shape(v["shape"], f"{where}.shape")
+    if not all(isinstance(d, int) for d in dims):
+        raise _bad(where, "a string array's shape must be static")
+    items = array(v["__strings__"], where)
+    if len(items) != math.prod(dims):
+        raise _bad(where, f"{len(items)} strings for shape {list(dims)}")
+    bad = next((k for k, x in enumerate(items) if not isinstance(x, str) or len(x) > MAX_STRING), None)
+    if bad is not None:
+        raise _bad(f"{where}[{bad}]", f"expected a string of at most {MAX_STRING} characters")
+    out = np.empty(len(items), object)
+    out[:] = items
+    return out.reshape(dims)
 
 
 def shape(v, where: str) -> tuple:
@@ -301,7 +321,9 @@ def build_plan(doc: dict, arrays: dict, at: str = "", depth: int = 0) -> Plan:
         where = f"{at}constants[{i[:20]!r}]"
         if not i.isdigit() or int(i) >= n_t:
             raise _bad(where, f"not a tensor index (0..{n_t - 1})")
-        a, t = decode({"__array__": key}, arrays, where), tensors[int(i)]
+        a = strings(key, where) if isinstance(key, dict) and set(key) == {"__strings__", "shape"} \
+            else decode({"__array__": key}, arrays, where)
+        t = tensors[int(i)]
         if t.dtype == BFLOAT16 and a.dtype == np.dtype("V2"):
             a = a.view(BFLOAT16)  # npz keeps bfloat16 as 2-byte voids
         if t.kind != "const" or a.dtype != t.dtype or tuple(a.shape) != t.shape:
@@ -348,6 +370,8 @@ def _node(d, step, tensors, constants, options, arrays, where, depth) -> PlanNod
     no_task = flag(d.get("no_task", False), f"{where}.no_task")
     try:
         kernel = lookup(op, domain, opset, name)
+        if kernel.host is None and any(tensors[t].dtype == STRING for t in (*ins, *outs) if t >= 0):
+            kernel = on_strings(kernel, name, opset)   # the compiler's rule (kernels/bind.node_kernel)
     except GEError as e:
         raise _bad(f"{where}.op_type", str(e)[:300]) from None
     launch = None

@@ -29,11 +29,12 @@ class Schedule:
     events: EventPlan
 
 
-def schedule(order, engines, options) -> Schedule:
-    """Streams and events for `order` (a topological order of ir Nodes) with one engine per node."""
+def schedule(order, engines, options, host=None) -> Schedule:
+    """Streams and events for `order` (a topological order of ir Nodes) with one engine per node; `host`: the
+    first node that runs as a host op (strings, ONNX-ML, sequences, a static piece), if any."""
     preds, _ = dependencies(order)
     labels, groups, keys = node_labels(order, options)
-    reason = single_stream_reason(order, options)
+    reason = single_stream_reason(order, options, host)
     if reason and options.enable_single_stream and any(labels):
         k = next(i for i, lab in enumerate(labels) if lab)
         raise GEError(f"enable_single_stream (ge.enableSingleStream) with a stream label: node '{order[k].name}' "

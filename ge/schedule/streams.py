@@ -82,9 +82,10 @@ class StreamAssignment:
         return "\n".join(lines)
 
 
-def single_stream_reason(order, options) -> str | None:
+def single_stream_reason(order, options, host_op=None) -> str | None:
     """Why `order` (ir Nodes) must run on one stream (None: it may use several): options, control flow, or
-    dynamic shapes without ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1."""
+    dynamic shapes or a host op (`host_op`: strings, ONNX-ML, sequences, a static piece, as dynamic for this)
+    without ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1."""
     flow = next((n for n in order if n.op_type in CONTROL_FLOW_OPS or _has_subgraph(n)), None)
     if options.enable_single_stream:
         if flow is not None:
@@ -94,11 +95,11 @@ def single_stream_reason(order, options) -> str | None:
     # a static If / Loop (static tensors out) is a static graph's node: its label tasks sit on its stream
     host = next((n for n in order if (n.op_type in CONTROL_FLOW_OPS or _has_subgraph(n)) and (
         n.op_type not in LABEL_OPS or any(not v.is_static or not v.is_tensor for v in n.outputs))), None)
-    dynamic = host or next((n for n in order if any(not v.is_static for v in n.outputs)), None)
+    dynamic = host or host_op or next((n for n in order if any(not v.is_static for v in n.outputs)), None)
     if dynamic is not None and not (options.enable_dynamic_shape_multi_stream or
                                     os.environ.get("ENABLE_DYNAMIC_SHAPE_MULTI_STREAM", "") == "1"):
         what = f"control flow: {host.op_type} node '{host.name}' runs host-driven" if host else \
-            f"node '{dynamic.name}'"
+            f"{host_op.op_type} node '{host_op.name}' runs on the host" if host_op else f"node '{dynamic.name}'"
         return f"dynamic shapes ({what}); set enable_dynamic_shape_multi_stream (GE: " \
                "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM=1) for multi-stream"
     return None

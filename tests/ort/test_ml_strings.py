@@ -114,6 +114,17 @@ def test_string_graph_matches_onnxruntime():
         _same(want, got)
 
 
+@pytest.mark.parametrize("dtype", [T.FLOAT, T.DOUBLE])
+def test_float_to_string_prints_as_onnxruntime(dtype):
+    """Regression: ge printed numpy's shortest text ("1.0", "100000.0", "-0.0"); onnxruntime prints "%.8g"."""
+    m = _model([h.make_node("Cast", ["x"], ["y"], to=T.STRING)], [h.make_tensor_value_info("x", dtype, [15])],
+               [h.make_tensor_value_info("y", T.STRING, [15])])
+    x = np.array([1, 100, 1e16, 1.5e-5, 123456789, -0.0, 0.1, 3e38, 1e-7, 12345, 1e5, 1e6, 1e7, 2.5, 0.6224593],
+                 {T.FLOAT: np.float32, T.DOUBLE: np.float64}[dtype])
+    want = onnxruntime.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert ge.ort.InferenceSession(m).run(None, {"x": x})[0].tolist() == want.tolist()
+
+
 def test_string_feeds_are_checked():
     sess = ge.ort.InferenceSession(STRINGS)
     bad = dict(STRING_FEEDS, ref=np.array([1, "b", "c", "d", "e", "f"], object))
@@ -140,11 +151,11 @@ def test_label_encoder_and_zipmap():
         _same(want, got)
 
 
-def test_string_plan_runs_on_runtime_v2_only():
+def test_string_plan_runs_on_runtime_v1_as_host_tasks():
+    """Every node of the string graph is a host op: auto runs it on runtime_v1's task sink as host tasks
+    (runtime_v1/host.py; tests/runtime_v1/test_v1_host_tasks.py has the rest)."""
     sess = ge.ort.InferenceSession(STRINGS)
-    assert sess.session.runtime == "v2"
-    with pytest.raises(ge.errors.GEError, match="runtime_v1 cannot hold tensor"):
-        ge.ort.InferenceSession(STRINGS, runtime="v1")
+    assert sess.session.runtime == "v1" and "11 host ops as host tasks" in sess.session.stats()["runtime_reason"]
 
 
 def test_an_op_without_strings_support_is_named():
@@ -156,10 +167,11 @@ def test_an_op_without_strings_support_is_named():
     assert "Relu" in str(e.value)
 
 
-def test_a_string_plan_is_not_saved_to_a_gem(tmp_path):
+def test_a_string_plan_round_trips_through_a_gem(tmp_path):
     sess = ge.ort.InferenceSession(STRINGS)
-    with pytest.raises(ge.errors.GEError, match="string tensors are not in the offline format"):
-        ge.save(sess.plan, str(tmp_path / "s.gem"))
+    path = ge.save(sess.plan, str(tmp_path / "s.gem"))
+    for want, got in zip(sess.run(None, STRING_FEEDS), ge.ort.InferenceSession(path).run(None, STRING_FEEDS)):
+        _same(want, got)
 
 
 def test_logreg_iris_example():
@@ -174,9 +186,9 @@ def test_logreg_iris_example():
         _same(want, got)
 
 
-def test_static_plans_holding_strings_run_on_v2():
-    """A string input no node reads, or one passed straight out, leaves the plan static: auto still picks
-    runtime_v2 (runtime_v1's arena holds bytes) and runtime_v1 refuses it by name (it crashed reading it)."""
+def test_static_plans_holding_strings_run_on_v1():
+    """A string input no node reads, or one passed straight out, leaves the plan static: auto picks
+    runtime_v1, which holds the strings in its side table, outside its arena (runtime_v1/host.py)."""
     unused = _model([h.make_node("Relu", ["x"], ["y"])],
                     [h.make_tensor_value_info("x", T.FLOAT, [2]), h.make_tensor_value_info("s", T.STRING, [2])],
                     [h.make_tensor_value_info("y", T.FLOAT, [2])], opset=17)
@@ -186,12 +198,10 @@ def test_static_plans_holding_strings_run_on_v2():
     for m in (unused, through):
         ref = onnxruntime.InferenceSession(m, providers=["CPUExecutionProvider"])
         sess = ge.ort.InferenceSession(m)
-        assert sess.session.runtime == "v2"
+        assert sess.session.runtime == "v1"
         given = {i.name: feeds[i.name] for i in ref.get_inputs()}
         for want, got in zip(ref.run(None, given), sess.run(None, given)):
             _same(want, got)
-    with pytest.raises(ge.errors.GEError, match="runtime_v1 cannot hold tensor 's'"):
-        ge.ort.InferenceSession(unused, runtime="v1")
 
 
 def test_an_ml_plan_round_trips_through_a_gem(tmp_path):
