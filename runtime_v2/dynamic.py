@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ge.errors import ShapeError
+from ge.errors import DeviceMemoryError, ShapeError
 from ge.kernels.bind import prepare_launch
 from ge.kernels.registry import TensorSpec, cleaning
 from ge.npu.thunks import ThunkError
@@ -30,6 +30,15 @@ from .queues import TASK
 from .tiled import TiledCall
 
 MAX_CACHED = 256  # entries per node
+
+
+def alloc_for(alloc, nbytes: int, tensor: int):
+    """A caching-allocator span for tensor `tensor`: a refusal carries the tensor (the executor names it)."""
+    try:
+        return alloc.alloc(nbytes)
+    except DeviceMemoryError as e:
+        e.tensor = tensor
+        raise
 
 
 class DynamicNode:
@@ -69,7 +78,7 @@ class DynamicNode:
                 if a is None or a.size != count:
                     a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor)
             else:
-                sp = spans[o.tensor] = alloc.alloc(nbytes)
+                sp = spans[o.tensor] = alloc_for(alloc, nbytes, o.tensor)
                 a = sp.as_array(dtype, count)
             bufs[o.tensor] = a
             outs.append(a)
@@ -133,7 +142,7 @@ class DynamicNode:
                 if a is None or a.size != count:
                     a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor)
             else:
-                sp = spans[o.tensor] = alloc.alloc(nbytes)
+                sp = spans[o.tensor] = alloc_for(alloc, nbytes, o.tensor)
                 a = sp.as_array(dtype, count)
             bufs[o.tensor] = a
             outs.append(a)

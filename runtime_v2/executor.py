@@ -176,9 +176,9 @@ class Executor:
         # one arena: the feature map, then the fixed segment (tasks keeping their addresses: no difference here)
         self.fixed_at = -(-seg.get("feature_map", 0) // 512) * 512
         self.arena_bytes = self.fixed_at + seg.get("fixed", 0) if seg.get("fixed") else seg.get("feature_map", 0)
-        self._owns_device = device is None   # then its addresses are what the plan needs (address.py)
+        self._owns_device = device is None   # then it maps what one instance needs, and grows (address.py)
         self.device = device or DeviceMemory(opts.device_memory_bytes, reserve=address_need(
-            plan, self.lowered, self.arena_bytes, self.max_instances))
+            plan, self.lowered, self.arena_bytes, 1))
         self._consts: list = [None] * len(plan.tensors)
         for i, a in plan.constants.items():
             self._consts[i] = np.ascontiguousarray(a).reshape(-1)
@@ -356,6 +356,8 @@ class Executor:
                 f"step {node.step}, stream {node.stream})"
         if isinstance(e, DeviceMemoryError):  # stays catchable as such, and names the node
             what = getattr(e, "what", "") or "a tensor"   # host_outputs.py names the output
+            if getattr(e, "tensor", None) is not None:     # a caching-allocator span (dynamic.alloc_for)
+                what = what.replace("a runtime_v2 tensor", f"tensor '{self.plan.tensors[e.tensor].name}'")
             return DeviceMemoryError(e.requested, e.capacity, e.in_use, f"{what} {where}")
         detail = str(e) if isinstance(e, GEError) else f"{type(e).__name__}: {e}"
         return ExecutionError(f"{where}: {detail}")

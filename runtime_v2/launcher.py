@@ -27,7 +27,7 @@ import numpy as np
 from ge.kernels.registry import serial_blocks
 from ge.npu.native import ABORT
 
-from .dynamic import DynamicNode
+from .dynamic import DynamicNode, alloc_for
 from .lowering import ALIAS, ALLOC, BOUND, DYNAMIC, HOST
 from .queues import RECORD, WAIT, StreamQueues, abort, flag_word
 
@@ -138,7 +138,7 @@ def run_static(fn, ins, tail, bufs, spans, alloc) -> None:
             if a is None or a.size != o.count:
                 a = bufs[o.tensor] = np.empty(o.count, o.dtype)
         elif o.place == ALLOC:
-            sp = spans[o.tensor] = alloc.alloc(o.nbytes)
+            sp = spans[o.tensor] = alloc_for(alloc, o.nbytes, o.tensor)
             a = bufs[o.tensor] = sp.as_array(o.dtype, o.count)
         else:
             a = bufs[o.tensor]
