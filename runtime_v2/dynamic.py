@@ -76,7 +76,7 @@ class DynamicNode:
             if o.place == HOST or nbytes == 0:
                 a = bufs[o.tensor]  # a caller's bound output array, or None
                 if a is None or a.size != count:
-                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor)
+                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor, bufs)
             else:
                 sp = spans[o.tensor] = alloc_for(alloc, nbytes, o.tensor)
                 a = sp.as_array(dtype, count)
@@ -140,7 +140,7 @@ class DynamicNode:
             if o.place == HOST or nbytes == 0:
                 a = bufs[o.tensor]  # a caller's bound output array, or None
                 if a is None or a.size != count:
-                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor)
+                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor, bufs)
             else:
                 sp = spans[o.tensor] = alloc_for(alloc, nbytes, o.tensor)
                 a = sp.as_array(dtype, count)

@@ -53,6 +53,18 @@ from .sunk import SunkNode
 from .tiled import TiledCall
 
 
+def _check_static_outputs(ex: "Executor") -> None:
+    """The plan's static graph outputs are host arrays a run makes: with the arena, they count against the
+    cap before anything is reserved (runtime_v1 holds them in its arena and refuses such a plan at load)."""
+    outs = [(o.nbytes, o.tensor) for s in ex.lowered.steps if s.kind != DYNAMIC for o in s.outs if o.place == HOST]
+    host = sum(n for n, _ in outs)
+    if host and ex.arena_bytes + host + ex.device.in_use > ex.device.capacity:
+        names = ", ".join(f"'{ex.plan.tensors[t].name}' ({n} bytes)" for n, t in sorted(outs, reverse=True)[:4])
+        raise DeviceMemoryError(ex.arena_bytes + host, ex.device.capacity, ex.device.in_use,
+                                f"the graph outputs {names} (on the host) with the planned arena of "
+                                f"{ex.arena_bytes} bytes")
+
+
 class Instance:
     """One request's worth of state: arena, bound steps, buffer table template, caching allocator."""
 
@@ -62,6 +74,7 @@ class Instance:
         bufs = list(ex._consts)
         mem = ex.plan.memory
         base = None
+        _check_static_outputs(ex)
         if mem is not None:
             if ex.arena_bytes:  # device extents are 64 KiB aligned: every planned 512 B offset stays aligned
                 off = ex.device.reserve(ex.arena_bytes, "the planned feature-map arena")

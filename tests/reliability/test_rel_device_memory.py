@@ -147,3 +147,22 @@ def test_a_closed_device_memory_unmaps_and_refuses():
         m.reserve(16, "after close")
     m.release(off, 4096)   # a late release after close is harmless
     m.release(big, 2 << 20)
+
+
+@pytest.mark.parametrize("rows", [128, "N"], ids=["static", "run-time-shaped"])
+def test_v2_graph_outputs_count_together_against_the_cap(rows):
+    """Regression (issue 46, item 5): runtime_v2 made a static plan's graph outputs as host arrays outside the
+    cap (three 512 KiB outputs ran on a 1 MiB session; runtime_v1 refuses the plan at load), and checked each
+    run-time-shaped output alone, so several could pass the cap together."""
+    from onnx import helper
+    from rel_models import make_model, vi
+    nodes = [helper.make_node(op, ["x"], [f"y{k}"], name=op.lower()) for k, op in enumerate(("Relu", "Neg", "Abs"))]
+    model = make_model(nodes, [vi("x", [rows, 1024])], [vi(f"y{k}", None) for k in range(3)])
+    with ge.Session(model, runtime="v2", options=ge.Options(device_memory_bytes=1 << 20)) as s:
+        with pytest.raises(ge.DeviceMemoryError) as e:
+            s.run(None, {"x": np.ones((128, 1024), np.float32)})
+        assert e.value.capacity == 1 << 20 and "'y" in str(e.value)
+        small = np.full((16, 1024) if rows == "N" else (128, 1024), -2, np.float32)
+        if rows == "N":   # the session keeps working when the outputs fit
+            ys = s.run(None, {"x": small})
+            np.testing.assert_array_equal(ys[1], -small)
