@@ -108,14 +108,14 @@ _TWENTY = """
         return int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) << 10
     x = np.linspace(-1, 1, 64 * 64, dtype=np.float32).reshape(64, 64)
     want = 1 / (1 + np.exp(-np.maximum(x, 0)))
-    shape = {shape!r}
-    warm = ge.Session(relu_chain(shape, 2), runtime={runtime!r})
+    shape, opts = {shape!r}, ge.Options({options})
+    warm = ge.Session(relu_chain(shape, 2), runtime={runtime!r}, options=opts)
     warm.run(None, {{"x": x}})
     warm.close()
     del warm
     gc.collect()
     base = vm()
-    sessions = [ge.Session(relu_chain(shape, 2), runtime={runtime!r}) for _ in range(20)]
+    sessions = [ge.Session(relu_chain(shape, 2), runtime={runtime!r}, options=opts) for _ in range(20)]
     ok = all(np.allclose(s.run(None, {{"x": x}})[0], want, rtol=1e-6) for s in sessions)
     opened = vm()
     for s in sessions:
@@ -125,13 +125,15 @@ _TWENTY = """
 """
 
 
-@pytest.mark.parametrize("runtime, shape", [("auto", [64, 64]), ("v1", [64, 64]), ("v2", [64, 64]),
-                                            ("v2", ["N", 64])], ids=["auto", "v1", "v2", "v2-dynamic"])
-def test_twenty_small_sessions_fit_under_8_gib_of_address_space(runtime, shape):
+@pytest.mark.parametrize("runtime, shape, options", [
+    ("auto", [64, 64], ""), ("v1", [64, 64], ""), ("v2", [64, 64], ""), ("v2", ["N", 64], ""),
+    ("v1", ["N", 64], "dynamic_batch=(1, 2, 64)")], ids=["auto", "v1", "v2", "v2-dynamic", "v1-batch-gears"])
+def test_twenty_small_sessions_fit_under_8_gib_of_address_space(runtime, shape, options):
     """Regression (issue 46, item 8): each session mapped its device's whole capacity (4 GiB) of addresses and
-    close() kept them, so under `ulimit -v 8G` the second session failed; a dynamic runtime_v2 plan kept the
-    capacity after the static ones stopped. Now each maps what its plan needs and close() unmaps it."""
-    r = run_limited(_TWENTY.format(runtime=runtime, shape=shape), cap=8 * GIB)
+    close() kept them, so under `ulimit -v 8G` the second session failed; a dynamic runtime_v2 plan and
+    runtime_v1's batch gears kept the capacity after the static plans stopped. Now each maps what its plan
+    needs and close() unmaps it."""
+    r = run_limited(_TWENTY.format(runtime=runtime, shape=shape, options=options), cap=8 * GIB)
     assert r.get("ok"), r
     assert r["per_session"] < 16 * MiB, r          # was 4 GiB (then 80 MiB for a static v2 plan)
     assert r["kept_after_close"] < 1 * MiB, r
