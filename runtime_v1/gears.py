@@ -198,7 +198,7 @@ class GearedExecutor:
 
     def allocator_stats(self) -> dict:
         return {"capacity": self.memory.capacity, "device_in_use": self.memory.in_use,
-                "device_peak": self.memory.peak, "sets": len(self._sets.all)}
+                "device_peak": self.memory.peak, "device_mapped": self.memory.mapped, "sets": len(self._sets.all)}
 
     def empty_cache(self) -> None:
         """Nothing is cached: the sets' memory is static."""

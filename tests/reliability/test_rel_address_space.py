@@ -198,3 +198,13 @@ def test_the_host_refusing_addresses_is_a_device_memory_error_naming_the_node():
     msg = r["err"]["message"]   # Expand's 1 GiB fits, Relu's next 1 GiB does not
     assert "host refused" in msg and "tensor 'r'" in msg and "node 'relu_big'" in msg, r
     assert r["err"]["requested"] == 1 << 30 and r["err"]["capacity"] == 4 * GIB and r["after"] == 3.0
+
+
+def test_stats_say_what_is_mapped_and_it_follows_the_runs():
+    from rel_models import relu_chain
+    with ge.Session(relu_chain(["N", 256], 2), runtime="v2") as s:
+        first = s.allocator_stats()["device_mapped"]
+        assert first < 32 * MiB
+        s.run(None, {"x": np.ones((32768, 256), np.float32)})     # 32 MiB tensors
+        st = s.allocator_stats()
+        assert st["device_peak"] <= st["device_mapped"] < 4 * st["device_peak"] + first
