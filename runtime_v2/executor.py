@@ -490,7 +490,8 @@ class Executor:
                     for key, v in dict(a.counters, borrow_hits=a.borrow_hits).items():
                         dyn[key] = dyn.get(key, 0) + v
             return {"capacity": self.device.capacity, "device_in_use": self.device.in_use,
-                    "device_peak": self.device.peak, "device_mapped": self.device.mapped, "arena_bytes": self.arena_bytes,
+                    "device_peak": self.device.peak, "device_mapped": self.device.mapped,
+                    "arena_bytes": self.arena_bytes,
                     "instances": len(pool.all), "idle_instances": len(pool.idle),
                     "stream_threads": self.stream_threads,
                     "replay_arena_bytes": sum(i.replays.arena[1] for i in pool.all
