@@ -32,15 +32,6 @@ from .tiled import TiledCall
 MAX_CACHED = 256  # entries per node
 
 
-def alloc_for(alloc, nbytes: int, tensor: int):
-    """A caching-allocator span for tensor `tensor`: a refusal carries the tensor (the executor names it)."""
-    try:
-        return alloc.alloc(nbytes)
-    except DeviceMemoryError as e:
-        e.tensor = tensor
-        raise
-
-
 class DynamicNode:
     __slots__ = ("node", "plan", "present", "values", "outs", "out0", "cache", "tasks")
 
@@ -78,7 +69,11 @@ class DynamicNode:
                 if a is None or a.size != count:
                     a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor, bufs)
             else:
-                sp = spans[o.tensor] = alloc_for(alloc, nbytes, o.tensor)
+                try:
+                    sp = spans[o.tensor] = alloc.alloc(nbytes)
+                except DeviceMemoryError as e:   # the executor names the tensor (a try costs nothing)
+                    e.tensor = o.tensor
+                    raise
                 a = sp.as_array(dtype, count)
             bufs[o.tensor] = a
             outs.append(a)
@@ -142,7 +137,11 @@ class DynamicNode:
                 if a is None or a.size != count:
                     a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor, bufs)
             else:
-                sp = spans[o.tensor] = alloc_for(alloc, nbytes, o.tensor)
+                try:
+                    sp = spans[o.tensor] = alloc.alloc(nbytes)
+                except DeviceMemoryError as e:   # the executor names the tensor (a try costs nothing)
+                    e.tensor = o.tensor
+                    raise
                 a = sp.as_array(dtype, count)
             bufs[o.tensor] = a
             outs.append(a)

@@ -14,7 +14,8 @@ from ge.errors import DeviceMemoryError
 
 def host_output(count: int, dtype, nbytes: int, alloc, plan, tensor: int, bufs) -> np.ndarray:
     device = alloc.device
-    made = sum(a.nbytes for t in plan.outputs if t != tensor and isinstance(a := bufs[t], np.ndarray))
+    made = 0 if len(plan.outputs) < 2 else \
+        sum(a.nbytes for t in plan.outputs if t != tensor and isinstance(a := bufs[t], np.ndarray))
     nbytes += made   # this run's other outputs so far (a caller's bound ones too: the check errs safe)
     if nbytes + device.in_use > device.capacity:   # as the allocator's own requests: idle spans back first
         for recycle in (getattr(alloc, "empty_cache", None), getattr(alloc, "on_oom", None)):
