@@ -431,7 +431,7 @@ class Executor:
     def allocator_stats(self) -> dict:
         """Device memory: capacity, in use (arenas of every instance), peak, instances."""
         return {"capacity": self.memory.capacity, "device_in_use": self.memory.in_use,
-                "device_peak": self.memory.peak, "instances": len(self._instances.all)}
+                "device_peak": self.memory.peak, "device_mapped": self.memory.mapped, "instances": len(self._instances.all)}
 
     def empty_cache(self) -> None:
         """Nothing is cached: runtime_v1's arenas are static for the executor's life."""

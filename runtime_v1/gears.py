@@ -41,6 +41,14 @@ from .gear_memory import piece_sizes, set_pieces
 from .model import feature_bytes
 
 
+def _address_need(plans) -> int:
+    """The addresses a gear executor maps first: one weights image and one set (every gear's segments, an
+    upper bound of the shared feature map); the memory grows past it if asked (ge/npu/memory.py)."""
+    segs = [p.memory.segments for p in plans]
+    return max(s["weights"] for s in segs) + sum(sum(n for k, n in s.items() if k != "weights") + (1 << 16)
+                                                 for s in segs)
+
+
 class _Weights:
     """One weight-segment image, shared by every gear whose constants it holds."""
 
@@ -106,7 +114,7 @@ class GearedExecutor:
         if self.plan.states:   # a state's shape follows the batch: each gear would carry its own
             raise GEError("state_pairs with dynamic_batch: each batch gear would carry a state of its own size; "
                           "compile one static batch (input_shape) to carry state across runs")
-        self.memory = memory_of(device, self.plan.options.device_memory_bytes)
+        self.memory = memory_of(device, self.plan.options.device_memory_bytes, _address_need(plans.values()))
         self._inputs = gear_plans.inputs
         self._batched = gear_plans.batched
         self._dims = gear_plans.dims   # dims gears: gear by the feeds' exact shapes
@@ -192,7 +200,7 @@ class GearedExecutor:
 
     def allocator_stats(self) -> dict:
         return {"capacity": self.memory.capacity, "device_in_use": self.memory.in_use,
-                "device_peak": self.memory.peak, "sets": len(self._sets.all)}
+                "device_peak": self.memory.peak, "device_mapped": self.memory.mapped, "sets": len(self._sets.all)}
 
     def empty_cache(self) -> None:
         """Nothing is cached: the sets' memory is static."""

@@ -40,7 +40,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from ge.errors import DeviceMemoryError, GEError
+from ge.errors import GEError
 
 from ge.npu.memory import DEFAULT_CAPACITY, PAGE_BYTES, DeviceMemory
 
@@ -53,10 +53,10 @@ __all__ = ["DEFAULT_CAPACITY", "FETCH_BYTES", "PAGE_BYTES", "AllocatorStats", "D
 class Span:
     """Pages [offset, offset + pages * page) of device memory; linked to its neighbours in its segment.
     An absorbed span has pages == 0."""
-    __slots__ = ("buf", "offset", "pages", "idle", "prev", "next", "view", "stream", "nbytes")
+    __slots__ = ("device", "offset", "pages", "idle", "prev", "next", "view", "stream", "nbytes")
 
-    def __init__(self, buf, offset, pages, prev=None, next=None):
-        self.buf, self.offset, self.pages = buf, offset, pages
+    def __init__(self, device, offset, pages, prev=None, next=None):
+        self.device, self.offset, self.pages = device, offset, pages
         self.idle, self.prev, self.next = True, prev, next
         self.view = None      # (dtype, count, ndarray) last cut from this span
         self.stream = 0       # birth stream (used by the multi-stream layer)
@@ -67,7 +67,7 @@ class Span:
         v = self.view
         if v is not None and v[1] == count and v[0] is dtype:
             return v[2]
-        a = self.buf[self.offset:self.offset + count * np.dtype(dtype).itemsize].view(dtype)
+        a = self.device.view(self.offset, count * np.dtype(dtype).itemsize).view(dtype)
         self.view = (dtype, count, a)
         return a
 
@@ -190,7 +190,7 @@ class ScalableAllocator:
         if big.pages == pages:
             return big
         self.stats.splits += 1
-        rest = Span(big.buf, big.offset + (pages << self._shift), big.pages - pages, big, big.next)
+        rest = Span(big.device, big.offset + (pages << self._shift), big.pages - pages, big, big.next)
         big.pages = pages
         if big.next is not None:
             big.next.prev = rest
@@ -252,10 +252,10 @@ class ScalableAllocator:
             recycle()
             off = self.device.try_reserve(want << self._shift)
         if off is None:
-            raise DeviceMemoryError(nbytes, self.device.capacity, self.device.in_use, "a runtime_v2 tensor")
+            raise self.device.error(nbytes, "a runtime_v2 tensor")
         st.misses += 1
         self._reserved(want << self._shift)
-        span = self._link(Span(self.device.buffer, off, want))
+        span = self._link(Span(self.device, off, want))
         span = self._merge(span)
         return self._split(span, pages)
 

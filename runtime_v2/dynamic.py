@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ge.errors import ShapeError
+from ge.errors import DeviceMemoryError, ShapeError
 from ge.kernels.bind import prepare_launch
 from ge.kernels.registry import TensorSpec, cleaning
 from ge.npu.thunks import ThunkError
@@ -67,9 +67,13 @@ class DynamicNode:
             if o.place == HOST or nbytes == 0:
                 a = bufs[o.tensor]  # a caller's bound output array, or None
                 if a is None or a.size != count:
-                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor)
+                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor, bufs)
             else:
-                sp = spans[o.tensor] = alloc.alloc(nbytes)
+                try:
+                    sp = spans[o.tensor] = alloc.alloc(nbytes)
+                except DeviceMemoryError as e:   # the executor names the tensor (a try costs nothing)
+                    e.tensor = o.tensor
+                    raise
                 a = sp.as_array(dtype, count)
             bufs[o.tensor] = a
             outs.append(a)
@@ -131,9 +135,13 @@ class DynamicNode:
             if o.place == HOST or nbytes == 0:
                 a = bufs[o.tensor]  # a caller's bound output array, or None
                 if a is None or a.size != count:
-                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor)
+                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor, bufs)
             else:
-                sp = spans[o.tensor] = alloc.alloc(nbytes)
+                try:
+                    sp = spans[o.tensor] = alloc.alloc(nbytes)
+                except DeviceMemoryError as e:   # the executor names the tensor (a try costs nothing)
+                    e.tensor = o.tensor
+                    raise
                 a = sp.as_array(dtype, count)
             bufs[o.tensor] = a
             outs.append(a)

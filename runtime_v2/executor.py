@@ -54,6 +54,18 @@ from .sunk import SunkNode
 from .tiled import TiledCall
 
 
+def _check_static_outputs(ex: "Executor") -> None:
+    """The plan's static graph outputs are host arrays a run makes: with the arena, they count against the
+    cap before anything is reserved (runtime_v1 holds them in its arena and refuses such a plan at load)."""
+    outs = [(o.nbytes, o.tensor) for s in ex.lowered.steps if s.kind != DYNAMIC for o in s.outs if o.place == HOST]
+    host = sum(n for n, _ in outs)
+    if host and ex.arena_bytes + host + ex.device.in_use > ex.device.capacity:
+        names = ", ".join(f"'{ex.plan.tensors[t].name}' ({n} bytes)" for n, t in sorted(outs, reverse=True)[:4])
+        raise DeviceMemoryError(ex.arena_bytes + host, ex.device.capacity, ex.device.in_use,
+                                f"the graph outputs {names} (on the host) with the planned arena of "
+                                f"{ex.arena_bytes} bytes")
+
+
 class Instance:
     """One request's worth of state: arena, bound steps, buffer table template, caching allocator."""
 
@@ -63,6 +75,7 @@ class Instance:
         bufs = list(ex._consts)
         mem = ex.plan.memory
         base = None
+        _check_static_outputs(ex)
         if mem is not None:
             if ex.arena_bytes:  # device extents are 64 KiB aligned: every planned 512 B offset stays aligned
                 off = ex.device.reserve(ex.arena_bytes, "the planned feature-map arena")
@@ -177,9 +190,9 @@ class Executor:
         # one arena: the feature map, then the fixed segment (tasks keeping their addresses: no difference here)
         self.fixed_at = -(-seg.get("feature_map", 0) // 512) * 512
         self.arena_bytes = self.fixed_at + seg.get("fixed", 0) if seg.get("fixed") else seg.get("feature_map", 0)
-        self._owns_device = device is None   # then its addresses are what the plan needs (address.py)
+        self._owns_device = device is None   # then it maps what one instance needs, and grows (address.py)
         self.device = device or DeviceMemory(opts.device_memory_bytes, reserve=address_need(
-            plan, self.lowered, self.arena_bytes, self.max_instances))
+            plan, self.lowered, self.arena_bytes, 1))
         self._consts: list = [None] * len(plan.tensors)
         for i, a in plan.constants.items():
             self._consts[i] = np.ascontiguousarray(a).reshape(-1)
@@ -363,6 +376,8 @@ class Executor:
                 f"step {node.step}, stream {node.stream})"
         if isinstance(e, DeviceMemoryError):  # stays catchable as such, and names the node
             what = getattr(e, "what", "") or "a tensor"   # host_outputs.py names the output
+            if getattr(e, "tensor", None) is not None:     # a caching-allocator span (dynamic.alloc_for)
+                what = what.replace("a runtime_v2 tensor", f"tensor '{self.plan.tensors[e.tensor].name}'")
             return DeviceMemoryError(e.requested, e.capacity, e.in_use, f"{what} {where}")
         detail = str(e) if isinstance(e, GEError) else f"{type(e).__name__}: {e}"
         return ExecutionError(f"{where}: {detail}")
@@ -485,7 +500,8 @@ class Executor:
                     for key, v in dict(a.counters, borrow_hits=a.borrow_hits).items():
                         dyn[key] = dyn.get(key, 0) + v
             return {"capacity": self.device.capacity, "device_in_use": self.device.in_use,
-                    "device_peak": self.device.peak, "arena_bytes": self.arena_bytes,
+                    "device_peak": self.device.peak, "device_mapped": self.device.mapped,
+                    "arena_bytes": self.arena_bytes,
                     "instances": len(pool.all), "idle_instances": len(pool.idle),
                     "stream_threads": self.stream_threads,
                     "replay_arena_bytes": sum(i.replays.arena[1] for i in pool.all

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ge.errors import DeviceMemoryError
 from ge.kernels.registry import serial_blocks
 from ge.npu.native import ABORT
 
@@ -138,7 +139,11 @@ def run_static(fn, ins, tail, bufs, spans, alloc) -> None:
             if a is None or a.size != o.count:
                 a = bufs[o.tensor] = np.empty(o.count, o.dtype)
         elif o.place == ALLOC:
-            sp = spans[o.tensor] = alloc.alloc(o.nbytes)
+            try:
+                sp = spans[o.tensor] = alloc.alloc(o.nbytes)
+            except DeviceMemoryError as e:   # the executor names the tensor (a try costs nothing)
+                e.tensor = o.tensor
+                raise
             a = bufs[o.tensor] = sp.as_array(o.dtype, o.count)
         else:
             a = bufs[o.tensor]

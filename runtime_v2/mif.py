@@ -72,7 +72,6 @@ class MultiStreamAllocator:
         self._borrow: list[dict[Block, None]] = [{} for _ in range(streams)]
         self._pending: list[dict[Block, None]] = [{} for _ in range(streams)]  # blocks s has a view of
         self._lock = threading.Lock()
-        self._base = device.buffer.__array_interface__["data"][0]
         self.borrow_hits = 0
         # how blocks crossed streams: accesses from another stream, recycles into a borrow pool (freed on
         # a stream that is not the block's birth stream), borrowed blocks an event sent home
@@ -88,7 +87,7 @@ class MultiStreamAllocator:
                 return blk
             span = self._pools[stream].alloc(nbytes)
             span.stream = stream
-            return Block(span, nbytes, stream, self._base + span.offset)
+            return Block(span, nbytes, stream, self.device.address(span.offset))
 
     def access(self, blk: Block, stream: int) -> None:
         """Stream `stream` will use the block (launch of a consumer on another stream)."""

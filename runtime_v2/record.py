@@ -43,15 +43,15 @@ class Refused(Exception):
 class Tap:
     """The instance's allocator, with every alloc and free of one run noted in order (step 1's TEMPs)."""
 
-    def __init__(self, alloc, base: int):
-        self.alloc_, self.base = alloc, base
+    def __init__(self, alloc, device):
+        self.alloc_, self.device = alloc, device
         self.log: list = []          # (id, nbytes) for an alloc, (id, -1) for a free
         self.live: dict = {}         # span -> (id, start address, end address)
 
     def alloc(self, nbytes: int):
         sp = self.alloc_.alloc(nbytes)
         j = len(self.log)
-        start = self.base + sp.offset
+        start = self.device.address(sp.offset)
         self.live[sp] = (j, start, start + max(nbytes, 1))
         self.log.append((j, nbytes))
         return sp
@@ -75,8 +75,7 @@ class Notes:
         self.outs: list = []       # (start, end, count, dtype) per output array
         # ("launch", step, launch, [(place, count, dtype)]) | ("guard" | "set", step, place, bytes)
         self.rows: list = []
-        dev = ex.device.buffer
-        self.device = (_addr(dev), _addr(dev) + dev.nbytes)
+        self.device = ex.device
         self.stable = inst.stable_regions
 
     def place(self, a, step: int):
@@ -96,7 +95,7 @@ class Notes:
         for j, s, e in self.tap.live.values():
             if s <= at and end <= e:
                 return TEMP, j, at - s
-        if self.device[0] <= at and end <= self.device[1]:
+        if any(s <= at and end <= e for s, e in self.device.regions()):
             return ABS, 0, at
         starts, ends = self.stable
         k = bisect.bisect_right(starts, at) - 1
@@ -128,7 +127,7 @@ class Notes:
 def record(ex, inst, bufs, shapes, feeds) -> tuple[list, object]:
     """One host-driven run (the executor's loop, the same calls) that also notes what it ran: (outputs, its
     Notes or the reason the key is refused)."""
-    tap = Tap(inst.alloc, _addr(ex.device.buffer))
+    tap = Tap(inst.alloc, ex.device)
     notes = Notes(ex, inst, bufs, feeds, tap)
     regions = sorted((s, e) for _, s, e in notes.feeds)
     # one array fed as two inputs: a table would read both from the first's slot, so other arrays later fail

@@ -377,7 +377,7 @@ class Replays:
 
     @property
     def arena_base(self) -> int:
-        return _addr(self.device.buffer) + self.arena[0] if self.arena else 0
+        return self.device.address(self.arena[0]) if self.arena else 0
 
     def _refuse(self, key, why: str) -> None:
         self.refused[key] = why

@@ -1,7 +1,7 @@
 """The modelled NPU device: device memory, AI cores, engines, a stream budget.
 
-Device memory is a `DeviceMemory` (memory.py: one lazily backed address range, extents first fit) with an
-ALIGN granule; `alloc(nbytes, align)` returns an offset into it and `view(offset, dtype, count)` cuts a
+Device memory is a `DeviceMemory` (memory.py: lazily backed segments that grow with need, extents first
+fit) with an ALIGN granule; `alloc(nbytes, align)` returns an offset into it and `view(offset, dtype, count)` cuts a
 numpy view, so tensors live inside the device's memory and kernels write into it. `alloc`/`free` validate
 and add context (a DeviceMemoryError names requested, capacity and bytes in use).
 
@@ -32,7 +32,6 @@ class Device:
             raise GEError(f"max_streams must be >= 1, got {max_streams}")
         self.name, self.engines, self.max_streams = name, tuple(engines), max_streams
         self.memory = DeviceMemory(hbm_bytes, ALIGN)
-        self.hbm = self.memory.buffer
         self._live: dict[int, int] = {}                    # offset -> requested bytes
         self._lock = threading.Lock()
         self.gate = Gate(task_slots) if task_slots else None
@@ -75,12 +74,9 @@ class Device:
     def view(self, offset: int, dtype, count: int) -> np.ndarray:
         """A 1-D numpy view of `count` elements of `dtype` at `offset` in device memory."""
         dtype = np.dtype(dtype)
-        end = offset + count * dtype.itemsize
-        if offset < 0 or end > self.capacity:
-            raise GEError(f"view [{offset}, {end}) is outside device memory of {self.capacity} bytes")
         if offset % dtype.itemsize:
             raise GEError(f"view at offset {offset} is not aligned for {dtype}")
-        return self.hbm[offset:end].view(dtype)
+        return self.memory.view(offset, count * dtype.itemsize).view(dtype)
 
     def reset(self) -> None:
         """Free everything (the memory keeps its bytes)."""
@@ -122,7 +118,7 @@ class Device:
 def memory_of(device, capacity: int, need: int | None = None) -> DeviceMemory:
     """The memory a runtime reserves in: a Device's, a DeviceMemory given as is, or (None) a new one of
     `capacity` bytes with an ALIGN granule (one per executor: its own share of the modelled device), whose
-    addresses are the `need` the runtime computed from its plan (default: the capacity)."""
+    first addresses are the `need` the runtime computed from its plan (it grows past them when asked)."""
     if device is None:
         return DeviceMemory(capacity, ALIGN, need)
     return device.memory if isinstance(device, Device) else device
