@@ -67,6 +67,7 @@ FAMILIES = {  # family: dtypes the node cases compile it for
     "divide": ("float32",),
     "compare": ("float32", "int64", "bool"),
     "int_divmod": ("int32", "uint8"),
+    "float_mod": ("float32",),
     "logic": ("bool", "int32"),
     "bitshift": ("uint8", "uint64"),
     "power": ("float32", "int64"),
@@ -114,6 +115,9 @@ def speed_cases(mod):
     xi, yi = np.arange(4, dtype=np.int64), np.arange(1, 5, dtype=np.int64)
     out, outb, outi = np.empty_like(x), np.empty(x.shape, np.bool_), np.empty(4, np.int64)
     work = x.copy()
+    xi32 = rng.integers(-1000, 1000, x.shape).astype(np.int32)
+    yi32, bi32 = xi32 % 7 + 8, np.arange(3, 67, dtype=np.int32).reshape(64, 1, 1)
+    outi32 = np.empty_like(xi32)
     div = getattr(mod, "divide", None)
 
     def bin2(fn, a, b, o, *code):
@@ -131,15 +135,21 @@ def speed_cases(mod):
         "Add i64 4": bin2(mod.binary_arith, xi, yi, outi, 0),
         "Equal f32": bin2(mod.compare, x, y, outb, 0),
         "Less f32 bias": bin2(mod.compare, x, bias, outb, 1),
+        "Div i32 same": bin2(mod.int_divmod, xi32, yi32, outi32, 0),
+        "Mod i32 bias C11": bin2(mod.int_divmod, xi32, bi32, outi32, 1),
+        "Mod f32 same": bin2(mod.float_mod, x, y, out, 0),
+        "Pow f32 scalar": bin2(mod.power, x, one, out),
     }
 
 
-def speed_table(sides: dict, rounds: int) -> None:
+def speed_table(sides: dict, rounds: int, only: str = "") -> None:
     cases = {name: speed_cases(mod) for name, mod in sides.items()}
     names = list(sides)
     print(f"\nwarm speed, one core, us per call: median (best) of {rounds} alternating rounds of 20 calls")
     print(f"{'case':18s} " + " ".join(f"{n:>18s}" for n in names) + "   ratio med/best")
     for case in cases[names[0]]:
+        if only and not any(w in case for w in only.split(",")):
+            continue
         fns = {n: cases[n][case] for n in names}
         for f in fns.values():
             f()
@@ -155,13 +165,14 @@ def main():
     ap.add_argument("--speed", action="store_true", help="speed only")
     ap.add_argument("--compile", action="store_true", help="compile only")
     ap.add_argument("--rounds", type=int, default=41)
+    ap.add_argument("--cases", default="", help="comma-separated substrings of the speed cases to run")
     args = ap.parse_args()
     header("binary kernel families: compile CPU and warm speed, before vs after")
     sides = {"before": load_before(args.before), "after": after}
     if not args.speed:
         compile_table(sides)
     if not args.compile:
-        speed_table(sides, args.rounds)
+        speed_table(sides, args.rounds, args.cases)
 
 
 if __name__ == "__main__":

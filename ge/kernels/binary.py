@@ -31,7 +31,7 @@ from numba import njit
 
 from .arity import padded_inputs
 from .blocks import G, blocks, byte_scale, row_range, tiled
-from .broadcast import broadcast_strides, commute, walk2, walk3
+from .broadcast import broadcast_strides, commute, walk2, walk2_strided, walk3
 from .cast import copy_launch
 from .registry import KernelContext, Launch, TensorSpec, broadcast_shapes, register
 
@@ -182,19 +182,19 @@ def divide(a, b, out, shape, sa, sb, block_idx, block_dim):
 @njit(nogil=True, cache=True, error_model="numpy")
 def int_divmod(a, b, out, op, shape, sa, sb, block_idx, block_dim):
     if op == TRUNC_DIV:
-        walk2(_trunc_div, a, b, out, shape, sa, sb, block_idx, block_dim)
+        walk2_strided(_trunc_div, a, b, out, shape, sa, sb, block_idx, block_dim)
     elif op == MOD:
-        walk2(_mod, a, b, out, shape, sa, sb, block_idx, block_dim)
+        walk2_strided(_mod, a, b, out, shape, sa, sb, block_idx, block_dim)
     else:
-        walk2(_int_fmod, a, b, out, shape, sa, sb, block_idx, block_dim)
+        walk2_strided(_int_fmod, a, b, out, shape, sa, sb, block_idx, block_dim)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def float_mod(a, b, out, op, shape, sa, sb, block_idx, block_dim):
     if op == MOD:
-        walk2(_mod, a, b, out, shape, sa, sb, block_idx, block_dim)
+        walk2_strided(_mod, a, b, out, shape, sa, sb, block_idx, block_dim)
     else:
-        walk2(_float_fmod, a, b, out, shape, sa, sb, block_idx, block_dim)
+        walk2_strided(_float_fmod, a, b, out, shape, sa, sb, block_idx, block_dim)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
