@@ -30,7 +30,8 @@
 5. Compile cost: the walkers are inlined once per scalar op and dtype, so what runs once per call and does
    not depend on the op or dtype (`_start`, `_deltas`, `_offset`, on int64 shape arrays) is a plain call,
    compiled once for every kernel: inlined, it was typed and optimised again in each copy (float32
-   binary_arith 6.8 -> 4.0 CPU s, compare 4.5 -> ... s, measured; a call per launch, not per row).
+   binary_arith 6.5 -> 3.1 CPU s, compare 5.1 -> 3.1 s: bench/binary_kernels.py; LLVM still inlines them at
+   the final link, so the loops run as before).
 
 Offsets are uint64 on purpose: Numba wraps negative signed indices, and that select alone stops
 vectorization (measured 8x). The walkers are `inline="always"` and take the scalar op as a jitted function,
