@@ -4,7 +4,8 @@ Each kernel applies one shared walker (broadcast.walk2 / walk3) to a small scala
 code outside the loops. Ops are grouped into kernels whose dtype rules agree, so a dtype only compiles
 loops it can use:
 
-  binary_arith    Add Sub Mul Div (floats)              out dtype = input dtype
+  binary_arith    Add Sub Mul                           out dtype = input dtype
+  divide          Div (floats): apart from binary_arith so integer dtypes never compile a float division
   int_divmod      Div (ints, truncates like C), Mod     integers only
   float_mod       Mod (fmod=0 like numpy.mod, fmod=1 like C fmod)
   compare         Equal Less LessOrEqual -> bool; Greater and GreaterOrEqual are Less and LessOrEqual with
@@ -30,7 +31,7 @@ from numba import njit
 
 from .arity import padded_inputs
 from .blocks import G, blocks, byte_scale, row_range, tiled
-from .broadcast import broadcast_strides, commute, walk2, walk3
+from .broadcast import broadcast_strides, commute, walk2, walk2_strided, walk3
 from .cast import copy_launch
 from .registry import KernelContext, Launch, TensorSpec, broadcast_shapes, register
 
@@ -154,7 +155,7 @@ def _select(c, x, y):
 
 # -- kernels ----------------------------------------------------------------------------------------
 
-ADD, SUB, MUL, DIV = 0, 1, 2, 3
+ADD, SUB, MUL = 0, 1, 2
 TRUNC_DIV, MOD, FMOD = 0, 1, 2
 EQ, LT, LE = 0, 1, 2
 AND, OR, XOR = 0, 1, 2
@@ -163,34 +164,37 @@ SUM, MAX, MIN, MEAN = 0, 1, 2, 3
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def binary_arith(a, b, out, op, shape, sa, sb, block_idx, block_dim):
-    if op == ADD or op == MUL:
+    if op != SUB:
         a, b, sa, sb = commute(a, b, sa, sb, out)
     if op == ADD:
         walk2(_add, a, b, out, shape, sa, sb, block_idx, block_dim)
     elif op == SUB:
         walk2(_sub, a, b, out, shape, sa, sb, block_idx, block_dim)
-    elif op == MUL:
-        walk2(_mul, a, b, out, shape, sa, sb, block_idx, block_dim)
     else:
-        walk2(_div, a, b, out, shape, sa, sb, block_idx, block_dim)
+        walk2(_mul, a, b, out, shape, sa, sb, block_idx, block_dim)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def divide(a, b, out, shape, sa, sb, block_idx, block_dim):
+    walk2(_div, a, b, out, shape, sa, sb, block_idx, block_dim)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def int_divmod(a, b, out, op, shape, sa, sb, block_idx, block_dim):
     if op == TRUNC_DIV:
-        walk2(_trunc_div, a, b, out, shape, sa, sb, block_idx, block_dim)
+        walk2_strided(_trunc_div, a, b, out, shape, sa, sb, block_idx, block_dim)
     elif op == MOD:
-        walk2(_mod, a, b, out, shape, sa, sb, block_idx, block_dim)
+        walk2_strided(_mod, a, b, out, shape, sa, sb, block_idx, block_dim)
     else:
-        walk2(_int_fmod, a, b, out, shape, sa, sb, block_idx, block_dim)
+        walk2_strided(_int_fmod, a, b, out, shape, sa, sb, block_idx, block_dim)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def float_mod(a, b, out, op, shape, sa, sb, block_idx, block_dim):
     if op == MOD:
-        walk2(_mod, a, b, out, shape, sa, sb, block_idx, block_dim)
+        walk2_strided(_mod, a, b, out, shape, sa, sb, block_idx, block_dim)
     else:
-        walk2(_float_fmod, a, b, out, shape, sa, sb, block_idx, block_dim)
+        walk2_strided(_float_fmod, a, b, out, shape, sa, sb, block_idx, block_dim)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -331,7 +335,7 @@ for _op, _code, _inplace in (("Add", ADD, _COMMUTATIVE), ("Sub", SUB, _INPLACE),
 def _prepare_div(ctx):
     if _is_int(ctx):
         return _launch(ctx, int_divmod, (TRUNC_DIV, *_strides(ctx)), _NS_INT_DIV)
-    return _launch(ctx, binary_arith, (DIV, *_strides(ctx)))
+    return _launch(ctx, divide, _strides(ctx))
 
 
 @register("Mod", infer=_infer(NUM), inplace=_INPLACE)

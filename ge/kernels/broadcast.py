@@ -23,9 +23,15 @@
    blocks.row_range gives that block: its ends sit at a row start plus a multiple of G = 64 columns, so
    one long row (a same-shape op collapses to one) splits as evenly as many short ones, and a row's
    vectorised loop and remainder cover the same elements for any block count. A block starts its
-   odometer and input offsets at its first row (`_origin`, `_offset`) and walks partial first and last
+   odometer and input offsets at its first row (`_start`, `_offset`) and walks partial first and last
    rows; elementwise ops read only the elements they write, so in-place launches stay safe. `part` is the
    flat slice of a unary map.
+
+5. Compile cost: the walkers are inlined once per scalar op and dtype, so what runs once per call and does
+   not depend on the op or dtype (`_start`, `_deltas`, `_offset`, on int64 shape arrays) is a plain call,
+   compiled once for every kernel: inlined, it was typed and optimised again in each copy (float32
+   binary_arith 6.5 -> 3.1 CPU s, compare 5.1 -> 3.1 s: bench/binary_kernels.py; LLVM still inlines them at
+   the final link, so the loops run as before).
 
 Offsets are uint64 on purpose: Numba wraps negative signed indices, and that select alone stops
 vectorization (measured 8x). The walkers are `inline="always"` and take the scalar op as a jitted function,
@@ -91,7 +97,7 @@ def map1(f, x, out, p, q):
             out[i] = f(x[i], p, q)
 
 
-@njit(inline="always")
+@njit(nogil=True, cache=True)
 def _deltas(shape, s):
     """Offset steps for one input: when the outer index carries into dim d (the dims after d wrapping to
     0), the offset moves by step[d]. Negative steps wrap in uint64 and add back exactly."""
@@ -104,21 +110,25 @@ def _deltas(shape, s):
     return step
 
 
-@njit(inline="always")
-def _origin(shape, row, idx):
-    """idx = the outer multi-index (dims 0 .. r-2) of outer row `row`."""
-    for d in range(shape.size - 2, -1, -1):
-        idx[d] = row % shape[d]
-        row //= shape[d]
-
-
-@njit(inline="always")
+@njit(nogil=True, cache=True)
 def _offset(idx, s):
     """An input's offset at outer multi-index idx (strides are >= 0)."""
     o = 0
     for d in range(idx.size - 1):
         o += idx[d] * s[d]
     return uint64(o)
+
+
+@njit(nogil=True, cache=True)
+def _start(shape, lo):
+    """The outer multi-index (dims 0 .. r-2) of the row holding flat output element lo."""
+    r = shape.size
+    row = lo // shape[r - 1]
+    idx = np.zeros(r, np.int64)
+    for d in range(r - 2, -1, -1):
+        idx[d] = row % shape[d]
+        row //= shape[d]
+    return idx
 
 
 @njit(inline="always")
@@ -132,8 +142,7 @@ def walk2(f, a, b, out, shape, sa, sb, block_idx, block_dim):
         return
     ia, ib = sa[r - 1], sb[r - 1]
     alias = a.ctypes.data == out.ctypes.data and a.size == out.size
-    idx = np.zeros(r, np.int64)
-    _origin(shape, lo // n, idx)
+    idx = _start(shape, lo)
     da, db = _deltas(shape, sa), _deltas(shape, sb)
     pa, pb = _offset(idx, sa), _offset(idx, sb)
     un, end = uint64(n), uint64(hi)
@@ -171,6 +180,38 @@ def walk2(f, a, b, out, shape, sa, sb, block_idx, block_dim):
 
 
 @njit(inline="always")
+def walk2_strided(f, a, b, out, shape, sa, sb, block_idx, block_dim):
+    """walk2 with one strided loop per row instead of five: for scalar functions no vector loop speeds up
+    (integer division and remainder, libm's fmod and pow), where walk2's run/scalar/in-place copies only
+    cost compile time (int32 Div: ~4x the LLVM code, the same speed, measured in bench/binary_kernels.py).
+    Elementwise, so in place is safe: each element is read before it is written."""
+    r = shape.size
+    n = shape[r - 1]
+    lo, hi = row_range(out.size, n, G, block_idx, block_dim)
+    if lo >= hi:
+        return
+    ia, ib = uint64(sa[r - 1]), uint64(sb[r - 1])
+    idx = _start(shape, lo)
+    da, db = _deltas(shape, sa), _deltas(shape, sb)
+    pa, pb = _offset(idx, sa), _offset(idx, sb)
+    un, end = uint64(n), uint64(hi)
+    po, j0 = uint64(lo // n * n), uint64(lo % n)
+    while po < end:
+        j1 = un if end - po > un else end - po
+        for j in range(j0, j1):
+            out[po + j] = f(a[pa + j * ia], b[pb + j * ib])
+        j0 = uint64(0)
+        po += un
+        d = r - 2
+        while d > 0 and idx[d] == shape[d] - 1:
+            idx[d] = 0
+            d -= 1
+        idx[d] += 1
+        pa += da[d]
+        pb += db[d]
+
+
+@njit(inline="always")
 def commute(a, b, sa, sb, out):
     """For a commutative op whose output is b's buffer: swap the operands so that walk2's in-place loop
     (output = first operand) serves it."""
@@ -190,8 +231,7 @@ def walk3(f, c, a, b, out, shape, sc, sa, sb, block_idx, block_dim):
     if lo >= hi:
         return
     ic, ia, ib = uint64(sc[r - 1]), uint64(sa[r - 1]), uint64(sb[r - 1])
-    idx = np.zeros(r, np.int64)
-    _origin(shape, lo // n, idx)
+    idx = _start(shape, lo)
     dc, da, db = _deltas(shape, sc), _deltas(shape, sa), _deltas(shape, sb)
     pc, pa, pb = _offset(idx, sc), _offset(idx, sa), _offset(idx, sb)
     un, end = uint64(n), uint64(hi)
