@@ -20,7 +20,7 @@ _BINARY = {"aten.add.Tensor": "Add", "aten.sub.Tensor": "Sub", "aten.mul.Tensor"
            "aten.div.Tensor": "Div", "aten.maximum.default": "Max", "aten.minimum.default": "Min",
            "aten.pow.Tensor_Tensor": "Pow", "aten.pow.Tensor_Scalar": "Pow", "aten.add.Scalar": "Add",
            "aten.sub.Scalar": "Sub", "aten.mul.Scalar": "Mul", "aten.div.Scalar": "Div",
-           "aten.remainder.Scalar": "Mod", "aten.remainder.Tensor": "Mod"}
+           "aten.remainder.Scalar": "Mod", "aten.remainder.Tensor": "Mod", "aten.pow.Scalar": "Pow"}
 
 
 def _binary(b, x, y, alpha=1):
@@ -263,6 +263,21 @@ def slice_(b, x, dim=0, start=None, end=None, step=1):
         raise Unsupported(f"slice step {step}")
     return b.op("Slice", [x, b.int64([start]), b.int64([end]), b.int64([_axis(dim, b.rank(x))]),
                           b.int64([step])])
+
+
+@converter("aten.slice_scatter.default")
+def slice_scatter(b, x, src, dim=0, start=None, end=None, step=1):
+    """x with x[start:end] along dim replaced by src (Funnel's pooled tokens): x's head, src, x's tail
+    concatenated; strided scatters are left to torch."""
+    dim = _axis(dim, b.rank(x))
+    n = x.shape[dim]
+    start, end = (0 if start is None else start), (n if end is None else min(end, n))
+    start, end = start + n if start < 0 else start, end + n if end < 0 else end
+    if step != 1:
+        raise Unsupported(f"slice_scatter with step {step}")
+    parts = [b.op("Slice", [x, b.int64([a]), b.int64([e]), b.int64([dim])]) for a, e in ((0, start), (end, n))]
+    pieces = [p for p, size in zip([parts[0], src, parts[1]], (start, end - start, n - end)) if size]
+    return b.op("Concat", pieces, {"axis": dim}) if len(pieces) > 1 else b.op("Identity", pieces)
 
 
 @converter("aten.select.int")

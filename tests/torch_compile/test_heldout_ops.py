@@ -77,3 +77,13 @@ def test_tensors_made_in_forward_are_constants():
         def forward(self, x):
             return x * torch.tensor([1.5, -2.0, 0.25]) + torch.sqrt(torch.tensor(4.0))
     _check(Net(), torch.randn(2, 3))
+
+
+def test_slice_scatter_and_a_number_to_a_tensor_power():
+    # Funnel's pooling: out[:, :1] = cls; its relative positions: 10000 ** (-x)
+    class Net(nn.Module):
+        def forward(self, x, cls):
+            y = torch.slice_scatter(x, cls, dim=1, start=0, end=1)
+            y = torch.slice_scatter(y, cls * 2, dim=1, start=2, end=3)
+            return torch.slice_scatter(y, y[:, -2:] + 1, dim=1, start=-2) * 2.0 ** (-x)
+    _check(Net(), torch.randn(2, 5, 3), torch.randn(2, 1, 3))
