@@ -98,16 +98,17 @@ HELDOUT = {
                      groups_width=8, embedding_size=16),
     "resnet_hf": _image("ResNetModel", "ResNetConfig", hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1],
                         embedding_size=16),
-    "efficientnet": _image("EfficientNetModel", "EfficientNetConfig", states=True, image_size=64, width_coefficient=0.25,
-                           depth_coefficient=0.25, hidden_dim=320),
-    "mobilenet_v2_hf": _image("MobileNetV2Model", "MobileNetV2Config", states=True, image_size=64, depth_multiplier=0.35),
+    "efficientnet": _image("EfficientNetModel", "EfficientNetConfig", states=True, image_size=64,
+                           width_coefficient=0.25, depth_coefficient=0.25, hidden_dim=320),
+    "mobilenet_v2_hf": _image("MobileNetV2Model", "MobileNetV2Config", states=True, image_size=64,
+                              depth_multiplier=0.35),
     "mobilenet_v1": _image("MobileNetV1Model", "MobileNetV1Config", states=True, image_size=64, depth_multiplier=0.25),
     "swinv2": _image("Swinv2Model", "Swinv2Config", image_size=64, patch_size=4, embed_dim=16, depths=[1, 1],
                      num_heads=[2, 2], window_size=4),
     "poolformer": _image("PoolFormerModel", "PoolFormerConfig", hidden_sizes=[16, 32, 64, 128],
                          depths=[1, 1, 1, 1]),
-    "levit": _image("LevitModel", "LevitConfig", states=True, image_size=64, hidden_sizes=[32, 48, 64], num_attention_heads=[
-        2, 2, 2], depths=[1, 1, 1], key_dim=[8, 8, 8]),
+    "levit": _image("LevitModel", "LevitConfig", states=True, image_size=64, hidden_sizes=[32, 48, 64],
+                    num_attention_heads=[2, 2, 2], depths=[1, 1, 1], key_dim=[8, 8, 8]),
     "whisper_encoder": lambda T, ids, px: (
         T.WhisperModel(T.WhisperConfig(vocab_size=V, d_model=64, encoder_layers=2, decoder_layers=2,
                                        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
@@ -147,11 +148,11 @@ def timed(fns: dict, kw: dict, rounds: int, runs: int = 3) -> dict:
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
-def one(name: str, rounds: int) -> tuple[bool, str]:
+def one(name: str, rounds: int) -> tuple[bool, str, float]:
     try:
         model, kw = build(name)
     except Exception as exc:  # noqa: BLE001 - a config this transformers version refuses: reported
-        return False, f"{name:16s} {'-':>6s} {'-':>9s} {'-':>6s} {'-':>8s}  config: {reason(exc)}"
+        return False, f"{name:16s} {'-':>6s} {'-':>9s} {'-':>6s} {'-':>8s}  config: {reason(exc)}", 0.0
     config = ge.torch.CompilerConfig(mode="max-autotune", aicore_num=1, options={"thread_budget": 1})
     torch._dynamo.reset()
     with torch.no_grad():
@@ -160,13 +161,13 @@ def one(name: str, rounds: int) -> tuple[bool, str]:
         try:
             y = flat(fn(**kw))
         except Exception as exc:  # noqa: BLE001 - the break's reason is the row
-            return False, f"{name:16s} {'no':>6s} {'-':>9s} {'-':>6s} {'-':>8s}  {reason(exc)}"
+            return False, f"{name:16s} {'no':>6s} {'-':>9s} {'-':>6s} {'-':>8s}  {reason(exc)}", 0.0
         err = float((y - ref).abs().max() / max(float(ref.abs().max()), 1e-30)) if y.shape == ref.shape \
             else float("inf")
         med = timed({"eager": model, "ge": fn}, kw, rounds)
     ok = err <= 1e-4
     return ok, (f"{name:16s} {'yes':>6s} {err:9.2e} {'yes' if ok else 'NO':>6s} {med['ge'] / med['eager']:7.2f}x"
-                f"  eager {med['eager'] * 1e3:.2f} ms")
+                f"  eager {med['eager'] * 1e3:.2f} ms"), med["ge"] / med["eager"]
 
 
 def main() -> None:
@@ -182,13 +183,16 @@ def main() -> None:
     print(f"{'model':16s} {'whole':>6s} {'err/scale':>9s} {'match':>6s} {'ge/eager':>8s}  (one thread each) "
           f"or why not")
     names = a.models.split(",")
-    passed = 0
+    passed, ratios = 0, []
     for name in names:
-        ok, row = one(name, a.rounds)
+        ok, row, ratio = one(name, a.rounds)
         passed += ok
+        ratios += [ratio] if ok else []
         print(row, flush=True)
     print(f"load after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{passed} of {len(names)} compile whole and match eager ({100 * passed / len(names):.0f}%)")
+    geomean = float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
+    print(f"{passed} of {len(names)} compile whole and match eager ({100 * passed / len(names):.0f}%); "
+          f"ge / eager geomean over those {geomean:.2f}x (one thread each)")
 
 
 if __name__ == "__main__":
