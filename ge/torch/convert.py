@@ -2,7 +2,8 @@
 
 Step 1: placeholders. A frozen one (a parameter or buffer of the module) becomes a constant whose array is a
         numpy view of the module's tensor (no copy; passes that repack weights make their own layouts);
-        the others become graph inputs, typed from the fake tensors AOTAutograd traced.
+        the others become graph inputs, typed from the fake tensors AOTAutograd traced. A get_attr tensor
+        (one the traced code made, DeBERTa's torch.tensor(...)) becomes a copied constant.
 Step 2: call_function nodes in order, each through its converter (registry.py); `getitem` picks an output
         of a multi-output converter. Every result gets the dtype and static shape torch traced, and a
         converter whose result disagrees with torch's dtype or shape is refused (Unsupported), never run.
@@ -77,12 +78,26 @@ def convert(gm: torch.fx.GraphModule, frozen: dict[int, torch.Tensor], name: str
     for node in gm.graph.nodes:
         if node.op == "call_function":
             env[node] = convert_node(b, node, env)
+        elif node.op == "get_attr":   # a tensor the traced code made (DeBERTa's torch.tensor(...)): a constant
+            env[node] = _attr_const(b, gm, node)
         elif node.op == "output":
             _outputs(b, out, node, env, frozen)
         elif node.op not in ("placeholder",):
             raise Unsupported(f"FX node '{node.name}' is a {node.op} (ATen graphs call functions only)")
     graph.prune_values()
     return out
+
+
+def _attr_const(b: Builder, gm: torch.fx.GraphModule, node: torch.fx.Node) -> Value:
+    t = gm
+    for part in node.target.split("."):
+        t = getattr(t, part)
+    if not isinstance(t, torch.Tensor):
+        raise Unsupported(f"FX node '{node.name}' reads a {type(t).__name__}, not a tensor")
+    v = b.graph.add_const(node.name, np.array(tensor_view(t, f"constant '{node.name}'")))   # gm's: a copy
+    v.dtype, v.shape = np_dtype(t.dtype, node.name), tuple(t.shape)
+    b.vals[id(v)] = t
+    return v
 
 
 def convert_node(b: Builder, node: torch.fx.Node, env: dict):

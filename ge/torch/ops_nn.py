@@ -18,6 +18,8 @@ def _pair(v, n: int) -> list[int]:
 @converter("aten.convolution.default")
 def convolution(b, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
     n = b.rank(x) - 2
+    if n == 1:
+        return _conv1d(b, x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
     if n != 2:
         raise Unsupported(f"a {n}-D convolution (ge's Conv kernels are 2-D)")
     pads = _pair(padding, n)
@@ -27,6 +29,21 @@ def convolution(b, x, w, bias, stride, padding, dilation, transposed, output_pad
     if transposed:   # torch's and ONNX's ConvTranspose weights are both (C_in, C_out / group, kH, kW)
         return b.op("ConvTranspose", ins, {**attrs, "output_padding": _pair(output_padding, n)})
     return b.op("Conv", ins, attrs)
+
+
+def _conv1d(b, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """A 1-D convolution as a 2-D one over (N, C, 1, L): a height of one, the 1-D window along the width."""
+    s, d = ([1] + _pair(v, 1) for v in (stride, dilation))
+    p, op = ([0] + _pair(v, 1) for v in (padding, output_padding))
+    x2, w2 = (_height_one(b, v) for v in (x, w))
+    y = convolution(b, x2, w2, bias, s, p, d, transposed, op, groups)
+    return b.op("Squeeze", [y, b.int64([2])])
+
+
+def _height_one(b, v):
+    out = b.op("Unsqueeze", [v, b.int64([2])])
+    out.dtype, out.shape = v.dtype, (*v.shape[:2], 1, *v.shape[2:])
+    return out
 
 
 # -- normalization -------------------------------------------------------------------------------------
@@ -56,6 +73,22 @@ def layer_norm(b, x, normalized_shape, weight, bias, eps):
     if bias is not None:
         ins.append(bias)
     return [b.op("LayerNormalization", ins, {"axis": -k, "epsilon": float(eps)}), None, None]
+
+
+@converter("aten.native_group_norm.default")
+def group_norm(b, x, weight, bias, n, c, hw, group, eps):
+    """GroupNormalization as a layer norm over (N, group, C / group * HxW), then the per-channel affine
+    (opset 17 has no GroupNormalization); mean and rstd are not produced."""
+    ones = b.const(np.ones(c // group * hw, x.dtype))
+    y = b.op("LayerNormalization", [b.op("Reshape", [x, b.int64([n, group, -1])]), ones],
+             {"axis": -1, "epsilon": float(eps)})
+    y = b.op("Reshape", [y, b.int64(x.shape)])
+    per_channel = b.int64([c] + [1] * (len(x.shape) - 2))
+    if weight is not None:
+        y = b.op("Mul", [y, b.op("Reshape", [weight, per_channel])])
+    if bias is not None:
+        y = b.op("Add", [y, b.op("Reshape", [bias, per_channel])])
+    return [y, None, None]
 
 
 # -- pooling -------------------------------------------------------------------------------------------

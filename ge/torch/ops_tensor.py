@@ -20,7 +20,7 @@ _BINARY = {"aten.add.Tensor": "Add", "aten.sub.Tensor": "Sub", "aten.mul.Tensor"
            "aten.div.Tensor": "Div", "aten.maximum.default": "Max", "aten.minimum.default": "Min",
            "aten.pow.Tensor_Tensor": "Pow", "aten.pow.Tensor_Scalar": "Pow", "aten.add.Scalar": "Add",
            "aten.sub.Scalar": "Sub", "aten.mul.Scalar": "Mul", "aten.div.Scalar": "Div",
-           "aten.remainder.Scalar": "Mod", "aten.remainder.Tensor": "Mod"}
+           "aten.remainder.Scalar": "Mod", "aten.remainder.Tensor": "Mod", "aten.pow.Scalar": "Pow"}
 
 
 def _binary(b, x, y, alpha=1):
@@ -121,7 +121,8 @@ def _dims(x, dim) -> list[int]:
     return [_axis(d, rank) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
 
 
-@converter("aten.mean.dim", "aten.sum.dim_IntList", "aten.amax.default", "aten.amin.default")
+@converter("aten.mean.dim", "aten.sum.dim_IntList", "aten.amax.default", "aten.amin.default",
+           "aten.mean.default", "aten.sum.default")
 def reduce(b, x, dim=None, keepdim=False, dtype=None):
     kind = str(b.node.target).split(".")[1]
     op = {"mean": "ReduceMean", "sum": "ReduceSum", "amax": "ReduceMax", "amin": "ReduceMin"}[kind]
@@ -130,6 +131,31 @@ def reduce(b, x, dim=None, keepdim=False, dtype=None):
     if op == "ReduceSum":   # opset 13+: axes an input; the others take an attribute until opset 18
         return b.op(op, [x, b.int64(axes)], {"keepdims": keep})
     return b.op(op, [x], {"axes": axes, "keepdims": keep})
+
+
+@converter("aten.linalg_vector_norm.default")
+def vector_norm(b, x, ord=2, dim=None, keepdim=False, dtype=None):
+    """The 2-norm (ReduceL2) and 1-norm (ReduceL1); other orders are left to torch."""
+    if ord not in (1, 2) or b.out_dtype.kind != "f":
+        raise Unsupported(f"linalg_vector_norm of order {ord} on {b.out_dtype}")
+    op = "ReduceL2" if ord == 2 else "ReduceL1"
+    return b.op(op, [b.cast(x, b.out_dtype)], {"axes": _dims(x, dim), "keepdims": int(bool(keepdim))})
+
+
+@converter("aten.argmax.default", "aten.argmin.default")
+def argmax(b, x, dim=None, keepdim=False):
+    """ArgMax / ArgMin of integers (CLIP's end-of-text position): the first index of the extreme value, as
+    torch's; no dim: over the flattened tensor. Floats stay in torch: its NaN is the extreme, the kernel's not."""
+    if x.dtype.kind not in "iub":
+        raise Unsupported(f"argmax/argmin of {x.dtype} (torch picks a NaN, ge's kernel skips it)")
+    op = "ArgMin" if str(b.node.target).startswith("aten.argmin") else "ArgMax"
+    if dim is None:
+        flat = b.op("Reshape", [x, b.int64([-1])])
+        flat.dtype, flat.shape = x.dtype, (int(np.prod(x.shape)),)
+        x, dim = flat, 0
+        keepdim = False
+    return b.op(op, [x], {"axis": _axis(dim, b.rank(x)), "keepdims": int(bool(keepdim)),
+                         "select_last_index": 0})
 
 
 @converter("aten.any.dim", "aten.any.dims", "aten.any.default", "aten.all.dim", "aten.all.dims",
@@ -239,6 +265,21 @@ def slice_(b, x, dim=0, start=None, end=None, step=1):
                           b.int64([step])])
 
 
+@converter("aten.slice_scatter.default")
+def slice_scatter(b, x, src, dim=0, start=None, end=None, step=1):
+    """x with x[start:end] along dim replaced by src (Funnel's pooled tokens): x's head, src, x's tail
+    concatenated; strided scatters are left to torch."""
+    dim = _axis(dim, b.rank(x))
+    n = x.shape[dim]
+    start, end = (0 if start is None else start), (n if end is None else min(end, n))
+    start, end = start + n if start < 0 else start, end + n if end < 0 else end
+    if step != 1:
+        raise Unsupported(f"slice_scatter with step {step}")
+    parts = [b.op("Slice", [x, b.int64([a]), b.int64([e]), b.int64([dim])]) for a, e in ((0, start), (end, n))]
+    pieces = [p for p, size in zip([parts[0], src, parts[1]], (start, end - start, n - end)) if size]
+    return b.op("Concat", pieces, {"axis": dim}) if len(pieces) > 1 else b.op("Identity", pieces)
+
+
 @converter("aten.select.int")
 def select(b, x, dim, index):
     dim = _axis(dim, b.rank(x))
@@ -294,12 +335,19 @@ def index(b, x, indices):
     if len(given) == 1:
         axis, idx = given[0]
         return b.op("Gather", [x, b.cast(idx, np.int64)], {"axis": axis})
-    if [k for k, _ in given] != list(range(len(given))):
-        raise Unsupported("advanced indexing of axes that are not the leading ones")
+    axes, rank = [k for k, _ in given], b.rank(x)
+    rest = [k for k in range(rank) if k not in axes]
+    if axes != list(range(len(axes))):   # the indexed axes moved to the front for GatherND
+        x = b.op("Transpose", [x], {"perm": axes + rest})
     shape = tuple(np.broadcast_shapes(*[v.shape for _, v in given]))
     stacked = [b.op("Unsqueeze", [b.op("Expand", [b.cast(v, np.int64), b.int64(shape)]), b.int64([-1])])
                for _, v in given]
-    return b.op("GatherND", [x, b.op("Concat", stacked, {"axis": -1})])
+    y = b.op("GatherND", [x, b.op("Concat", stacked, {"axis": -1})])
+    first, m = axes[0], len(shape)
+    if axes == list(range(first, first + len(axes))) and first > 0:   # adjacent: torch keeps their place
+        perm = list(range(m, m + first)) + list(range(m)) + list(range(m + first, m + len(rest)))
+        y = b.op("Transpose", [y], {"perm": perm})
+    return y
 
 
 @converter("aten.gather.default")
