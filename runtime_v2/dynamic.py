@@ -16,20 +16,35 @@ prepares the same entry twice) and bounded.
 """
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
-from ge.errors import DeviceMemoryError, ShapeError
+from ge.errors import ShapeError
 from ge.kernels.bind import prepare_launch
 from ge.kernels.registry import TensorSpec, cleaning
 from ge.npu.thunks import ThunkError
 from ge.plan import Plan
 
 from .host_outputs import host_output
-from .lowering import HOST, Step, passed_inputs
+from .lowering import ARENA, HOST, Step, passed_inputs
 from .queues import TASK
 from .tiled import TiledCall
 
 MAX_CACHED = 256  # entries per node
+
+
+class Prepared(NamedTuple):
+    """A node prepared for one key (input shapes and values): what each call of that key reuses."""
+    out_shapes: tuple
+    fn: Any              # the launch's function (None: an alias; host_cpu.py: its numpy step)
+    ins: tuple           # the tensors passed as inputs
+    sizes: tuple         # (count, dtype, nbytes) per output
+    ws: tuple            # (count, dtype, nbytes) per workspace
+    args: tuple          # the launch's static arguments
+    alias: int           # >= 0: the tensor an alias views (nothing runs)
+    tiled: Any           # the launch as a TiledCall for the AI cores (block_dim > 1), else None
+    launch: Any          # the Launch (host_cpu.HOST_CPU: ran on the host CPU engine)
 
 
 class DynamicNode:
@@ -48,45 +63,23 @@ class DynamicNode:
         self.tasks: dict = {}   # key -> its launch as a thunk task for posting (or None), see post
 
     def __call__(self, bufs, shapes, spans, alloc, core=None) -> None:
-        key = tuple([shapes[t] for t in self.present])   # _hit and _outputs inline: the hot loop
-        if self.values:
-            key = (key, *[bufs[t].tobytes() for t in self.values])
-        hit = self.cache.get(key)
-        if hit is None:
-            hit = self._prepare(key, bufs, shapes)
-        out_shapes, fn, ins, sizes, ws, args, alias, tiled, _ = hit
-        if tiled is not None and core is not None:
-            fn, args = tiled.bound(*core), ()
-        for o, s in zip(self.outs, out_shapes):
-            shapes[o.tensor] = s
-        if alias >= 0:
-            bufs[self.out0] = bufs[alias]
+        hit = self._hit(bufs, shapes)[1]
+        outs = self._outputs(hit, bufs, shapes, spans, alloc)
+        if outs is None:
             return
-        outs = []
-        for o, (count, dtype, nbytes) in zip(self.outs, sizes):
-            if o.place == HOST or nbytes == 0:
-                a = bufs[o.tensor]  # a caller's bound output array, or None
-                if a is None or a.size != count:
-                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor, bufs)
-            else:
-                try:
-                    sp = spans[o.tensor] = alloc.alloc(nbytes)
-                except DeviceMemoryError as e:   # the executor names the tensor (a try costs nothing)
-                    e.tensor = o.tensor
-                    raise
-                a = sp.as_array(dtype, count)
-            bufs[o.tensor] = a
-            outs.append(a)
-        if ws:
-            held = [alloc.alloc(nbytes) for _, _, nbytes in ws]
+        fn, args = hit.fn, hit.args
+        if hit.tiled is not None and core is not None:
+            fn, args = hit.tiled.bound(*core), ()
+        if hit.ws:
+            held = [alloc.alloc(nbytes) for _, _, nbytes in hit.ws]
             try:
-                fn(*[bufs[t] for t in ins], *outs, *[sp.as_array(dt, n) for sp, (n, dt, _) in zip(held, ws)],
-                   *args)
+                fn(*[bufs[t] for t in hit.ins], *outs,
+                   *[sp.as_array(dt, n) for sp, (n, dt, _) in zip(held, hit.ws)], *args)
             finally:
                 for sp in held:
                     alloc.free(sp)
         else:
-            fn(*[bufs[t] for t in ins], *outs, *args)
+            fn(*[bufs[t] for t in hit.ins], *outs, *args)
 
     def post(self, bufs, shapes, spans, alloc, queues, g: int, slot: int, step: int):
         """As a call, but the launch goes to native stream thread g's queue (queues.py) with that thread's
@@ -96,13 +89,13 @@ class DynamicNode:
         if self.values:
             return None
         key, hit = self._hit(bufs, shapes)
-        task = self._task(key, hit, shapes) if hit[6] < 0 else None
-        if task is None and hit[6] < 0:
+        task = self._task(key, hit, shapes) if hit.alias < 0 else None
+        if task is None and hit.alias < 0:
             return None
         outs = self._outputs(hit, bufs, shapes, spans, alloc)
         if outs is None:
             return ()
-        ins, ws = hit[2], hit[4]
+        ins, ws = hit.ins, hit.ws
         held = [alloc.alloc(nbytes) for _, _, nbytes in ws]
         buffers = [*[bufs[t] for t in ins], *outs, *[sp.as_array(dt, n) for sp, (n, dt, _) in zip(held, ws)]]
         # an ALLOC tensor's buffer is its block's view from the block's start (spans[t] set with bufs[t])
@@ -123,25 +116,24 @@ class DynamicNode:
         return key, hit if hit is not None else self._prepare(key, bufs, shapes)
 
     def _outputs(self, hit, bufs, shapes, spans, alloc):
-        """Output shapes set, output buffers allocated: the arrays, or None for an alias (its view set)."""
-        out_shapes, sizes, alias = hit[0], hit[3], hit[6]
-        for o, s in zip(self.outs, out_shapes):
+        """Output shapes set, output buffers allocated: the arrays, or None for an alias (its view set).
+        ARENA: a static node's planned output (host_cpu.py places static shape steps too); HOST: the caller's
+        bound array when it fits, else a fresh one; else a span of the caching allocator."""
+        for o, s in zip(self.outs, hit.out_shapes):
             shapes[o.tensor] = s
-        if alias >= 0:
-            bufs[self.out0] = bufs[alias]
+        if hit.alias >= 0:
+            bufs[self.out0] = bufs[hit.alias]
             return None
         outs = []
-        for o, (count, dtype, nbytes) in zip(self.outs, sizes):
-            if o.place == HOST or nbytes == 0:
+        for o, (count, dtype, nbytes) in zip(self.outs, hit.sizes):
+            if o.place == ARENA:
+                a = bufs[o.tensor]
+            elif o.place == HOST or nbytes == 0:
                 a = bufs[o.tensor]  # a caller's bound output array, or None
                 if a is None or a.size != count:
                     a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor, bufs)
             else:
-                try:
-                    sp = spans[o.tensor] = alloc.alloc(nbytes)
-                except DeviceMemoryError as e:   # the executor names the tensor (a try costs nothing)
-                    e.tensor = o.tensor
-                    raise
+                sp = spans[o.tensor] = alloc.alloc(nbytes)
                 a = sp.as_array(dtype, count)
             bufs[o.tensor] = a
             outs.append(a)
@@ -152,8 +144,8 @@ class DynamicNode:
         on the first post, so single-stream runs never build one."""
         task = self.tasks.get(key, False)
         if task is False:
-            _, _, ins, sizes, ws, _, _, tiled, launch = hit
-            task = tiled if tiled is not None else self._encode(launch, ins, shapes, sizes, ws)
+            task = hit.tiled if hit.tiled is not None else self._encode(hit.launch, hit.ins, shapes, hit.sizes,
+                                                                        hit.ws)
             if task is not None and task.atomic:
                 task = None
             task = self.tasks.setdefault(key, task)   # racing instances post through one: the first
@@ -166,22 +158,19 @@ class DynamicNode:
                   for i, t in enumerate(node.inputs)]
         outputs, launch = prepare_launch(node.kernel, node.op_type, node.name, node.attrs, specs, values,
                                          node.opset, len(node.outputs), self.plan.options.aicore_num)
-        for t, s in zip(node.outputs, outputs):
-            want = tensors[t].shape
-            if want == ("?",):  # rank unknown at compile time
-                continue
-            if len(want) != len(s.shape) or any(isinstance(w, int) and w != d for w, d in zip(want, s.shape)):
-                raise ShapeError(f"output '{tensors[t].name}' has shape {list(s.shape)} at run time, the "
-                                 f"plan says {list(want)}")
+        check_outputs(node, tensors, outputs)
         out_shapes = tuple(s.shape for s in outputs)
         if launch is None:
-            hit = (out_shapes, None, (), (), (), (), node.inputs[node.kernel.alias], None, None)
+            hit = Prepared(out_shapes, None, (), (), (), (), node.inputs[node.kernel.alias], None, None)
         else:
             sizes = tuple((s.size, s.dtype, s.nbytes) for s in outputs)
             ws = tuple((w.size, w.dtype, w.nbytes) for w in launch.workspaces)
             ins = passed_inputs(node, launch)
-            hit = (out_shapes, cleaning(launch, len(ins)), ins, sizes, ws, launch.args, -1,
-                   self._encode(launch, ins, shapes, sizes, ws) if launch.block_dim > 1 else None, launch)
+            hit = Prepared(out_shapes, cleaning(launch, len(ins)), ins, sizes, ws, launch.args, -1,
+                           self._encode(launch, ins, shapes, sizes, ws) if launch.block_dim > 1 else None, launch)
+        return self._keep(key, hit)
+
+    def _keep(self, key, hit: Prepared) -> Prepared:
         if len(self.cache) >= MAX_CACHED:
             self.cache.clear()
             self.tasks.clear()
@@ -196,3 +185,14 @@ class DynamicNode:
             return TiledCall(launch, specs, len(ins))
         except ThunkError:
             return None
+
+
+def check_outputs(node, tensors, outputs) -> None:
+    """Run-time output shapes against the plan's static dims."""
+    for t, s in zip(node.outputs, outputs):
+        want = tensors[t].shape
+        if want == ("?",):  # rank unknown at compile time
+            continue
+        if len(want) != len(s.shape) or any(isinstance(w, int) and w != d for w, d in zip(want, s.shape)):
+            raise ShapeError(f"output '{tensors[t].name}' has shape {list(s.shape)} at run time, the "
+                             f"plan says {list(want)}")

@@ -34,14 +34,11 @@ import os
 
 import numpy as np
 
-from ge.errors import ShapeError
 from ge.kernels.host_cpu import HOST_OPS, MAX_ELEMENTS, host_dtypes, host_step
 from ge.kernels.registry import KernelContext, TensorSpec
 from ge.plan import Plan
 
-from .dynamic import DynamicNode
-from .host_outputs import host_output
-from .lowering import ARENA, HOST
+from .dynamic import DynamicNode, Prepared, check_outputs
 
 HOST_CPU = "HOST_CPU"       # the hit's launch slot: ran on the host CPU engine (record.py notes its values)
 
@@ -85,24 +82,10 @@ class HostCpuNode(DynamicNode):
 
     def __call__(self, bufs, shapes, spans, alloc, core=None) -> None:
         hit = self._hit(bufs, shapes)[1]   # keyed as a dynamic node: shapes and the values prepare reads
-        if hit[8] is not HOST_CPU:   # over MAX_ELEMENTS this time: the kernel
+        if hit.launch is not HOST_CPU:   # over MAX_ELEMENTS this time: the kernel
             return DynamicNode.__call__(self, bufs, shapes, spans, alloc, core)
-        out_shapes, step, ins, sizes = hit[:4]
-        outs = []
-        for o, s, (count, dtype, nbytes) in zip(self.outs, out_shapes, sizes):
-            shapes[o.tensor] = s
-            if o.place == ARENA:   # a static node's planned output
-                a = bufs[o.tensor]
-            elif o.place == HOST or nbytes == 0:
-                a = bufs[o.tensor]   # a caller's bound output array, or None
-                if a is None or a.size != count:
-                    a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor)
-            else:
-                sp = spans[o.tensor] = alloc.alloc(nbytes)
-                a = sp.as_array(dtype, count)
-            bufs[o.tensor] = a
-            outs.append(a)
-        step(*[None if t < 0 else bufs[t] for t in ins], *outs)
+        outs = self._outputs(hit, bufs, shapes, spans, alloc)
+        hit.fn(*[None if t < 0 else bufs[t] for t in hit.ins], *outs)
 
     def post(self, *args):
         return None   # the launcher runs it on the calling thread (a host step)
@@ -121,20 +104,7 @@ class HostCpuNode(DynamicNode):
             return DynamicNode._prepare(self, key, bufs, shapes)   # a view, or too big for the host
         check_outputs(node, tensors, ctx.outputs)
         sizes = tuple((s.size, s.dtype, s.nbytes) for s in ctx.outputs)
-        hit = (tuple(s.shape for s in ctx.outputs), host_step(ctx, launch), node.inputs, sizes,
-               (), (), -1, None, HOST_CPU)
-        if len(self.cache) >= 256:
-            self.cache.clear()
-        self.cache[key] = hit
-        return hit
+        hit = Prepared(tuple(s.shape for s in ctx.outputs), host_step(ctx, launch), node.inputs, sizes,
+                       (), (), -1, None, HOST_CPU)
+        return self._keep(key, hit)
 
-
-def check_outputs(node, tensors, outputs) -> None:
-    """Run-time output shapes against the plan's static dims (as a dynamic node checks them)."""
-    for t, s in zip(node.outputs, outputs):
-        want = tensors[t].shape
-        if want == ("?",):
-            continue
-        if len(want) != len(s.shape) or any(isinstance(w, int) and w != d for w, d in zip(want, s.shape)):
-            raise ShapeError(f"output '{tensors[t].name}' has shape {list(s.shape)} at run time, the "
-                             f"plan says {list(want)}")

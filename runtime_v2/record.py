@@ -202,12 +202,12 @@ def _dynamic(ex, inst, notes, node: DynamicNode, k, bufs, shapes, spans, tap):
         return str(e)
     mark = len(tap.log)
     node(bufs, shapes, spans, tap, inst.core(ex, k))
-    if hit[6] >= 0:   # an alias: a view, nothing launched
+    if hit.alias >= 0:   # an alias: a view, nothing launched
         return None
     for o in node.outs:
         if o.place == HOST or bufs[o.tensor].nbytes == 0:
             notes.output(bufs[o.tensor])
-    launch_, ins, ws = hit[8], hit[2], hit[4]
+    launch_, ins, ws = hit.launch, hit.ins, hit.ws
     allocs = [j for j, n in tap.log[mark:] if n >= 0]   # its ALLOC outputs, then its workspaces
     held = allocs[len(allocs) - len(ws):] if ws else []
     try:
@@ -223,7 +223,7 @@ def _dynamic(ex, inst, notes, node: DynamicNode, k, bufs, shapes, spans, tap):
 def _host_cpu(ex, inst, notes, node: HostCpuNode, k, bufs, shapes, spans, tap):
     """A host CPU step run as the loop runs it, its outputs noted (or its launch, when its sizes took the
     kernel); None, or why the key is refused."""
-    if node._hit(bufs, shapes)[1][8] is not HOST_CPU:
+    if node._hit(bufs, shapes)[1].launch is not HOST_CPU:
         return _dynamic(ex, inst, notes, node, k, bufs, shapes, spans, tap)
     node(bufs, shapes, spans, tap, inst.core(ex, k))
     outs = [bufs[o.tensor] for o in node.outs]
