@@ -14,6 +14,15 @@ Step 1 (children): each case runs in a fresh child process that does one thing, 
         a cold cache adds LLVM's working memory while compiling, which this bench does not measure.
 Step 2 (report): date, CPU, commit, load average; per case its phases (RSS after, peak so far, in MiB); the
         ratio of ge's session peak to onnxruntime's.
+
+Measured 2026-12-07 (AMD EPYC, 2 CPUs shared, load 7-13, warm caches), RSS after (peak) in MiB:
+  case                      36610c2 (before)              89ebeab (after)
+  import ge                 120                           120
+  + ge.compile              391 (436)                     288 (334)
+  + Session + run           561 (561)                     309 (334)
+  + second Session + run    790 (790)                     415 (448): +106, the second plan's weights (97)
+  onnxruntime               290 (320)                     297 (326)
+  ge / onnxruntime peak     1.75x                         1.02x        (`ge run`: 333 MiB peak, was 576)
 """
 from __future__ import annotations
 
