@@ -7,6 +7,7 @@
 import time as _time
 
 _IMPORT_T0 = _time.perf_counter()   # `ge run` reports how long importing ge (numba, onnx, numpy) took
+from . import host_heap  # noqa: E402,F401 (before any large array: ge/host_heap.py)
 from . import errors  # noqa: E402
 from .api import NodeArg, Session, available_runtimes
 from .kv_state import KVCache

@@ -7,6 +7,7 @@ Options.dynamic_dims, one per entry (compile_dims_gears).
 from __future__ import annotations
 
 import copy
+import gc
 import dataclasses
 import logging
 import math
@@ -79,8 +80,9 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
         elif options.parallel == "tensor":
             rank = options.device_id if options.device_id >= 0 else launched_rank()
             graph = split_tensor(graph, rank, options.device_count)
-    for v in list(graph.values.values()):  # before a pass (constant folding) materialises one
-        _check_size(graph, v, options)
+    for value in list(graph.values.values()):  # before a pass (constant folding) materialises one
+        _check_size(graph, value, options)
+    value = None   # (a Value reaches the whole graph: the collection below must not find it held)
     with progress.phase("passes"):
         graph = optimize(graph, options)
         if options.kv_cache_max_len:
@@ -88,6 +90,10 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
     with progress.phase("planning"):
         order = topological_order(graph, options.topo_sorting_mode)
         plan = build_plan(graph, order, options, sink=not options.parallel)
+        # the IR is cyclic (values <-> nodes): without a collection its arrays (every constant, the plan's and
+        # the ones the passes replaced) would stay until Python's next cyclic GC, beside the runtime's copy
+        del graph, order
+        gc.collect()
     dyn = host_driven(plan) if options.kv_cache_static else ()
     if dyn:   # its promise is one static step plan for every past length
         raise GEError(f"kv_cache_static: {dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has "

@@ -33,7 +33,8 @@ from ge.plan import Plan, copy_only_io, io_aligned, zero_copy_aligned
 
 from .dispatch import Dispatcher
 from .host import HostTask
-from .model import FEATURE_MAP, IO0, NATIVE, Model, copy_weights
+from .model import FEATURE_MAP, IO0, NATIVE, Model
+from .weights import lend_constants
 from .sink import interpret
 from .streams import Streams, _call, _raise
 
@@ -198,7 +199,7 @@ class Executor:
         elif weights is None:   # the instances share one copy, released when the last one goes
             weights, release = reserve(memory, self.model.segments["weights"], f"the weights of '{plan.name}'",
                                        huge=True)
-            copy_weights(plan, weights)
+            release = lend_constants(plan, weights, release)   # copied, one copy kept (runtime_v1/weights.py)
         try:
             first = Instance(self.model, weights, memory, feature_map)
         except BaseException:

@@ -51,3 +51,31 @@ def test_fold_node_keeps_readers():
     g.fold_node(add, [np.full((1, 4), 2, np.float32)])
     verify(g)
     assert g.values["a"].is_const and g.nodes[0].inputs[0] is g.values["a"]
+
+
+def test_replaced_constant_is_freed_at_once_without_a_cyclic_collection():
+    """A pass that replaces weights (folded, packed) frees the old array when it lets go, not at Python's next
+    cyclic GC: an erased node and its outputs hold no cycle, and replace_pattern forgets an orphaned constant
+    (issue 44: ResNet-50's compile held every old copy of its weights beside the new)."""
+    import gc
+    import weakref
+
+    from ge.passes.pattern import replace_pattern
+    g = Graph("g")
+    x = g.add_input("x", np.float32, (4,))
+    old = np.ones(4, np.float32)
+    w = g.add_const("w", old)
+    node = g.add_node("Add", [x, w], ["y"])
+    g.outputs = [node.outputs[0]]
+    gone = weakref.ref(old)
+    del old
+    nodes = list(g.nodes)   # a pass's copy of the node list still holds the erased node
+    gc.disable()
+    try:
+        replace_pattern(g, [node], "Add", [x, g.add_const("w2", np.zeros(4, np.float32))], {}, name="add")
+        del node, w
+        assert "w" not in g.values and gone() is None
+    finally:
+        gc.enable()
+    verify(g)
+    assert len(nodes) == 1

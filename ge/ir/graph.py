@@ -157,6 +157,8 @@ class Graph:
             if v.users or v in self.outputs:
                 raise ValueError(f"cannot erase node '{node.name}': output '{v.name}' is still used")
             del self.values[v.name]
+        for v in node.outputs:   # no cycle node <-> output: the node, and the inputs only it read (old
+            v.producer = None    # weights), are freed when the pass lets go, not at Python's next cyclic GC
         self._drop_uses(node)
         self.nodes.remove(node)
 
@@ -193,6 +195,15 @@ class Graph:
     @property
     def initializers(self) -> list[Value]:
         return [v for v in self.values.values() if v.const is not None and v.producer is None]
+
+    def forget_if_unused(self, v: Value | None) -> None:
+        """Forget a constant nobody reads now, so its array is freed at once rather than at the next
+        eliminate_dead_code (a pass that rewrites weights would otherwise hold every old copy beside the new)."""
+        if (v is not None and v.const is not None and v.producer is None and not v.users
+                and self.values.get(v.name) is v and v not in self.outputs and v not in self.inputs
+                and v not in self.captures):
+            del self.values[v.name]
+            v.const = None   # a pass's list of nodes may still hold the erased reader, and it this value
 
     def prune_values(self) -> None:
         """Forget constants and values nobody defines or reads."""

@@ -43,6 +43,7 @@ def replace_pattern(graph: Graph, nodes: list[Node], op_type: str, inputs: list,
     is not a graph output, and that every input of the new node is defined before the last node.
     """
     last = max(nodes, key=graph.nodes.index)
+    read = [v for n in nodes for v in n.inputs if v is not None and v.const is not None]
     results = list(last.outputs if results is None else results)
     kept = [(v.name, v.dtype, v.shape) for v in results]
     name = name or nodes[0].name
@@ -62,4 +63,7 @@ def replace_pattern(graph: Graph, nodes: list[Node], op_type: str, inputs: list,
     for old, new in zip(tmp.outputs, node.outputs):
         graph.replace_all_uses_with(old, new)
     graph.erase_node(tmp)
+    # Step 4: the pattern's constants nobody reads now go (old weights beside folded or packed ones)
+    for v in read:
+        graph.forget_if_unused(v)
     return node
