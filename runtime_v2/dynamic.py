@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ge.errors import ShapeError
+from ge.errors import DeviceMemoryError, ShapeError
 from ge.kernels.bind import prepare_launch
 from ge.kernels.registry import TensorSpec, cleaning
 from ge.npu.thunks import ThunkError
@@ -133,7 +133,11 @@ class DynamicNode:
                 if a is None or a.size != count:
                     a = host_output(count, dtype, nbytes, alloc, self.plan, o.tensor, bufs)
             else:
-                sp = spans[o.tensor] = alloc.alloc(nbytes)
+                try:
+                    sp = spans[o.tensor] = alloc.alloc(nbytes)
+                except DeviceMemoryError as e:   # the executor names the tensor (a try costs nothing)
+                    e.tensor = o.tensor
+                    raise
                 a = sp.as_array(dtype, count)
             bufs[o.tensor] = a
             outs.append(a)
