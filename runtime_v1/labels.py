@@ -178,7 +178,7 @@ def _body(model, node, body, inputs, dests, base, labels, caps, leave, top):
     starts["atomic"] = starts["feature_map"] + align_up(seg["feature_map"])
     starts["fixed"] = starts["atomic"] + align_up(seg.get("atomic", 0))
     end = starts["fixed"] + align_up(seg.get("fixed", 0))
-    weights = model.place_weights(body) if seg["weights"] else None
+    w_slot, w_offset = model.place_weights(body) if seg["weights"] else (None, 0)
     places = {block(t): at for t, at in zip(body.inputs, inputs)}
     copies = []   # outputs no task of the body writes in place: an input or a constant passed through, a repeat
     for o, dest in zip(body.outputs, dests):
@@ -193,7 +193,7 @@ def _body(model, node, body, inputs, dests, base, labels, caps, leave, top):
     def locate(t):
         m = mem.tensors[t]
         if m.segment == "weights":
-            return weights[0], weights[1] + m.offset
+            return w_slot, w_offset + m.offset
         if m.segment in starts:
             return slot, starts[m.segment] + m.offset
         if m.segment == "io":
