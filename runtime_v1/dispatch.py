@@ -22,8 +22,9 @@ a worker only when one is free (it waits otherwise), so other sessions' threads 
 A kernel that raised sets its stream's STATUS; the first failure is kept in FAILED (row + 1) and ABORT
 stops every core at its next step; the executor re-runs that task from Python for the message.
 
-Per-stream line (one 64-byte line each, after the event lines): STREAM_STATE (FREE, OWNED, LAUNCHED, ENDED), PC
-(the head row), NEXT (generation << MASK_BITS | a bit per claimed block), DONE (blocks finished), BDIM, GEN.
+Per-stream line (one 64-byte line each, after the event lines): STREAM_STATE (FREE, OWNED, LAUNCHED,
+ENDED), PC (the head row), NEXT (generation << MASK_BITS | a bit per claimed block), DONE (blocks finished),
+BDIM, GEN.
 Workers never touch Python between runs (`core_loop`): a run does not wait for one to take the GIL (a
 Python loop per worker made SqueezeNet and the BERT-like encoder 4-6% slower than one stream; native, par).
 """

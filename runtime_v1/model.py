@@ -21,8 +21,9 @@
      load (a tiled one runs its blocks one after the other).
   4. Tables per stream (encoded by tables.py): thunk address, int-row offset, float-row offset and block_dim
      per native task; one int table and one float table for all; a program per stream alternates native runs
-     [start, stop) and fallback calls (host tasks among them). Multi-stream with kernels tiled over 2+ cores: one table per plan stream, pulled by the
-     AI cores (dispatch.py; only tasks and RECORD / WAIT rows: else stream threads). Otherwise one table per
+     [start, stop) and fallback calls (host tasks among them). Multi-stream with kernels tiled over 2+ cores:
+     one table per plan stream, pulled by the AI cores (dispatch.py; only tasks and RECORD / WAIT rows: else
+     stream threads). Otherwise one table per
      stream thread (ge.npu.programs: the thread budget, at most one per stream; stream s on thread s mod
      threads). A thread's rows are its program's steps: per node
      its waits, its task, its records, the plan's events between threads becoming RECORD / WAIT rows
