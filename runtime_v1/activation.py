@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .rows import AWAIT, GOTO, SET, SIGNAL
+from .rows import Await, Goto, LabelSet, Signal
 from .sink import LEAVE
 
 
@@ -50,21 +50,21 @@ def body_rows(model, node, body, where, inputs_from, labels, leave: list, body_t
     per = defaultdict(list)
     for n in body.nodes:
         rows = per[n.stream if n.stream in busy else main]
-        rows += [(AWAIT, line[id(e)], None) for e in waits[n.step]]
+        rows += [Await(line[id(e)], None) for e in waits[n.step]]
         if n.launch is not None and not n.no_task:
             rows += body_tasks(model, node, n, where)
-        rows += [(SIGNAL, line[id(e)], 1) for e in records[n.step]]
+        rows += [Signal(line[id(e)], 1) for e in records[n.step]]
     readers = _readers(body)
     head, tail = [], []
     for s in sorted(per):
         if s == main:
             continue
         act, done, again, out = labels.line(), labels.line(), labels.new(), labels.new()
-        labels.activated.append((node.step, [(SET, again), (AWAIT, act, out), *per[s], (SIGNAL, done, 1),
-                                             (GOTO, again), (SET, out)]))
-        head.append((SIGNAL, act, 1))
-        tail.append((AWAIT, done, None))
-        leave.append((SIGNAL, act, LEAVE))
+        labels.activated.append((node.step, [LabelSet(again), Await(act, out), *per[s], Signal(done, 1),
+                                             Goto(again), LabelSet(out)]))
+        head.append(Signal(act, 1))
+        tail.append(Await(done, None))
+        leave.append(Signal(act, LEAVE))
         labels.pruned += len({inputs_from[k] for k in readers[s] if inputs_from[k] is not None})
     return head + per[main] + tail
 

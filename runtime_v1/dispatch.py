@@ -22,8 +22,9 @@ a worker only when one is free (it waits otherwise), so other sessions' threads 
 A kernel that raised sets its stream's STATUS; the first failure is kept in FAILED (row + 1) and ABORT
 stops every core at its next step; the executor re-runs that task from Python for the message.
 
-Per-stream line (one 64-byte line each, after the event lines): STATE (FREE, OWNED, LAUNCHED, ENDED), PC
-(the head row), NEXT (generation << MASK_BITS | a bit per claimed block), DONE (blocks finished), BDIM, GEN.
+Per-stream line (one 64-byte line each, after the event lines): STREAM_STATE (FREE, OWNED, LAUNCHED,
+ENDED), PC (the head row), NEXT (generation << MASK_BITS | a bit per claimed block), DONE (blocks finished),
+BDIM, GEN.
 Workers never touch Python between runs (`core_loop`): a run does not wait for one to take the GIL (a
 Python loop per worker made SqueezeNet and the BERT-like encoder 4-6% slower than one stream; native, par).
 """
@@ -42,19 +43,22 @@ from ge.npu.native import (ABORT, LINE, STATUS, bump, call_thunk, cas, cycles, f
 
 from .sink import EV0, RECORD
 
-STATE, PC, NEXT, DONE, BDIM, GEN = 0, 1, 2, 3, 4, 5
+STREAM_STATE, PC, NEXT, DONE, BDIM, GEN = 0, 1, 2, 3, 4, 5   # words of a stream's line
 FREE, OWNED, LAUNCHED, ENDED = 0, 1, 2, 3
 SEQ, FIN, FAILED = 0, 2, 3   # words of the line after the streams' (SEQ's futex waiter count at 1)
 MAX_CORES = MASK_BITS = 40   # block_dim <= cores (tiling.block_dim_for): a bit per block in the claim word
+ADDRS, IOFFS, FOFFS, BLOCKS = 0, 1, 2, 3   # rows of `tab`: the streams' tables' columns, end to end
+STREAM_LINES, SHARED_LINE = 0, 1           # entries of `lay`: the word where the streams' lines start, the
+                                           # word of the line after them (SEQ, FIN, FAILED)
 
 
 @njit(nogil=True, cache=True)
 def _fail(ctrl, lay, t):
     """Keep the first failing row, stop every core."""
     base = ctrl.ctypes.data
-    cas(base + 8 * (lay[1] + FAILED), 0, t + 1)
+    cas(base + 8 * (lay[SHARED_LINE] + FAILED), 0, t + 1)
     store_seqcst(base + 8 * ABORT, 1)
-    bump(ctrl, lay[1] + SEQ)
+    bump(ctrl, lay[SHARED_LINE] + SEQ)
 
 
 @njit(nogil=True, cache=True)
@@ -62,8 +66,8 @@ def _blocks_left(ctrl, lay, n):
     """Some launched task has a block no core claimed yet."""
     base = ctrl.ctypes.data
     for k in range(n):
-        s = lay[0] + LINE * k
-        if load_acquire(base + 8 * (s + STATE)) == LAUNCHED:
+        s = lay[STREAM_LINES] + LINE * k
+        if load_acquire(base + 8 * (s + STREAM_STATE)) == LAUNCHED:
             full = (1 << ctrl[s + BDIM]) - 1
             if load_acquire(base + 8 * (s + NEXT)) & full != full:
                 return True
@@ -75,8 +79,8 @@ def _drive(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
     """Run stream k (owned by this core) from its head: True when it moved or launched, False when its head
     is a WAIT not yet met (the stream is free again)."""
     base = ctrl.ctypes.data
-    addrs, ioffs, foffs, blocks = tab[0], tab[1], tab[2], tab[3]
-    s = lay[0] + LINE * k
+    addrs, ioffs, foffs, blocks = tab[ADDRS], tab[IOFFS], tab[FOFFS], tab[BLOCKS]
+    s = lay[STREAM_LINES] + LINE * k
     ip, fp = itab.ctypes.data, ftab.ctypes.data
     bp = rows.ctypes.data + 8 * rows.shape[1] * k
     t, stop = ctrl[s + PC], stops[k]
@@ -87,8 +91,8 @@ def _drive(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
         a = addrs[t]
         if a > 0 and moved and _blocks_left(ctrl, lay, stops.size):   # blocks first: free the stream for later
             ctrl[s + PC] = t
-            store_seqcst(base + 8 * (s + STATE), FREE)
-            bump(ctrl, lay[1] + SEQ)
+            store_seqcst(base + 8 * (s + STREAM_STATE), FREE)
+            bump(ctrl, lay[SHARED_LINE] + SEQ)
             return True
         if a > 0 and blocks[t] == 1:
             t0 = cycles()
@@ -99,26 +103,26 @@ def _drive(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
                 _fail(ctrl, lay, t)
                 return True
         elif a > 0:   # a tiled task: launched, its blocks taken by any core (this one first)
-            g = ctrl[s + GEN] + 1
-            ctrl[s + GEN], ctrl[s + PC], ctrl[s + BDIM] = g, t, blocks[t]
+            tag = ctrl[s + GEN] + 1   # this launch's generation: NEXT's tag
+            ctrl[s + GEN], ctrl[s + PC], ctrl[s + BDIM] = tag, t, blocks[t]
             store_seqcst(base + 8 * (s + DONE), 0)
-            store_seqcst(base + 8 * (s + NEXT), g << MASK_BITS)
-            store_seqcst(base + 8 * (s + STATE), LAUNCHED)
-            bump(ctrl, lay[1] + SEQ)
+            store_seqcst(base + 8 * (s + NEXT), tag << MASK_BITS)
+            store_seqcst(base + 8 * (s + STREAM_STATE), LAUNCHED)
+            bump(ctrl, lay[SHARED_LINE] + SEQ)
             return True
         elif a == RECORD:
             store_seqcst(base + 8 * (EV0 + LINE * ioffs[t]), gen + foffs[t])
-            bump(ctrl, lay[1] + SEQ)
+            bump(ctrl, lay[SHARED_LINE] + SEQ)
         elif load_acquire(base + 8 * (EV0 + LINE * ioffs[t])) != gen + foffs[t]:   # a WAIT not met yet
             ctrl[s + PC] = t
-            store_seqcst(base + 8 * (s + STATE), FREE)
+            store_seqcst(base + 8 * (s + STREAM_STATE), FREE)
             return moved
         t += 1
         moved = True
     ctrl[s + PC] = stop
-    store_seqcst(base + 8 * (s + STATE), ENDED)
-    fetch_add(base + 8 * (lay[1] + FIN), 1)
-    bump(ctrl, lay[1] + SEQ)
+    store_seqcst(base + 8 * (s + STREAM_STATE), ENDED)
+    fetch_add(base + 8 * (lay[SHARED_LINE] + FIN), 1)
+    bump(ctrl, lay[SHARED_LINE] + SEQ)
     return True
 
 
@@ -126,9 +130,9 @@ def _drive(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
 def _claim(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
     """Run one block of stream k's launched task, if one is left (True); the last block's core drives on."""
     base = ctrl.ctypes.data
-    s = lay[0] + LINE * k
+    s = lay[STREAM_LINES] + LINE * k
     while True:
-        if load_acquire(base + 8 * (s + STATE)) != LAUNCHED:
+        if load_acquire(base + 8 * (s + STREAM_STATE)) != LAUNCHED:
             return False
         v = load_acquire(base + 8 * (s + NEXT))
         t, bd = ctrl[s + PC], ctrl[s + BDIM]   # stored before NEXT: this launch's, or NEXT moved on (CAS fails)
@@ -145,15 +149,16 @@ def _claim(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen):
         bp = rows.ctypes.data + 8 * rows.shape[1] * k
         if load_acquire(bp + 8 * STATUS) == 0:   # a block failed: the rest are skipped, counted done
             t0 = cycles()
-            call_thunk(tab[0][t], itab.ctypes.data + 8 * tab[1][t], ftab.ctypes.data + 8 * tab[2][t], bp, b, bd)
+            ip = itab.ctypes.data + 8 * tab[IOFFS][t]
+            call_thunk(tab[ADDRS][t], ip, ftab.ctypes.data + 8 * tab[FOFFS][t], bp, b, bd)
             if team.size > 1:
-                trace_block(team.ctypes.data, itab.ctypes.data + 8 * tab[1][t], b, core, t0)
+                trace_block(team.ctypes.data, ip, b, core, t0)
         if fetch_add(base + 8 * (s + DONE), 1) + 1 == bd:
             if load_acquire(bp + 8 * STATUS) != 0:
                 _fail(ctrl, lay, t)
                 return True
             ctrl[s + PC] = t + 1
-            store_seqcst(base + 8 * (s + STATE), OWNED)
+            store_seqcst(base + 8 * (s + STREAM_STATE), OWNED)
             _drive(k, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen)
         return True
 
@@ -168,11 +173,11 @@ def dispatch(core, tab, prio, stops, itab, ftab, rows, ctrl, lay, gen, team):
     if core == 0 and team.size > 1:
         hold(team)
     while True:
-        seen = load_acquire(base + 8 * (lay[1] + SEQ))   # before FIN: the last stream's end bumps SEQ after it
-        if load_acquire(base + 8 * (lay[1] + FIN)) == n or load_acquire(base + 8 * ABORT) != 0:
+        seen = load_acquire(base + 8 * (lay[SHARED_LINE] + SEQ))   # before FIN: a stream's end bumps SEQ after it
+        if load_acquire(base + 8 * (lay[SHARED_LINE] + FIN)) == n or load_acquire(base + 8 * ABORT) != 0:
             break
         if not held and not try_hold(team):   # a worker computes only with a free token: no oversubscription
-            wait_change(ctrl, lay[1] + SEQ, seen, ABORT, True)
+            wait_change(ctrl, lay[SHARED_LINE] + SEQ, seen, ABORT, True)
             continue
         held = True
         ran = False
@@ -184,16 +189,16 @@ def dispatch(core, tab, prio, stops, itab, ftab, rows, ctrl, lay, gen, team):
         while not ran:   # 2. the free stream with the earliest head that can move
             best, first = -1, 1 << 62
             for k in range(n):
-                s = lay[0] + LINE * k
-                if not tried[k] and load_acquire(base + 8 * (s + STATE)) == FREE and prio[ctrl[s + PC]] < first:
+                s = lay[STREAM_LINES] + LINE * k
+                if not tried[k] and load_acquire(base + 8 * (s + STREAM_STATE)) == FREE and prio[ctrl[s + PC]] < first:
                     best, first = k, prio[ctrl[s + PC]]
             if best < 0:
                 break
             tried[best] = True
-            if cas(base + 8 * (lay[0] + LINE * best + STATE), FREE, OWNED) == FREE:
+            if cas(base + 8 * (lay[STREAM_LINES] + LINE * best + STREAM_STATE), FREE, OWNED) == FREE:
                 ran = _drive(best, core, team, tab, stops, itab, ftab, rows, ctrl, lay, gen)
         if not ran:   # 3. nothing to do until a launch, a record or a stream's end
-            wait_change(ctrl, lay[1] + SEQ, seen, ABORT, True)
+            wait_change(ctrl, lay[SHARED_LINE] + SEQ, seen, ABORT, True)
     if held and team.size > 1:
         unhold(team)
 
@@ -221,7 +226,7 @@ class Dispatcher:
         stops = np.cumsum(sizes).astype(np.int64)
         self.starts = stops - sizes
         tab = np.stack([np.concatenate([getattr(st, f) for st in m.streams]).astype(np.int64)
-                        for f in ("addrs", "ioffs", "foffs", "blocks")])
+                        for f in ("addrs", "ioffs", "foffs", "blocks")])   # rows ADDRS, IOFFS, FOFFS, BLOCKS
         prio = np.array(_priorities(m.streams) + [1 << 40], np.int64)   # PC may sit at a table's end
         self.ctrl = native.new_ctrl(m.n_events + len(sizes) + 1)
         self.lay = np.array([EV0 + LINE * m.n_events, EV0 + LINE * (m.n_events + len(sizes))], np.int64)
@@ -253,17 +258,17 @@ class Dispatcher:
         """One run of every stream (traced by the cores' own records: `tracer` unused); the task whose kernel
         raised first, if any (the executor re-runs it from Python for its message)."""
         self._start()
-        c, (s0, g) = self.ctrl, self.lay
+        c, (s0, shared) = self.ctrl, self.lay
         # the last run's workers have left its loop (joined here, not at its end: every stream had ended by
         # then, and waking a parked worker only to hear it arrive cost small models 1-3%)
         native.join(c, self.generation * (self.cores - 1))
         self.generation += 1
-        c[ABORT] = c[g + FIN] = c[g + FAILED] = 0
-        c[s0 + STATE:g:LINE] = FREE
-        c[s0 + PC:g:LINE] = self.starts
+        c[ABORT] = c[shared + FIN] = c[shared + FAILED] = 0
+        c[s0 + STREAM_STATE:shared:LINE] = FREE
+        c[s0 + PC:shared:LINE] = self.starts
         native.release(c)
         dispatch(0, *self.tables, self.generation * self.model.event_stride, self.team)
-        failed = int(c[g + FAILED]) - 1
+        failed = int(c[shared + FAILED]) - 1
         if failed < 0:
             return None
         native.join(c, self.generation * (self.cores - 1))   # no core runs a block while the task re-runs

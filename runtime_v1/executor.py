@@ -33,13 +33,13 @@ from ge.plan import Plan, copy_only_io, io_aligned, zero_copy_aligned
 
 from .dispatch import Dispatcher
 from .host import HostTask
-from .model import FEATURE_MAP, IO0, NATIVE, Model
+from .model import FEATURE_MAP, IO0, Model
 from .weights import lend_constants
 from .sink import interpret
 from .streams import Streams, _call, _raise
+from .tables import NativeRun
 
 _NO_TEAM = np.zeros(1, np.int64)  # the team argument of plans that launch no tiled task (never read)
-BIND, COPY, STATE, HELD = 0, 1, 2, 3
 
 
 class Spec(NamedTuple):
@@ -52,6 +52,32 @@ class Spec(NamedTuple):
 
 def _spec(t) -> Spec:
     return Spec(t.name, t.dtype, tuple(t.shape), t.nbytes)
+
+
+# How a run gives each graph output (Executor._output_plan, one per output position):
+class BoundOutput(NamedTuple):
+    """The first output of a produced I/O block: its slot bound to the output array (the caller's, or fresh)."""
+    slot: int
+    spec: Spec
+
+
+class CopiedOutput(NamedTuple):
+    """Copied from wherever it lives (an input, a constant, a shared block): `offset` bytes into slot `slot`."""
+    slot: int
+    offset: int
+    spec: Spec
+
+
+class StateOutput(NamedTuple):
+    """A state pair's new value (Options.state_pairs), copied out of its block."""
+    slot: int
+    spec: Spec
+
+
+class HeldOutput(NamedTuple):
+    """A host value from the run's side table (host.py); `fed`: also a graph input (passed out as a copy)."""
+    tensor: int
+    fed: bool
 
 
 def reserve(memory, nbytes: int, what: str, huge: bool = False):
@@ -217,26 +243,25 @@ class Executor:
         weakref.finalize(self, _collected, self._instances.all)
 
     def _output_plan(self) -> tuple:
-        """Per output position: (BIND, slot, spec) for the first output of a produced I/O block, else
-        (COPY, slot, offset, spec): copied from wherever it lives (an input, a constant, a shared block)."""
+        """Per output position: a BoundOutput, CopiedOutput, StateOutput or HeldOutput."""
         m, plan, claimed, out = self.model, self.plan, set(), []
         states = {o for _, o in m.states}
         for t in plan.outputs:
             spec, root = plan.tensors[t], m.root[t]
             if t in m.host.held:   # from the run's side table (host.py)
-                out.append((HELD, t, t in plan.inputs))
+                out.append(HeldOutput(t, t in plan.inputs))
                 continue
             slot, off = m._locate(t)
             if slot in states and root not in claimed:   # the new state: copied out of its block
                 claimed.add(root)
-                out.append((STATE, slot, _spec(spec)))
+                out.append(StateOutput(slot, _spec(spec)))
             elif slot >= IO0 and root not in self._inputs and root not in claimed and slot not in self._copy_only \
                     and spec.nbytes == plan.tensors[root].nbytes:
                 claimed.add(root)
-                out.append((BIND, slot, _spec(spec)))
+                out.append(BoundOutput(slot, _spec(spec)))
             else:
                 off = plan.memory.tensors[t].offset if slot < IO0 else off if slot == m.host_slot else 0
-                out.append((COPY, slot, off, _spec(spec)))
+                out.append(CopiedOutput(slot, off, _spec(spec)))
         return tuple(out)
 
     def close(self) -> None:
@@ -333,9 +358,9 @@ class Executor:
             c["copied_inputs"] += 1
         results = [None] * len(self._outputs)
         for k, o in enumerate(self._outputs):
-            if o[0] != BIND:
+            if type(o) is not BoundOutput:
                 continue
-            spec = o[2]
+            spec = o.spec
             buf = bound_out.get(k)
             if buf is not None and not _bindable(buf, spec, keep.values()):
                 buf = None
@@ -347,8 +372,8 @@ class Executor:
             else:
                 buf = np.empty(spec.shape, spec.dtype)
                 c["fresh_outputs"] += 1
-            bases[o[1]] = _addr(buf)
-            keep[o[1]] = buf
+            bases[o.slot] = _addr(buf)
+            keep[o.slot] = buf
             results[k] = buf
         m = self.model  # the atomic outputs start clean (GE's centralized AtomicAddrClean)
         for slot, start, stop in m.atomic:
@@ -371,17 +396,18 @@ class Executor:
                 _call(inst.bind_call(failed), inst, keep, failed.node)
                 _raise(failed.node, "the kernel raised (native task; it did not raise when re-run)")
         for k, o in enumerate(self._outputs):
-            if o[0] == COPY:
-                _, slot, off, spec = o
+            kind = type(o)
+            if kind is CopiedOutput:
+                slot, off, spec = o
                 src = keep[slot].reshape(-1).view(np.uint8) if slot in keep else inst.seg[slot]
                 results[k] = src[off:off + spec.nbytes].view(spec.dtype).reshape(spec.shape).copy()
                 c["copied_outputs"] += 1
-            elif o[0] == HELD:   # a feed passed straight out is a copy (onnxruntime's)
-                v = inst.values[o[1]]
-                results[k] = (v.copy() if isinstance(v, np.ndarray) else list(v)) if o[2] else v
-            elif o[0] == STATE:
-                spec = o[2]
-                results[k] = keep[o[1]].view(spec.dtype).reshape(spec.shape).copy()
+            elif kind is HeldOutput:   # a feed passed straight out is a copy (onnxruntime's)
+                v = inst.values[o.tensor]
+                results[k] = (v.copy() if isinstance(v, np.ndarray) else list(v)) if o.fed else v
+            elif kind is StateOutput:
+                spec = o.spec
+                results[k] = keep[o.slot].view(spec.dtype).reshape(spec.shape).copy()
                 c["copied_outputs"] += 1
             elif k in bound_out and results[k] is not bound_out[k] and _fits(bound_out[k], results[k]):
                 np.copyto(bound_out[k], results[k])
@@ -401,16 +427,16 @@ class Executor:
 
     def _stream(self, st, calls, inst, keep) -> None:
         m = self.model
-        for kind, a, b in st.program:
-            if kind == NATIVE:
+        for step in st.program:
+            if type(step) is NativeRun:
                 failed = interpret(st.addrs, st.ioffs, st.foffs, st.blocks, m.itab, m.ftab, inst.bases, inst.team,
-                                   inst.slots[0], a, b)
+                                   inst.slots[0], step.start, step.stop)
                 if failed >= 0:  # re-run the task from Python: the kernel's own exception and message
                     task = st.native[failed]
                     _call(inst.bind_call(task), inst, keep, task.node)
                     _raise(task.node, "the kernel raised (native task; it did not raise when re-run)")
             else:
-                _call(calls[a], inst, keep, st.fallback[a].node)
+                _call(calls[step.index], inst, keep, st.fallback[step.index].node)
 
     # -- stats -------------------------------------------------------------------------------------
     def stats(self) -> dict:

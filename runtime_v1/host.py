@@ -21,6 +21,7 @@ A static piece (ge/partition.py's PartitionedCall) is a host task too: its body 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,6 +29,19 @@ from ge.errors import GEError
 from ge.kernels.control import HostCall, check_value
 from ge.npu.memory import align_up
 from ge.plan import Plan, PlanNode, host_only, host_task, sunk_plan
+
+
+class Held(NamedTuple):
+    """A host task's input from the run's side table (Instance.values)."""
+    tensor: int
+
+
+class ArenaView(NamedTuple):
+    """A host task's input read where a task wrote it: a view of slot `slot` (or the array bound there)."""
+    slot: int
+    offset: int
+    dtype: np.dtype
+    shape: tuple
 
 
 @dataclass(frozen=True)
@@ -64,18 +78,18 @@ class HostTask:
     def __init__(self, node: PlanNode, plan: Plan, held: frozenset, locate, staged: dict, slot: int, executor_of):
         self.node, self.plan = node, plan
         self.host = node.kernel.host
-        # per input: ("value", t) from the side table or a constant, ("arena", slot, offset, dtype, shape)
+        # per input: Held, ArenaView, or the value itself (a constant; None for an omitted input)
         self.inputs = []
         for t in node.inputs:
             if t < 0:
-                self.inputs.append(("none",))
+                self.inputs.append(None)
             elif t in plan.constants:
-                self.inputs.append(("const", plan.constants[t]))
+                self.inputs.append(plan.constants[t])
             elif t in held:
-                self.inputs.append(("value", t))
+                self.inputs.append(Held(t))
             else:
                 spec = plan.tensors[t]
-                self.inputs.append(("arena", *locate(t), spec.dtype, tuple(spec.shape)))
+                self.inputs.append(ArenaView(*locate(t), spec.dtype, tuple(spec.shape)))
         self.stage = tuple((k, t, staged[t]) for k, t in enumerate(node.outputs) if t in staged)
         self.slot = slot
         body = sunk_plan(node)
@@ -93,18 +107,19 @@ class HostTask:
 
     def run(self, inst) -> None:
         values, keep, args, views = inst.values, inst.keep, [], []
-        for kind, *rest in self.inputs:
-            if kind == "value":
-                args.append(values[rest[0]])
-            elif kind == "arena":
-                slot, off, dtype, shape = rest
+        for x in self.inputs:
+            kind = type(x)
+            if kind is Held:
+                args.append(values[x.tensor])
+            elif kind is ArenaView:
+                slot, off, dtype, shape = x
                 src = keep[slot].reshape(-1).view(np.uint8) if slot in keep else inst.seg[slot]
                 nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
                 a = src[off:off + nbytes].view(dtype).reshape(shape)
                 views.append(a)
                 args.append(a)
-            else:
-                args.append(rest[0] if rest else None)
+            else:   # a constant, or None
+                args.append(x)
         outs = self.host(self.call, args)
         node, tensors = self.node, self.plan.tensors
         if len(outs) != len(node.outputs):

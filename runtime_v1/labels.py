@@ -39,7 +39,7 @@ from ge.npu import thunks
 from ge.npu.memory import align_up
 
 from . import activation
-from .rows import GOTO, SET, SWITCH, Labels
+from .rows import Goto, Labels, LabelSet, Switch
 
 U8, I64 = np.dtype(np.uint8), np.dtype(np.int64)
 
@@ -74,13 +74,13 @@ def _if(model, node, where, labels):
     bodies = _captures(node)
     dests = [where.locate(t) if t >= 0 else None for t in node.outputs]
     other, leave, release = labels.new(), labels.new(), []
-    rows, region = [(SWITCH, where.locate(node.inputs[0]), other)], 0
+    rows, region = [Switch(where.locate(node.inputs[0]), other)], 0
     for attr in ("then_branch", "else_branch"):
         body, caps = bodies[attr]
         inner, need = _body(model, node, body, [where.locate(t) for t in caps], dests, where.base, labels, caps,
                             release, where.plan is model.plan)
         rows += inner
-        rows += [(GOTO, leave), (SET, other)] if attr == "then_branch" else [(SET, leave)]
+        rows += [Goto(leave), LabelSet(other)] if attr == "then_branch" else [LabelSet(leave)]
         region = max(region, need)
     return rows + release, region
 
@@ -133,10 +133,10 @@ def _iterate(model, node, where, labels, body, caps, n, inits, trips, cond_in, s
     rows.append(_memcpy(model, node, "cond", where.locate(cond_in), cond, 1) if cond_in >= 0 else
                 _rts(model, node, "cond", fill, [(cond, 1, U8)], (1,)))
     head, leave = labels.new(), labels.new()
-    rows += [(SET, head),
+    rows += [LabelSet(head),
              _rts(model, node, "test", rts.loop_test, [(counter, 1, I64), (counter if trips is None else trips, 1, I64),
                                                           (cond, 1, U8), (flag, 1, U8)], (trips is not None, cond_in >= 0)),
-             (SWITCH, flag, leave)]
+             Switch(flag, leave)]
     for j, ((x, rev), dst) in enumerate(zip(scan_ins, rows_in)):
         rows.append(_rts(model, node, f"row{j}", rts.take_at, [(where.locate(x), where.plan.tensors[x].nbytes, U8),
                                                                  (dst, size(body.inputs[first + n + j]), U8),
@@ -156,7 +156,7 @@ def _iterate(model, node, where, labels, body, caps, n, inits, trips, cond_in, s
     if loop:
         rows.append(_memcpy(model, node, "cond_next", scratch[0], cond, 1))
     rows += [_memcpy(model, node, f"carry{k}", state_out[k], carried[k], size(outs[k])) for k in range(n)]
-    rows += [_rts(model, node, "next", rts.loop_next, [(counter, 1, I64)]), (GOTO, head), (SET, leave), *release]
+    rows += [_rts(model, node, "next", rts.loop_next, [(counter, 1, I64)]), Goto(head), LabelSet(leave), *release]
     if loop:
         rows += [_rts(model, node, f"rows{j}", rts.expect_count, [(counter, 1, I64)],
                       (where.plan.tensors[t].shape[0],)) for j, t in enumerate(scans) if t >= 0]
@@ -178,7 +178,7 @@ def _body(model, node, body, inputs, dests, base, labels, caps, leave, top):
     starts["atomic"] = starts["feature_map"] + align_up(seg["feature_map"])
     starts["fixed"] = starts["atomic"] + align_up(seg.get("atomic", 0))
     end = starts["fixed"] + align_up(seg.get("fixed", 0))
-    weights = model.place_weights(body) if seg["weights"] else None
+    w_slot, w_offset = model.place_weights(body) if seg["weights"] else (None, 0)
     places = {block(t): at for t, at in zip(body.inputs, inputs)}
     copies = []   # outputs no task of the body writes in place: an input or a constant passed through, a repeat
     for o, dest in zip(body.outputs, dests):
@@ -193,7 +193,7 @@ def _body(model, node, body, inputs, dests, base, labels, caps, leave, top):
     def locate(t):
         m = mem.tensors[t]
         if m.segment == "weights":
-            return weights[0], weights[1] + m.offset
+            return w_slot, w_offset + m.offset
         if m.segment in starts:
             return slot, starts[m.segment] + m.offset
         if m.segment == "io":

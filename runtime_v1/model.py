@@ -19,10 +19,11 @@
      clean task per atomic output, in the producer's stream right before it (after its waits). A task is
      native when its launch has a table encoding and its thunk compiles (ge.npu.thunks); otherwise it is a fallback task: the kernel called from Python with views bound at
      load (a tiled one runs its blocks one after the other).
-  4. Tables per stream: thunk address, int-row offset, float-row offset and block_dim per native task; one
-     int table and one float table for all; a program per stream alternates native runs [start, stop) and
-     fallback calls (host tasks among them). Multi-stream with kernels tiled over 2+ cores: one table per plan stream, pulled by the
-     AI cores (dispatch.py; only tasks and RECORD / WAIT rows: else stream threads). Otherwise one table per
+  4. Tables per stream (encoded by tables.py): thunk address, int-row offset, float-row offset and block_dim
+     per native task; one int table and one float table for all; a program per stream alternates native runs
+     [start, stop) and fallback calls (host tasks among them). Multi-stream with kernels tiled over 2+ cores:
+     one table per plan stream, pulled by the AI cores (dispatch.py; only tasks and RECORD / WAIT rows: else
+     stream threads). Otherwise one table per
      stream thread (ge.npu.programs: the thread budget, at most one per stream; stream s on thread s mod
      threads). A thread's rows are its program's steps: per node
      its waits, its task, its records, the plan's events between threads becoming RECORD / WAIT rows
@@ -62,16 +63,17 @@ from ge.npu.programs import cross_thread_events, dispatch_cores, stream_threads,
 from ge.npu.thunks import TaskArgs, ThunkError
 from ge.plan import Plan, PlanNode, event_uses, host_task, static_control_reason
 
-from . import labels, rows as marks
-from .host import HostTask, host_values
+from . import labels
 from .dispatch import MAX_CORES
-from .sink import AWAIT, GOTO, RECORD, SIGNAL, SWITCH, WAIT
+from .host import HostTask, host_values
+from .rows import Labels, Record, Wait
+from .sink import RECORD, WAIT
+from .tables import Encoder, StreamTables
 
 WEIGHTS, FEATURE_MAP, ARGS = 0, 1, 2
 FIXED = STATUS + 1
 IO0 = STATUS + 2
 ARG_ALIGN = 64
-NATIVE, FALLBACK = 0, 1
 
 
 @dataclass(slots=True)
@@ -86,24 +88,6 @@ class Task:
     @property
     def reason(self) -> str:
         return self.args.reason
-
-
-@dataclass(slots=True)
-class StreamTables:
-    stream: int             # the thread's index: the stream it runs (the first of them when streams share it)
-    addrs: np.ndarray
-    ioffs: np.ndarray
-    foffs: np.ndarray
-    blocks: np.ndarray      # per row: the task's block_dim (1 for event ops)
-    tracks: tuple           # per row: the plan stream of its step (traces: a track per stream, however many
-                            # streams share the thread); an activated table's rows: the table's index
-    program: tuple          # ((NATIVE, start, stop) | (FALLBACK, task index, 0), ...)
-    fallback: tuple         # Task per fallback index
-    native: tuple           # per row: its Task (for error reports), None for an event op
-
-    def event_ops(self) -> list[tuple[int, int]]:
-        """[(sink.RECORD | sink.WAIT, event id)] in row order."""
-        return [(int(a), int(e)) for a, e in zip(self.addrs, self.ioffs) if a in (RECORD, WAIT)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +255,7 @@ class Model:
     def _control(self) -> tuple[dict, int]:
         """{step: rows} of the static control nodes (labels.py), and the bytes of the control region; the
         activated streams' tables (activation.py), the counted lines, the events activation pruned."""
-        rows, at, ids = {}, 0, marks.Labels()
+        rows, at, ids = {}, 0, Labels()
         for n in self.plan.nodes:
             if n.bodies and not host_task(n):   # (a static piece is a host task: host.py)
                 rows[n.step], need = labels.expand(self, n, dataclasses.replace(self.where, base=at), ids)
@@ -354,81 +338,27 @@ class Model:
         self.n_events = self.lines0 + self.n_lines
         self.event_stride, uses = event_uses(self.events)
         task_of = {t.node.step: t for t in self.tasks}
-        self._irows, self._frows, self._n_i, self._n_f = [], [], 0, 0
+        encoder = Encoder(addr, self.lines0)
         tables = []
         programs = thread_programs(self.plan, threads) or [()]   # a plan of no node: one empty table
         for k, program in enumerate(programs):
             rows, track = [], {}
             for step, waits, records in program:
                 first = len(rows)
-                rows += [(WAIT, e, uses["wait", step, e]) for e in waits]
+                rows += [Wait(e, uses["wait", step, e]) for e in waits]
                 rows += self.cleans.get(step, [])
                 if step in task_of:
                     rows.append(task_of[step])
                 if step in self.host_tasks:
                     rows.append(self.host_tasks[step])
                 rows += self.control.get(step, [])
-                rows += [(RECORD, e, uses["record", step, e]) for e in records]
+                rows += [Record(e, uses["record", step, e]) for e in records]
                 track.update((id(r), self.plan.nodes[step].stream) for r in rows[first:])
-            tables.append(self._stream_table(k, rows, addr, track))
+            tables.append(encoder.table(k, rows, track))
         for _, rows in self.activated:   # a thread each; they wait for their activation
-            tables.append(self._stream_table(len(tables), rows, addr, {}))
-        self.itab = np.concatenate(self._irows + [np.zeros(1, np.int64)])
-        self.ftab = np.concatenate(self._frows + [np.zeros(1, np.float64)])
-        del self._irows, self._frows
+            tables.append(encoder.table(len(tables), rows, {}))
+        self.itab, self.ftab = encoder.finish()
         return tuple(tables)
-
-    def _stream_table(self, stream: int, rows: list, addr: dict, track: dict) -> StreamTables:
-        addrs, ioffs, foffs, blocks, program, fallback, native_rows, tracks = [], [], [], [], [], [], [], []
-        for row in _resolve(rows):
-            if isinstance(row, (Task, HostTask)) and row.sig is None:
-                program.append((FALLBACK, len(fallback), 0))
-                fallback.append(row)
-                continue
-            tracks.append(track.get(id(row), stream))
-            if isinstance(row, Task):
-                irow, frow = row.args.rows()
-                addrs.append(addr[row.sig])
-                ioffs.append(self._n_i)
-                foffs.append(self._n_f)
-                blocks.append(row.node.launch.block_dim)
-                self._irows.append(irow)
-                self._frows.append(frow)
-                self._n_i, self._n_f = self._n_i + irow.size, self._n_f + frow.size
-                native_rows.append(row)
-            else:
-                op, ioff, foff, words = self._op(row)
-                if words is not None:   # the op's operands in the int table
-                    ioff = self._n_i
-                    self._irows.append(words)
-                    self._n_i += words.size
-                addrs.append(op)
-                ioffs.append(ioff)
-                foffs.append(foff)
-                blocks.append(1)
-                native_rows.append(None)
-            k = len(addrs)
-            if program and program[-1][0] == NATIVE:
-                program[-1] = (NATIVE, program[-1][1], k)
-            else:
-                program.append((NATIVE, k - 1, k))
-        return StreamTables(stream, np.array(addrs, np.int64), np.array(ioffs, np.int64),
-                            np.array(foffs, np.int64), np.array(blocks, np.int64), tuple(tracks),
-                            tuple(program), tuple(fallback), tuple(native_rows))
-
-    def _op(self, row) -> tuple:
-        """A row that is no task, as (address column, ioffs, foffs, its int-table words or None): sink.py's
-        encoding of events, label ops and counted flags."""
-        kind = row[0]
-        if kind == SWITCH:   # (SWITCH, (slot, offset) of the byte, row to jump to when it is 0)
-            return SWITCH, 0, 0, np.array([*row[1], row[2]], np.int64)
-        if kind == AWAIT:    # (AWAIT, counted line, row to leave to or -1)
-            return AWAIT, 0, 0, np.array([self.lines0 + row[1], row[2]], np.int64)
-        if kind == SIGNAL:   # (SIGNAL, counted line, amount)
-            return SIGNAL, self.lines0 + row[1], row[2], None
-        if kind == GOTO:
-            return GOTO, row[1], 0, None
-        return kind, row[1], row[2], None   # (RECORD | WAIT, event id, use of the id: added to the run's value)
 
     # -- introspection ---------------------------------------------------------------------------
     @property
@@ -457,31 +387,6 @@ def copy_weights(plan, buf: np.ndarray) -> None:
         off = plan.memory.tensors[t].offset
         b = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
         buf[off:off + b.size] = b
-
-
-def _resolve(rows: list) -> list:
-    """Label markers (labels.py) resolved: SWITCH / GOTO rows name the native row of their label's position
-    (rows are native but fallback tasks, which control rows never hold); the LabelSet markers dropped."""
-    at, n = {}, 0
-    for row in rows:
-        if isinstance(row, tuple) and row[0] == marks.SET:
-            at[row[1]] = n
-        elif not (isinstance(row, (Task, HostTask)) and row.sig is None):
-            n += 1
-    out = []
-    for row in rows:
-        kind = row[0] if isinstance(row, tuple) else None
-        if kind == marks.SWITCH:
-            out.append((SWITCH, row[1], at[row[2]]))
-        elif kind == marks.GOTO:
-            out.append((GOTO, at[row[1]]))
-        elif kind == marks.SIGNAL:
-            out.append((SIGNAL, row[1], row[2]))
-        elif kind == marks.AWAIT:
-            out.append((AWAIT, row[1], -1 if row[2] is None else at[row[2]]))
-        elif kind != marks.SET:
-            out.append(row)
-    return out
 
 
 def feature_bytes(plan: Plan) -> int:

@@ -43,6 +43,9 @@ RECORD, WAIT = -1, -2   # event ops in a table's address column (the event id in
 SWITCH, GOTO = -3, -4   # label ops (static control flow)
 SIGNAL, AWAIT = -5, -6  # counted flags (activated streams)
 LEAVE = 1 << 40         # a SIGNAL of this much: the activated stream leaves its loop
+SWITCH_SLOT, SWITCH_OFFSET, SWITCH_TO = 0, 1, 2   # a SWITCH's words in the int table, from itab[ioffs]
+AWAIT_LINE, AWAIT_LEAVE = 0, 1                    # an AWAIT's words
+SEEN = 2                # a counted line's word holding the count its waiter has seen
 DONE_OK, ABORTED = -1, -2
 EV0 = USER0
 
@@ -53,8 +56,8 @@ def _jump(a, t, ioffs, itab, bases):
     if a == GOTO:
         return ioffs[t]
     k = ioffs[t]
-    if as_pointer(bases[itab[k]] + itab[k + 1], np.uint8)[0] == 0:
-        return itab[k + 2]
+    if as_pointer(bases[itab[k + SWITCH_SLOT]] + itab[k + SWITCH_OFFSET], np.uint8)[0] == 0:
+        return itab[k + SWITCH_TO]
     return t + 1
 
 
@@ -112,8 +115,8 @@ def interpret_sync(addrs, ioffs, foffs, blocks, itab, ftab, bases, team, slot, c
             wake(ctrl, word)
         elif a == AWAIT:
             k = ioffs[t]
-            word = EV0 + LINE * itab[k]
-            seen = load_acquire(base + 8 * (word + 2))
+            word = EV0 + LINE * itab[k + AWAIT_LINE]
+            seen = load_acquire(base + 8 * (word + SEEN))
             now = load_acquire(base + 8 * word)
             if now == seen:
                 if slot >= 0:
@@ -125,9 +128,9 @@ def interpret_sync(addrs, ioffs, foffs, blocks, itab, ftab, bases, team, slot, c
                     result = ABORTED
                     break
             if now - LEAVE == seen:   # every activation taken, then the leave
-                t = itab[k + 1]
+                t = itab[k + AWAIT_LEAVE]
                 continue
-            store_seqcst(base + 8 * (word + 2), seen + 1)
+            store_seqcst(base + 8 * (word + SEEN), seen + 1)
         elif a == RECORD:
             word = EV0 + LINE * ioffs[t]
             store_seqcst(base + 8 * word, generation + foffs[t])

@@ -13,8 +13,9 @@ import numpy as np
 from ge.errors import ExecutionError
 from ge.npu import native
 
-from .model import NATIVE
-from .sink import ABORTED, AWAIT, DONE_OK, EV0, GOTO, LEAVE, RECORD, SIGNAL, SWITCH, WAIT, abort, interpret_sync
+from .sink import (ABORTED, AWAIT, AWAIT_LEAVE, AWAIT_LINE, DONE_OK, EV0, GOTO, LEAVE, RECORD, SEEN, SIGNAL, SWITCH,
+                   SWITCH_OFFSET, SWITCH_SLOT, SWITCH_TO, WAIT, abort, interpret_sync)
+from .tables import NativeRun
 
 
 class Streams:
@@ -103,13 +104,13 @@ def _program(sync: Streams, s: int):
     inst, m, ctrl, tracer = sync.inst, sync.model, sync.ctrl, sync.tracer
     gen = sync.generation * m.event_stride   # a multiplexed event's k-th use waits for gen + k
     st, calls, bases, keep = m.streams[s], inst.fallback[s], inst.rows[s], sync.keep
-    for kind, a, b in st.program:
-        if kind == NATIVE:
+    for step in st.program:
+        if type(step) is NativeRun:
             if tracer is None:
                 r = interpret_sync(st.addrs, st.ioffs, st.foffs, st.blocks, m.itab, m.ftab, bases, inst.team,
-                                   inst.slots[s], ctrl, gen, a, b)
+                                   inst.slots[s], ctrl, gen, step.start, step.stop)
             else:
-                r = _traced_rows(sync, st, bases, a, b)
+                r = _traced_rows(sync, st, bases, step.start, step.stop)
             if r == ABORTED:
                 return None
             if r >= 0:  # abort the other streams first, then re-run the task from Python for the message
@@ -121,10 +122,10 @@ def _program(sync: Streams, s: int):
                 except ExecutionError as e:
                     return node.step, e
         else:
-            node = st.fallback[a].node
+            node = st.fallback[step.index].node
             try:
                 t0 = time.perf_counter()
-                _call(calls[a], inst, keep, node)
+                _call(calls[step.index], inst, keep, node)
                 if tracer is not None:
                     _slice(tracer, node.stream, "kernel", node.name, t0)   # fallback tasks are the plan's nodes
             except ExecutionError as e:
@@ -155,12 +156,12 @@ def _traced_rows(sync: Streams, st, bases, a: int, b: int) -> int:
             e = int(st.ioffs[t])
             _slice(tracer, st.tracks[t], kind, f"{kind} e{e}", t0, (e, sync.generation))
         else:   # a counted line of activated streams; an AWAIT that saw LEAVE jumped past the loop
-            line = int(st.ioffs[t]) if op == SIGNAL else int(m.itab[st.ioffs[t]])
+            line = int(st.ioffs[t]) if op == SIGNAL else int(m.itab[st.ioffs[t] + AWAIT_LINE])
             kind = "record" if op == SIGNAL else "wait"
             _slice(tracer, st.tracks[t], kind, f"{'activate' if op == SIGNAL else 'await'} l{line}", t0)
             word = sync.ctrl[EV0 + native.LINE * line]
-            if op == AWAIT and word - LEAVE == sync.ctrl[EV0 + native.LINE * line + 2]:
-                t = int(m.itab[st.ioffs[t] + 1])
+            if op == AWAIT and word - LEAVE == sync.ctrl[EV0 + native.LINE * line + SEEN]:
+                t = int(m.itab[st.ioffs[t] + AWAIT_LEAVE])
                 continue
         t += 1
     return DONE_OK
@@ -170,8 +171,8 @@ def _jump(op: int, t: int, st, itab, bases) -> int:
     if op == GOTO:
         return int(st.ioffs[t])
     k = int(st.ioffs[t])
-    flag = ctypes.c_uint8.from_address(int(bases[itab[k]]) + int(itab[k + 1])).value
-    return t + 1 if flag else int(itab[k + 2])
+    flag = ctypes.c_uint8.from_address(int(bases[itab[k + SWITCH_SLOT]]) + int(itab[k + SWITCH_OFFSET])).value
+    return t + 1 if flag else int(itab[k + SWITCH_TO])
 
 
 def _slice(tracer, stream: int, kind: str, name: str, t0: float, flow=None) -> None:

@@ -16,7 +16,7 @@ on first use, each in `core_loop` with the GIL released for good. Everything is 
   - GO: bumped by every post. An idle worker spins briefly on it while a token is free (launches follow
     each other within microseconds in a run), then yields, then sleeps on its futex: parked, no spinning
     when nothing runs.
-  - One slot (3 lines) per launching thread (`acquire_slots`): line 0 holds the launch (STATE = its
+  - One slot (3 lines) per launching thread (`acquire_slots`): line 0 holds the launch (SLOT_STATE = its
     generation, 0 when idle; thunk address, argument row addresses, block_dim), line 1 NEXT = generation
     << GEN_SHIFT | next block, line 2 DONE = blocks finished (and its futex waiter count).
 Claiming a block is a compare-and-swap on NEXT that checks the generation, so a worker that read an old
@@ -47,7 +47,7 @@ TRACE, TRACE_N, TRACE_CAP = USER0 + 3, USER0 + 4, USER0 + 5   # block records: b
 RECORD_WORDS = 5        # per block: task row address (ip), block, core (< 0: the launcher of slot -1 - core), t0, t1
 SLOT0 = USER0 + LINE
 SLOT_WORDS = 3 * LINE
-STATE, ADDR, IP, FP, BP, BDIM, GEN = 0, 1, 2, 3, 4, 5, 6   # line 0 of a slot (GEN: the owner's counter)
+SLOT_STATE, ADDR, IP, FP, BP, BDIM, GEN = 0, 1, 2, 3, 4, 5, 6   # line 0 of a slot (GEN: the owner's counter)
 NEXT, DONE = LINE, 2 * LINE
 GEN_SHIFT = 24          # block indices below 2**24
 MAX_SLOTS = 256
@@ -108,12 +108,12 @@ def launch(team, slot, addr, ip, fp, bp, block_dim):
     team[s + ADDR], team[s + IP], team[s + FP], team[s + BP], team[s + BDIM] = addr, ip, fp, bp, block_dim
     store_seqcst(base + 8 * (s + DONE), 0)
     store_seqcst(base + 8 * (s + NEXT), gen << GEN_SHIFT)
-    store_seqcst(base + 8 * (s + STATE), gen)
+    store_seqcst(base + 8 * (s + SLOT_STATE), gen)
     fetch_add(base + 8 * ACTIVE, 1)
     bump(team, GO)
     _blocks(team, s, gen, addr, ip, fp, bp, block_dim, -1 - slot)
     wait(team, s + DONE, block_dim, ZERO, False)
-    store_seqcst(base + 8 * (s + STATE), 0)
+    store_seqcst(base + 8 * (s + SLOT_STATE), 0)
     fetch_add(base + 8 * ACTIVE, -1)
 
 
@@ -161,7 +161,7 @@ def core_loop(team, core):
         if load_acquire(base + 8 * ACTIVE) > 0 and _take_token(base):
             for k in range(load_acquire(base + 8 * SLOTS_USED)):
                 s = SLOT0 + k * SLOT_WORDS
-                gen = load_acquire(base + 8 * (s + STATE))
+                gen = load_acquire(base + 8 * (s + SLOT_STATE))
                 if gen != 0:
                     ran += _blocks(team, s, gen, team[s + ADDR], team[s + IP], team[s + FP], team[s + BP],
                                    team[s + BDIM], core)
