@@ -7,7 +7,7 @@ two MatMuls, two Adds, a Tanh). One thread each (thread budget 1, one intra-op t
 round by round in one process. Prints the date and machine, each median, the ratios, the per-iteration
 host cost of v2 over v1, and the largest difference from onnxruntime. Then, at a thread budget of 2, v1 with
 the body's streams in its plan order (the default) vs as activated streams (Options.activate_body_streams,
-GE's StreamActive: runtime_v1/activation.py): the cost of an activation per iteration.
+GE's StreamActive: runtime_v1/stream_activation.py): the cost of an activation per iteration.
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from .options import as_options
 from .parallel.executor import join as join_group
 from .parallel.executor import resolve as resolve_group
 from .plan import Executor, GearPlans, Plan, runs_on_v1
-from .progress import reporting
+from .progress_bar import reporting
 from .warmup import before_first_run
 
 RUNTIMES = ("v1", "v2")
@@ -120,7 +120,7 @@ class Session:
 
     def __init__(self, model, runtime: str = "auto", options=None, *, inputs=None, outputs=None):
         self.options = as_options(options)
-        self._warm = False   # the first run may compile kernels: it reports (ge.progress.reporting)
+        self._warm = False   # the first run may compile kernels: it reports (ge.progress_bar.reporting)
         self._warmable = False   # a plain executor of self.plan: its kernels can be compiled before that run
         with reporting(self.options):   # logger "ge"; a bar with Options(progress=True) or GE_PROGRESS=1
             self._init(model, runtime, inputs, outputs)
@@ -307,7 +307,7 @@ class Session:
             feeds, new = kv_cache.feeds(feeds)
         elif self._kv is not None and isinstance(feeds, dict):
             check_kv_feeds(self._kv, feeds)
-        if not self._warm:   # the first run compiles what is not compiled yet: said (ge.progress)
+        if not self._warm:   # the first run compiles what is not compiled yet: said (ge.progress_bar)
             with reporting(self.options):
                 self.warm_up()
                 with progress.phase("first run"):

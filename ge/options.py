@@ -136,7 +136,7 @@ class Options:
     # runtime_v1: the feature-map segment may be re-bound to a caller's buffer between runs
     feature_base_refreshable: bool = False
     # runtime_v1: a static If / Loop / Scan body of several streams runs them side by side as activated streams
-    # (GE's StreamActive, runtime_v1/activation.py); off: in its plan order on the control node's stream, the
+    # (GE's StreamActive, runtime_v1/stream_activation.py); off: in its plan order on the control node's stream, the
     # default since each activation is a thread wake-up (measured slower on 2 CPUs: bench/control_flow.py)
     activate_body_streams: bool = False
     # runtime_v1: batch gears (GE's ge.dynamicBatchSize, atc --dynamic_batch_size="1,2,4,8"): one static plan
@@ -176,11 +176,11 @@ class Options:
     # (HCCL's HCCL_EXEC_TIMEOUT)
     hccl_timeout: float = 60.0
     # GE's AllReduce-parallel pass (ge.hcomParallel): an AllReduce's data successors move to a stream of
-    # their own, so compute that does not need it runs on meanwhile (ge/schedule/streams.py, Step 2c)
+    # their own, so compute that does not need it runs on meanwhile (ge/schedule/stream_allocator.py, Step 2c)
     hcom_parallel: bool = False
     # the Python API draws its progress on stderr (a bar on a terminal, plain lines when piped) while a
     # Session compiles and runs the first time, as `ge run` does (also the environment's GE_PROGRESS=1);
-    # records go to the logger "ge" either way (ge/progress.py)
+    # records go to the logger "ge" either way (ge/progress_bar.py)
     progress: bool = field(default=False, compare=False)   # how it is told, not what is compiled
     # worker processes compiling a cold plan's kernels beside this one into the disk cache
     # (ge/npu/compile_workers.py): -1 = the environment's GE_COMPILE_WORKERS, else usable CPUs - 1; 0 = off

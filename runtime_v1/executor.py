@@ -28,7 +28,7 @@ from ge.kernels.registry import serial_blocks
 from ge.npu.aicore import team
 from ge.npu.device import memory_of
 from ge.npu.memory import align_up
-from ge.npu.pool import InstancePool
+from ge.npu.instance_pool import InstancePool
 from ge.plan import Plan, copy_only_io, io_aligned, zero_copy_aligned
 
 from .dispatch import Dispatcher
@@ -36,7 +36,7 @@ from .host import HostTask
 from .model import FEATURE_MAP, IO0, Model
 from .weights import lend_constants
 from .sink import interpret
-from .streams import Streams, _call, _raise
+from .stream_threads import Streams, _call, _raise
 from .tables import NativeRun
 
 _NO_TEAM = np.zeros(1, np.int64)  # the team argument of plans that launch no tiled task (never read)

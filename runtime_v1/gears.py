@@ -31,7 +31,7 @@ import threading
 import numpy as np
 
 from ge.errors import GEError, InputError
-from ge.npu.pool import InstancePool
+from ge.npu.instance_pool import InstancePool
 
 from ge.npu.device import memory_of
 

@@ -38,7 +38,7 @@ from ge.kernels.tensor import fill
 from ge.npu import thunks
 from ge.npu.memory import align_up
 
-from . import activation
+from . import stream_activation as activation
 from .rows import Goto, Labels, LabelSet, Switch
 
 U8, I64 = np.dtype(np.uint8), np.dtype(np.int64)

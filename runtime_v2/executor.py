@@ -32,7 +32,8 @@ import numpy as np
 
 from ge.errors import DeviceMemoryError, ExecutionError, GEError
 from ge.npu.aicore import hold, team, unhold
-from ge.npu.pool import InstancePool
+from ge.npu.instance_pool import InstancePool
+from ge.npu.memory import align_up
 from ge.npu.programs import stream_threads, thread_of, thread_programs
 from ge.npu.thunks import ThunkError
 from ge.plan import aligned_empty, event_uses, runs_on_v1, sunk_plan, zero_copy_aligned
@@ -49,7 +50,7 @@ from .record import stable_regions
 from .replay import Replays, capture_limit
 from .states import States
 from .stream_memory import StreamAlloc, stream_tables
-from .streams import StreamRunner
+from .stream_runner import StreamRunner
 from .sunk import SunkNode
 from .tiled import TiledCall
 
@@ -188,7 +189,7 @@ class Executor:
         self.lowered = lower(plan, host_cpu_steps(plan))
         seg = plan.memory.segments if plan.memory is not None else {}
         # one arena: the feature map, then the fixed segment (tasks keeping their addresses: no difference here)
-        self.fixed_at = -(-seg.get("feature_map", 0) // 512) * 512
+        self.fixed_at = align_up(seg.get("feature_map", 0))
         self.arena_bytes = self.fixed_at + seg.get("fixed", 0) if seg.get("fixed") else seg.get("feature_map", 0)
         self._owns_device = device is None   # then it maps what one instance needs, and grows (address.py)
         self.device = device or DeviceMemory(opts.device_memory_bytes, reserve=address_need(

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 
 import ge
 from ge.npu import progress
-from ge.progress import Progress, Timing, how
+from ge.progress_bar import Progress, Timing, how
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -4,7 +4,7 @@ import numpy as np
 
 import ge
 from ge.npu import progress
-from ge.progress import Progress
+from ge.progress_bar import Progress
 from ge.warmup import compile_kernels, kernel_signatures
 from ge.zoo import light_model_path, reference_feeds
 

@@ -6,7 +6,7 @@ import json
 from ..bench import alternate, format_table, onnxruntime_session, summarize
 from ..errors import GEError
 from ..npu.aicore import CPUS
-from ..progress import Progress
+from ..progress_bar import Progress
 from . import common
 
 

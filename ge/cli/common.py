@@ -13,7 +13,7 @@ from ..extras import require
 from ..offline import is_offline_model
 from ..offline import load as load_offline
 from ..options import Options
-from ..progress import Progress, how
+from ..progress_bar import Progress, how
 from ..zoo import DEFAULT_MODEL, LIGHT_MODELS, light_model_path
 
 RUNTIME_CHOICES = ("auto",) + RUNTIMES

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..errors import GEError
 from ..plan import host_driven
-from ..progress import Progress
+from ..progress_bar import Progress
 from . import common
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from .. import IMPORT_SECONDS
 from ..errors import GEError
 from ..offline import is_offline_model
-from ..progress import Progress
+from ..progress_bar import Progress
 from ..zoo import DEFAULT_MODEL, LIGHT_MODELS, light_model_path
 from . import common
 from .common import mib, plural

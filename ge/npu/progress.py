@@ -1,7 +1,7 @@
 """Progress of long steps, told to whoever listens: the compiler's phases, kernel compiles at load.
 
-The compiler and the runtimes report here (runtimes may not import ge.progress, so the hook lives on the
-floor); the CLI listens (ge/progress.py draws the bar and sums the time per phase). Nobody listens by
+The compiler and the runtimes report here (runtimes may not import ge.progress_bar, so the hook lives on the
+floor); the CLI listens (ge/progress_bar.py draws the bar and sums the time per phase). Nobody listens by
 default: a report is then one context-variable read.
 
     with progress.phase("passes"):                # a named stretch of work, timed by the listener

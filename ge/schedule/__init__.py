@@ -17,7 +17,7 @@ from .dependencies import dependencies
 from .events import EventPlan, plan_events, verify_events
 from .multiplex import multiplex_events
 from .split import split_streams
-from .streams import StreamAssignment, assign_streams, single_stream_reason
+from .stream_allocator import StreamAssignment, assign_streams, single_stream_reason
 
 log = logging.getLogger("ge.schedule")
 ALL_REDUCES = ("HcomAllReduce", "HorovodAllreduce")   # the ops GE's AllReduceParallelPass looks for

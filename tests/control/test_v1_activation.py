@@ -1,4 +1,4 @@
-"""Activated streams (runtime_v1/activation.py, Options.activate_body_streams): a static body's streams run
+"""Activated streams (runtime_v1/stream_activation.py, Options.activate_body_streams): a static body's streams run
 side by side as GE's StreamActive binds them (docs/ge-reference.md §3.6), with no event toward a stream the control
 node activates (3.4, OptimizeByStreamActivate)."""
 from __future__ import annotations

@@ -185,7 +185,7 @@ def test_the_progress_names_what_the_workers_compile():
     import time
 
     from ge.npu import progress as npu_progress
-    from ge.progress import Progress
+    from ge.progress_bar import Progress
     out = io.StringIO()
     with Progress(stream=out, interval=0.02, every=0.05):   # piped: plain lines while work is open
         with npu_progress.step("compiling kernels", 2) as advance:

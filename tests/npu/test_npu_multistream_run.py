@@ -10,7 +10,7 @@ from ge.kernels.registry import call
 from ge.npu import Event, Stream, Tracer
 from ge.npu.engines import GE_LOCAL
 from ge.schedule.events import plan_events, verify_events
-from ge.schedule.streams import assign_streams
+from ge.schedule.stream_allocator import assign_streams
 from ge.zoo import expected_outputs, light_model_path
 
 

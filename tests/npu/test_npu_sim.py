@@ -9,7 +9,7 @@ import ge
 from ge.npu import ASCEND_910, SimTask, Tracer, compare, simulate
 from ge.plan import SyncEvent
 from ge.schedule.events import plan_events
-from ge.schedule.streams import assign_streams
+from ge.schedule.stream_allocator import assign_streams
 
 LAUNCH = ASCEND_910.engine("AICORE").launch_s
 SMALL = 8e12 * 4e-6    # 4 us of cube work on one core: 2 blocks of the 32 cores

@@ -12,7 +12,7 @@ from ge.npu.engines import GE_LOCAL, engine_for_op
 from ge.options import Options, as_options
 from ge.schedule import dependencies, schedule
 from ge.schedule.events import verify_events
-from ge.schedule.streams import assign_streams
+from ge.schedule.stream_allocator import assign_streams
 from ge.schedule.toposort import topological_order
 
 

@@ -4,7 +4,7 @@ from dataclasses import replace
 from hypothesis import given, settings, strategies as st
 
 from ge.schedule.events import happens_before, plan_events, verify_events
-from ge.schedule.streams import assign_streams
+from ge.schedule.stream_allocator import assign_streams
 
 
 def pairs(plan):
