@@ -81,8 +81,19 @@ def _has_disk_cache(fn) -> bool:
 
 # -- the jobs --------------------------------------------------------------------------------------------
 
+class _Named:
+    """A job's name (its group without the kernels' package) and its cost from the measured table."""
+
+    @property
+    def name(self) -> str:
+        return self.group.removeprefix("ge.kernels.")
+
+    def cost(self) -> float:
+        return COSTS.get(self.name, DEFAULT_COST)
+
+
 @dataclass(frozen=True)
-class KernelJob:
+class KernelJob(_Named):
     fn: object            # a Numba dispatcher
     types: tuple          # its argument types, as fn.compile takes them
 
@@ -91,13 +102,6 @@ class KernelJob:
         """Jobs of one function go to one process (one index file holds all its specializations)."""
         py = self.fn.py_func
         return f"{py.__module__}.{py.__qualname__}"
-
-    @property
-    def name(self) -> str:
-        return self.group.removeprefix("ge.kernels.")
-
-    def cost(self) -> float:
-        return COSTS.get(self.name, DEFAULT_COST)
 
     def describe(self) -> dict:
         if not _has_disk_cache(self.fn):
@@ -123,19 +127,12 @@ class KernelJob:
 
 
 @dataclass(frozen=True)
-class ThunkJob:
+class ThunkJob(_Named):
     sig: thunks.Signature
 
     @property
     def group(self) -> str:
         return f"{self.sig.module}.{self.sig.name}"
-
-    @property
-    def name(self) -> str:
-        return self.group.removeprefix("ge.kernels.")
-
-    def cost(self) -> float:
-        return COSTS.get(self.name, DEFAULT_COST)
 
     def describe(self) -> dict:
         return {"kind": "thunk", "module": self.sig.module, "name": self.sig.name,

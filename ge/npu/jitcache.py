@@ -119,9 +119,9 @@ def source_stamp(py_file: str) -> str:
     return _stamp(kernel_closure(path)) if group == "kernels" else group_stamp(group)
 
 
-class GroupCacheLocator(caching.InTreeCacheLocator):
-    """In the module's __pycache__ as usual, stamped with its import closure's (kernels) or its group's hash
-    instead of its own file's."""
+class _GroupStamp:
+    """A kernel group's file: stamped with its import closure's (kernels) or its group's hash instead of its
+    own file's; any other file is not this locator's."""
 
     def get_source_stamp(self):
         return source_stamp(self._py_file)
@@ -133,17 +133,12 @@ class GroupCacheLocator(caching.InTreeCacheLocator):
         return super().from_function(py_func, py_file)
 
 
-class GroupUserCacheLocator(caching.UserProvidedCacheLocator):
-    """NUMBA_CACHE_DIR set: the same stamp, the cache under that folder (a test's or a read-only install's)."""
+class GroupCacheLocator(_GroupStamp, caching.InTreeCacheLocator):
+    """In the module's __pycache__ as usual."""
 
-    def get_source_stamp(self):
-        return source_stamp(self._py_file)
 
-    @classmethod
-    def from_function(cls, py_func, py_file):
-        if _group_of(py_file) is None:
-            return None
-        return super().from_function(py_func, py_file)
+class GroupUserCacheLocator(_GroupStamp, caching.UserProvidedCacheLocator):
+    """NUMBA_CACHE_DIR set: the cache under that folder (a test's or a read-only install's)."""
 
 
 _LOCATORS = (GroupUserCacheLocator, GroupCacheLocator)
