@@ -37,6 +37,7 @@ from .schedule import schedule
 from .schedule.toposort import topological_order
 
 log = logging.getLogger("ge")
+COLLECT_BYTES = 16 << 20   # weights from which a compile collects its cyclic IR at once (see compile)
 
 
 def import_model(model, inputs=None, outputs=None) -> Graph:
@@ -91,9 +92,12 @@ def compile(model, options: Options | dict | None = None, *, inputs=None,  # noq
         order = topological_order(graph, options.topo_sorting_mode)
         plan = build_plan(graph, order, options, sink=not options.parallel)
         # the IR is cyclic (values <-> nodes): without a collection its arrays (every constant, the plan's and
-        # the ones the passes replaced) would stay until Python's next cyclic GC, beside the runtime's copy
+        # the ones the passes replaced) would stay until Python's next cyclic GC, beside the runtime's copy.
+        # Only for weights worth it: a full collection costs ~0.6 s in a process with a large heap (a test
+        # run's), which thousands of small compiles paid (the suite took 4x as long)
         del graph, order
-        gc.collect()
+        if sum(a.nbytes for a in plan.constants.values()) >= COLLECT_BYTES:
+            gc.collect()
     dyn = host_driven(plan) if options.kv_cache_static else ()
     if dyn:   # its promise is one static step plan for every past length
         raise GEError(f"kv_cache_static: {dyn[0].op_type} node '{dyn[0].name}' (and {len(dyn) - 1} more) still has "
