@@ -11,6 +11,7 @@ reads it (ge/npu/memory.py unmaps a memory when its last view goes).
 """
 from __future__ import annotations
 
+import gc
 import sys
 from types import MappingProxyType
 from typing import Callable
@@ -48,6 +49,9 @@ def lend_constants(plan, buf: np.ndarray, release: Callable[[], None]) -> Callab
         object.__setattr__(plan, "constants", MappingProxyType(mine))
         del mine
         read_elsewhere = any(_referenced(v) for v in views.values())
+        if read_elsewhere:   # the holder may be cyclic garbage (an executor's, a traceback's): collected, asked again
+            gc.collect()
+            read_elsewhere = any(_referenced(v) for v in views.values())
         views.clear()
         if not read_elsewhere:
             release()

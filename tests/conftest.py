@@ -6,8 +6,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 # test directories tests/runtime_v1 and tests/runtime_v2 would otherwise be under plain `pytest`
 sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# lines tests want shown at the end of every run (e.g. the ONNX node-case pass count)
-SUMMARY: list[str] = []
+from suite_summary import SUMMARY  # noqa: E402
 
 
 def pytest_terminal_summary(terminalreporter):

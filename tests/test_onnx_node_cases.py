@@ -118,7 +118,7 @@ def test_pass_rate():
     passed = sum(_RESULTS.values())
     foreign = sum(1 for v in _FOREIGN.values() if v)
     within = len(_CASES) - foreign
-    from conftest import SUMMARY
+    from suite_summary import SUMMARY
     SUMMARY.append(f"ONNX node cases for {len(ops)} registered op types: {passed} passed of {within} within ge's "
           f"element types ({passed / max(within, 1):.1%}); {passed} of all {len(_CASES)} "
           f"({passed / len(_CASES):.1%}); {foreign} use types ge lacks, {len(UNSUPPORTED)} listed unsupported")
