@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import math
 import os
 import platform
@@ -42,11 +41,8 @@ from ge.zoo import LIGHT_MODELS, with_random_weights
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "runtime_v1"))
 from v1_models import chain  # noqa: E402
 
-
-def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-                 platform.processor())
-    return f"{model}, {CPUS} CPUs for this process, Python {platform.python_version()}"
+sys.path.insert(0, os.path.dirname(__file__))
+from timing import machine  # noqa: E402
 
 
 ONLY: list[str] = []   # --models: names (or prefixes) to keep
@@ -306,7 +302,7 @@ def main(argv=None) -> None:
     p.add_argument("--models", help="speedup / ort / project: only these models (comma list of name prefixes)")
     args = p.parse_args(argv)
     ONLY[:] = args.models.split(",") if args.models else []
-    print(f"ge AI cores report, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
+    print(f"ge AI cores report, {machine()}, Python {platform.python_version()}")
     for part in args.only.split(","):
         PARTS[part](args.rounds)
 

@@ -6,10 +6,6 @@ against runtime_v2 on the same feeds (one thread each, alternating; best of N) a
 
     python bench/dims_gear_memory.py [seqs] [layers] [hidden] [reps]     e.g. 32,64,128 4 256 20
 """
-import datetime
-import os
-import platform
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,24 +18,15 @@ from ge.npu.memory import align_up
 from runtime_v1.model import feature_bytes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import alternating_best  # noqa: E402
+from timing import alternating_best, machine  # noqa: E402
 
 MIB = 1 << 20
-
-
-def header() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parent).stdout.strip()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return f"{datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, {cpu}, commit {commit}, load average {load}"
 
 
 def main(seqs="32,64,128", layers="4", hidden="256", reps="20"):
     seqs = [int(s) for s in seqs.split(",")]
     layers, hidden, reps = int(layers), int(hidden), int(reps)
-    print(header())
+    print(machine())
     model = bert_like(layers=layers, hidden=hidden, heads=4, vocab=1000, max_seq=max(seqs), batch="batch",
                       seq="seq")
     opts = {"input_shape": "input_ids:1,-1", "dynamic_dims": ";".join(map(str, seqs)), "thread_budget": 1}

@@ -13,7 +13,6 @@ plan's streams on v1), the memory plan (`ge plan`'s numbers), and compile vs off
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import platform
 import subprocess
@@ -29,20 +28,8 @@ from ge.bench import alternate, onnxruntime_session
 from ge.extras import have
 from ge.zoo import LIGHT_MODELS, light_model_path, reference_feeds, with_random_weights
 
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    return (f"{datetime.date.today().isoformat()}, {cpu}, {cores} cores for this process, load average {load} "
-            f"(before the run); Python {platform.python_version()}, ge {ge.__version__}")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import machine  # noqa: E402
 
 
 def _ms(x) -> str:
@@ -106,7 +93,7 @@ def main() -> int:
     args = ap.parse_args()
     models = [m for m in args.models.split(",") if m]
     t0 = time.perf_counter()
-    print(f"Measured {machine()}.\n")
+    print(f"Measured {machine()}; Python {platform.python_version()}, ge {ge.__version__}.\n")
     print(f"Latency, batch 1, median of {args.rounds} alternating rounds (random weights, one process):\n")
     print(latency(models, args.rounds))
     print("\nMemory plan (dfs, default options; deterministic):\n")

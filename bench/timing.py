@@ -38,11 +38,63 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo ({} where there is none)."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
+    except OSError:
+        pass
+    return fields
+
+
+def _core(family: int, model: int) -> str:
+    """AMD's core generation from family/model (these machines vary: Zen 4 with or without AVX-512, Zen 5)."""
+    if family == 26:
+        return "Zen 5"
+    if family == 25:
+        return "Zen 4" if 0x10 <= model <= 0x1F or 0x60 <= model <= 0xAF else "Zen 3"
+    return ""
+
+
+def cpu() -> str:
+    """CPU model, core generation and the vector features ge's kernels choose by, e.g.
+    "AMD EPYC 9R14 (Zen 4; AVX-512 VNNI BF16)"."""
+    info = _cpuinfo()
+    name = info.get("model name") or platform.processor() or platform.machine()
+    flags = set(info.get("flags", "").split())
+    isa = ("AVX-512" + "".join(f" {n}" for f, n in (("avx512_vnni", "VNNI"), ("avx512_bf16", "BF16"))
+                               if f in flags)) if "avx512f" in flags else ("AVX2" if "avx2" in flags else "")
+    try:
+        core = _core(int(info.get("cpu family", "0")), int(info.get("model", "0")))
+    except ValueError:
+        core = ""
+    detail = "; ".join(x for x in (core, isa) if x)
+    return f"{name} ({detail})" if detail else name
+
+
+def commit() -> str:
+    """This checkout's short commit, "+" when it has uncommitted changes ("?" outside git)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=here)
+    if head.returncode:
+        return "?"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True, cwd=here).stdout.strip()
+    return head.stdout.strip() + ("+" if dirty else "")
+
+
+def machine() -> str:
+    """UTC date, CPU, the CPUs this process may use, commit and load: what a figure is quoted with."""
+    return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu()} x"
+            f"{len(os.sched_getaffinity(0))}, commit {commit()}, load {load()}")
+
+
 def header(title: str) -> None:
     """The line a figure is quoted with: UTC date, CPU model and count, commit, load average."""
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
-    print(f"# {title}\n# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  {cpu} x"
-          f"{len(os.sched_getaffinity(0))}  commit {commit}  load {load()}", flush=True)
+    print(f"# {title}\n# {machine()}", flush=True)

@@ -43,6 +43,7 @@ def test_ge_bench_table_json_and_plot(tmp_path, capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "ge v1" in out and "ge v2" in out and "onnxruntime" in out and "median ms" in out
+    assert "not spinning" in out   # the setting a comparison was made with is printed beside it
     rows = json.loads((tmp_path / "b.json").read_text())["rows"]
     assert [r["name"] for r in rows] == ["ge v1", "ge v2", "onnxruntime"] and rows[0]["ratio"] == 1.0
     assert (tmp_path / "b.png").stat().st_size > 1000

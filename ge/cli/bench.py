@@ -46,6 +46,8 @@ def cmd_bench(args) -> int:
     print(f"{rank}model {path}   threads {args.threads or CPUS} for ge and for onnxruntime   rounds {args.rounds}")
     print(f"{rank}ge        {common.cores(sess)}")
     print(f"{rank}why       {sess.stats()['runtime_reason']}")
+    if args.vs == "onnxruntime":
+        print(f"{rank}{SPIN_NOTE}")
     print("\n".join(rank + line for line in format_table(rows, base=rows[0].name).splitlines()))
     if rank:
         _aggregate(rows, feeds)
@@ -119,8 +121,13 @@ def _by_op(path: str, args) -> int:
     print(f"model {path}   threads {args.threads or CPUS} for ge and for onnxruntime   runs {args.rounds}   "
           f"ms per run, median per node, summed per family")
     print(f"ge        runtime_{sess.runtime}, {common.cores(sess)}")
+    print(SPIN_NOTE)
     print(format_families(compare(ge_side, ort_side)))
     return 0
+
+
+# ge.bench.onnxruntime_session turns spinning off: a spinning pool takes the next contender's core (docs/benchmarks.md)
+SPIN_NOTE = "onnxruntime its intra-op pool not spinning (session.intra_op.allow_spinning 0)"
 
 
 def _onnxruntime_runner(path: str, threads: int, feeds: dict):

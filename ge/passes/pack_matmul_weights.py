@@ -6,7 +6,7 @@
 
 Wp = gemm_packed.pack_b(W): per k block, panels of two vectors of columns, zero-padded. Without it every
 run packs each block of W again (gemm._pack_block); with it the kernel (matmul.matmul_packed) reads the
-panels in place. ViT-B's block (197 tokens, AMD EPYC without AVX-512, one core): see docs/benchmarks.md / the commit.
+panels in place. ViT-B's block (197 tokens, AMD EPYC without AVX-512, one core): see docs/performance-log.md / the commit.
 
 Algorithm, one sweep in order:
   Step 1: match a MatMul or an unpacked FusedMatMul whose B is a float32/float64 constant matrix of at
