@@ -199,7 +199,7 @@ class Executor:
             self._consts[i] = np.ascontiguousarray(a).reshape(-1)
         self._shapes = [t.shape if t.is_static else None for t in plan.tensors]
         self._bodies: list = []   # executors of control-flow bodies (control.py), closed with this one
-        self._dynamic = {s.node.step: SunkNode(s, self._bodies) if sunk_plan(s.node) is not None
+        self._dynamic = {s.node.step: SunkNode(plan, s, self._bodies) if sunk_plan(s.node) is not None
                          else HostNode(plan, s, self._body_executor) if s.node.kernel.host
                          else HostCpuNode(plan, s) if s.node.step in self.lowered.host_cpu
                          else DynamicNode(plan, s) for s in self.lowered.steps if s.kind == DYNAMIC}

@@ -59,6 +59,7 @@ ARENA = 1                    # base slots: ABS (0) holds 0 (a row's offset is th
 SLOT0 = STATUS + 1           # then one slot per feed, then one per output array
 GUARD = -7                   # a row that compares bytes (step 2); thunk addresses are > 0
 SET = -8                     # a row that writes bytes: a host CPU step's recorded outputs (record.py)
+PIECE = -9                   # a static piece (sunk.py): the table stops, the piece runs natively, the table goes on
 RECORD_AT = 2                # a key is recorded on its second run (`Replays._again`)
 _NO_TEAM = np.zeros(1, np.int64)
 _CLEAN, _U8 = Launch(fill, (0,), inputs=()), np.dtype(np.uint8)   # an atomic output's zeroing (runtime_v1's too)
@@ -72,14 +73,18 @@ def capture_limit(options) -> int:
 
 
 @njit(nogil=True, cache=True)
-def run_table(addrs, ioffs, foffs, blocks, itab, ftab, bases, guards, team, slot):
-    """Every row in order: -1, or the row that stopped the run (a kernel raised, or a guard saw other bytes)."""
+def run_table(addrs, ioffs, foffs, blocks, itab, ftab, bases, guards, team, slot, start):
+    """The rows from `start` in order: -1, or the row that stopped the run (a kernel raised, a guard saw other
+    bytes, or a PIECE row: the caller runs the piece and goes on after it)."""
     ip, fp, bp = itab.ctypes.data, ftab.ctypes.data, bases.ctypes.data
     if slot >= 0:
         hold(team)
     failed = -1
-    for t in range(addrs.size):
+    for t in range(start, addrs.size):
         a = addrs[t]
+        if a == PIECE:
+            failed = t
+            break
         if a == GUARD:   # itab[k:k + 4]: slot, offset, bytes, where the expected bytes start in `guards`
             k = ioffs[t]
             src = as_pointer(bases[itab[k]] + itab[k + 1], np.uint8)
@@ -178,8 +183,19 @@ class Entry:
             return ABS, _addr(a)
 
         addrs, ioffs, foffs, blocks, irows, frows, gbytes, self.steps = [], [], [], [], [], [], [], []
+        self.pieces: dict = {}   # row -> (SunkNode, its inputs, its outputs as (slot, offset, count, dtype, array))
         n_i = n_f = n_g = 0
         for row in notes.rows:
+            if row[0] == "piece":
+                _, step, node, ins, outs = row
+                self.pieces[len(addrs)] = (node, *([(*where(p), count, dtype, a) for p, count, dtype, a in side]
+                                                   for side in (ins, outs)))
+                addrs.append(PIECE)
+                ioffs.append(n_i)
+                foffs.append(n_f)
+                blocks.append(1)
+                self.steps.append(step)
+                continue
             if row[0] in ("guard", "set"):
                 _, step, p, want = row
                 slot, off = where(p)
@@ -214,10 +230,28 @@ class Entry:
         self.itab = np.concatenate(irows + [np.zeros(1, np.int64)])
         self.ftab = np.concatenate(frows + [np.zeros(1, np.float64)])
         self.guards = np.concatenate(gbytes + [np.zeros(1, np.uint8)])
-        self.tasks = sum(1 for a in addrs if a not in (GUARD, SET))
+        self.tasks = sum(1 for a in addrs if a not in (GUARD, SET, PIECE))
         self.replays = 0
         self.outputs = tuple(self._output(notes, bufs[t], shapes[t], copy, k) for k, (t, copy) in
                              enumerate(ex._outputs))
+
+    def _piece(self, t: int, feeds, outs, arena) -> bool:
+        """Piece row t: the piece's native run (sunk.py) on its recorded buffers; False when it raised (the
+        host-driven run names the node)."""
+        node, ins, outs_ = self.pieces[t]
+        spans = {SLOT0 + k: a for k, a in enumerate(feeds)}
+        spans.update({SLOT0 + self.n_feeds + k: a for k, a in enumerate(outs)})
+        spans[ARENA] = arena
+
+        def array(slot, off, count, dtype, kept):
+            if slot == ABS:
+                return kept
+            return spans[slot].view(np.uint8)[off:off + count * np.dtype(dtype).itemsize].view(dtype)
+        try:
+            node.run([array(*b) for b in ins], [array(*b) for b in outs_])
+        except Exception:   # noqa: BLE001 (any failure: the run goes host-driven, which raises it named)
+            return False
+        return True
 
     @staticmethod
     def _output(notes, a, shape, copy, k):
@@ -234,9 +268,9 @@ class Entry:
             return ABS, a, 0, a.size, a.dtype, shape, True
         raise Refused(f"output {k} lives in a caching-allocator block")
 
-    def run(self, inst, bufs, base: int) -> list | None:
-        """One replay into the instance's arena at `base`: the outputs, or None (a guard or kernel stopped it:
-        the caller runs host-driven)."""
+    def run(self, inst, bufs, base: int, arena=None) -> list | None:
+        """One replay into the instance's arena at `base` (`arena`: its bytes, for the pieces): the outputs, or
+        None (a guard, a kernel or a piece stopped it: the caller runs host-driven)."""
         bases = self.bases
         feeds = [bufs[t] for t in self.feeds]
         for k, a in enumerate(feeds):
@@ -248,10 +282,16 @@ class Entry:
         bases[ARENA] = base
         bases[STATUS] = 0
         slot = int(inst.slots[0]) if inst.cores is not None else -1
-        self.failed = run_table(self.addrs, self.ioffs, self.foffs, self.blocks, self.itab, self.ftab, bases,
-                                self.guards, inst.team if inst.team is not None else _NO_TEAM, slot)
-        if self.failed >= 0:
-            return None
+        team = inst.team if inst.team is not None else _NO_TEAM
+        t = 0
+        while True:
+            t = self.failed = run_table(self.addrs, self.ioffs, self.foffs, self.blocks, self.itab, self.ftab, bases,
+                                        self.guards, team, slot, t)
+            if t < 0:
+                break
+            if self.addrs[t] != PIECE or not self._piece(t, feeds, outs, arena):
+                return None
+            t += 1
         result = []
         for kind, key, off, count, dtype, shape, copy in self.outputs:
             if kind == OUT:
@@ -320,7 +360,7 @@ class Replays:
         e = self.entries.get(key)
         if e is not None:
             self.entries.move_to_end(key)
-            out = e.run(inst, bufs, self.arena_base)
+            out = e.run(inst, bufs, self.arena_base, self.device.view(*self.arena) if e.pieces and self.arena else None)
             if out is not None:
                 e.replays += 1
                 c["replayed_runs"] += 1
