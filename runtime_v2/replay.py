@@ -348,19 +348,20 @@ class Replays:
         self.entries: OrderedDict = OrderedDict()
         self.refused: OrderedDict = OrderedDict()   # key -> why (bounded like the entries)
         self.seen: OrderedDict = OrderedDict()      # key -> runs so far (until recorded)
-        self.arena = None   # (device offset, bytes)
+        self.arena = None   # (device offset, bytes); `base` its host address
         self.counters = dict.fromkeys(("replayed_runs", "recorded_shapes", "host_runs", "evicted_shapes",
                                        "replay_fallbacks"), 0)
 
-    def run(self, ex, inst, feeds, bufs, shapes, host):
+    def run(self, ex, inst, fed: dict, fed_shapes: dict, table):
         """The outputs of one run of executor `ex` on instance `inst` (whose replays these are): replayed,
-        recorded, or host-driven (`host()`), as the key allows."""
-        key = tuple([(shapes[t], bufs[t].dtype.char) if isinstance(bufs[t], np.ndarray) else None for t in feeds])
+        recorded, or host-driven, as the key allows. `fed`, `fed_shapes`: {tensor: flat array / shape} of the
+        feeds (all a replay reads); table(): the run's whole buffer and shape tables, for the others."""
+        key = tuple([(fed_shapes[t], a.dtype.char) if isinstance(a := fed[t], np.ndarray) else None for t in fed])
         c = self.counters
         e = self.entries.get(key)
         if e is not None:
             self.entries.move_to_end(key)
-            out = e.run(inst, bufs, self.arena_base, self.device.view(*self.arena) if e.pieces and self.arena else None)
+            out = e.run(inst, fed, self.base, self.device.view(*self.arena) if e.pieces and self.arena else None)
             if out is not None:
                 e.replays += 1
                 c["replayed_runs"] += 1
@@ -371,7 +372,8 @@ class Replays:
                 self._drop(key)
                 self._refuse(key, f"the values step {e.steps[e.failed]} reads follow the data, not the shapes")
         elif key not in self.refused and None not in key and self._again(key):
-            out, got = self._roomy(lambda: record(ex, inst, bufs, shapes, feeds))
+            bufs, shapes = table()
+            out, got = self._roomy(lambda: record(ex, inst, bufs, shapes, list(fed)))
             if isinstance(got, Notes):
                 try:
                     got = Entry(ex, got, bufs, shapes)
@@ -393,7 +395,8 @@ class Replays:
             return out
         c["host_runs"] += 1
         ex.last_run = "host"
-        return self._roomy(host)
+        bufs, shapes = table()
+        return self._roomy(lambda: ex._loop(inst, bufs, shapes, None))
 
     def _roomy(self, run):
         """run(); out of device memory while the replay arena holds some, the arena (and every entry) goes
@@ -416,8 +419,13 @@ class Replays:
         return n >= RECORD_AT
 
     @property
-    def arena_base(self) -> int:
-        return self.device.address(self.arena[0]) if self.arena else 0
+    def arena(self):
+        return self._arena
+
+    @arena.setter
+    def arena(self, value) -> None:   # (device offset, bytes) or None; its host address kept for the replays
+        self._arena = value
+        self.base = self.device.address(value[0]) if value else 0
 
     def _refuse(self, key, why: str) -> None:
         self.refused[key] = why
