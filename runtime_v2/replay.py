@@ -16,6 +16,9 @@ shapes and dtypes:
              workspaces, the constants (the address itself; base slot ABS holds 0).
      A step of the host CPU engine (host_cpu.py: shape arithmetic, whose values follow from the shapes) is
      noted by its outputs' bytes: a SET row writes them back where the step's outputs live, nothing runs.
+     A static piece (sunk.py, a PartitionedCall) is a PIECE row: the table stops there, the piece's runtime_v1
+     tables run natively on the buffers the recording found (`Entry._piece`: one Python call per piece, none
+     per node), and the table goes on.
      A buffer found in none of them, a host op (control flow, sequences), a launch without a thunk encoding,
      several stream threads or state pairs: the key is refused (noted, with the reason) and runs host-driven.
   2. Guards. A dynamic node that reads values (a Reshape's shape computed by Shape -> Gather -> Concat, a
@@ -82,26 +85,23 @@ def run_table(addrs, ioffs, foffs, blocks, itab, ftab, bases, guards, team, slot
     failed = -1
     for t in range(start, addrs.size):
         a = addrs[t]
-        if a == PIECE:
-            failed = t
-            break
-        if a == GUARD:   # itab[k:k + 4]: slot, offset, bytes, where the expected bytes start in `guards`
-            k = ioffs[t]
-            src = as_pointer(bases[itab[k]] + itab[k + 1], np.uint8)
-            at = itab[k + 3]
-            for i in range(itab[k + 2]):
-                if src[i] != guards[at + i]:
-                    failed = t
-                    break
-            if failed >= 0:
+        if a < 0:   # one compare on a task's row (thunk addresses are > 0), as runtime_v1's sink
+            if a == PIECE:
+                failed = t
                 break
-            continue
-        if a == SET:   # itab[k:k + 4] as a guard's: the recorded bytes written where the step's output lives
-            k = ioffs[t]
-            dst = as_pointer(bases[itab[k]] + itab[k + 1], np.uint8)
+            k = ioffs[t]   # GUARD / SET: itab[k:k + 4] = slot, offset, bytes, where the bytes start in `guards`
             at = itab[k + 3]
-            for i in range(itab[k + 2]):
-                dst[i] = guards[at + i]
+            mem = as_pointer(bases[itab[k]] + itab[k + 1], np.uint8)
+            if a == GUARD:   # compare the bytes
+                for i in range(itab[k + 2]):
+                    if mem[i] != guards[at + i]:
+                        failed = t
+                        break
+                if failed >= 0:
+                    break
+            else:   # SET: the recorded bytes written where the step's output lives
+                for i in range(itab[k + 2]):
+                    mem[i] = guards[at + i]
             continue
         if blocks[t] == 1:
             call_thunk(a, ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, 0, 1)
