@@ -4,7 +4,8 @@
 
 chain: host time per node of a 1,000-node chain of Relu/Add on 16 floats with a symbolic batch:
        runtime_v2 host-driven (capture_limit 0), runtime_v2 replayed, and runtime_v1 on the static chain.
-Contenders alternate in a shuffled order each round (bench/timing.py); medians (fastest in brackets). Prints
+Contenders alternate in a shuffled order each round (bench/timing.py), timed in the thread's CPU time (a shared
+machine's waits for a core are not counted); medians (fastest in brackets). Prints
 date, CPU, commit and the load. The transformers exports replayed, host-driven and vs onnxruntime, and decode
 steps replayed generation after generation: bench/transformers.py (exports, decode --cycle).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 

@@ -86,7 +86,7 @@ def exports_mode(models, seqs, columns, args) -> None:
                                                                    sess["host"].run(None, feeds))))
             fns = {c: (lambda s=sess[c]: s.run(None, feeds)) for c in columns}
             fns["ort"] = lambda: ort.run(None, feeds)
-            t = alternate(fns, args.rounds, args.runs, pause=ORT)
+            t = alternate(fns, args.rounds, args.runs, pause=ORT, clock=CLOCKS[args.clock])
             note = f" ({sess['replayed'].stats()['last_run']})" if "replayed" in sess else ""
             print(f"{name:12s} {seq:4d} " + " ".join(f"{t[c][0] * 1e3:12.3f}" for c in columns)
                   + f" {t['ort'][0] * 1e3:9.3f}  " + " ".join(f"{ratio(t, c):>12s}" for c in columns)
@@ -167,7 +167,7 @@ def decode_cycle(name: str, steps: int, args, past: int = 8) -> None:
         np.testing.assert_allclose(s.run(None, fed[-1])[0], ort.run(None, fed[-1])[0], rtol=1e-3, atol=1e-3)
     fns = {k: (lambda s=s: [s.run(None, f) for f in fed]) for k, s in sess.items()}
     fns["ort"] = lambda: [ort.run(None, f) for f in fed]
-    t = alternate(fns, max(3, args.rounds // 2), 1, pause=ORT)
+    t = alternate(fns, max(3, args.rounds // 2), 1, pause=ORT, clock=CLOCKS[args.clock])
     print(f"{name}, past {past} -> {past + steps - 1} generation after generation, ms a step: " + ", ".join(
         f"{k} {t[k][0] / steps * 1e3:.2f} ({ratio(t, k).strip()})" for k in sess)
         + f", onnxruntime {t['ort'][0] / steps * 1e3:.2f}; limit 32's last run {sess['limit 32'].stats()['last_run']}",
@@ -216,7 +216,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--clock", choices=list(CLOCKS), default="wall",
-                    help="decode: wall time, or the process's CPU time (a shared machine: not the waits for a core)")
+                    help="wall time, or the process's CPU time (a shared machine: not the waits for a core)")
     args = ap.parse_args(argv)
     bad = [m for m in args.modes if m not in DEFAULT_MODELS]
     if bad:

@@ -199,7 +199,7 @@ class Executor:
             self._consts[i] = np.ascontiguousarray(a).reshape(-1)
         self._shapes = [t.shape if t.is_static else None for t in plan.tensors]
         self._bodies: list = []   # executors of control-flow bodies (control.py), closed with this one
-        self._dynamic = {s.node.step: SunkNode(s, self._bodies) if sunk_plan(s.node) is not None
+        self._dynamic = {s.node.step: SunkNode(plan, s, self._bodies) if sunk_plan(s.node) is not None
                          else HostNode(plan, s, self._body_executor) if s.node.kernel.host
                          else HostCpuNode(plan, s) if s.node.step in self.lowered.host_cpu
                          else DynamicNode(plan, s) for s in self.lowered.steps if s.kind == DYNAMIC}
@@ -322,6 +322,10 @@ class Executor:
         return not any(s.kind == DYNAMIC or any(o.place == ALLOC for o in s.outs) for s in self.lowered.steps)
 
     def _run(self, inst: Instance, feeds, bound=None, inner=False) -> list[np.ndarray]:
+        if inst.replays is not None and not bound and self._states is None and inst.runner is None:
+            fed, fed_shapes = {}, {}   # a replay reads only the feeds: no copy of the whole buffer table
+            _feed(inst, feeds, fed, fed_shapes, inner)
+            return inst.replays.run(self, inst, fed, fed_shapes, lambda: self._table(inst, fed, fed_shapes))
         bufs = inst.bufs.copy()
         shapes = self._shapes.copy()
         _feed(inst, feeds, bufs, shapes, inner)
@@ -331,10 +335,15 @@ class Executor:
             self._states.bind(feeds, bufs, shapes, bound)
         if inst.runner is not None:
             return self._run_streams(inst, bufs, shapes, bound)
-        if inst.replays is not None and not bound:
-            return inst.replays.run(self, inst, feeds, bufs, shapes, lambda: self._loop(inst, bufs, shapes, None))
         self.last_run = "host"
         return self._loop(inst, bufs, shapes, bound)
+
+    def _table(self, inst: Instance, fed: dict, fed_shapes: dict) -> tuple[list, list]:
+        """The buffer and shape tables of a run that records or runs host-driven, with its feeds."""
+        bufs, shapes = inst.bufs.copy(), self._shapes.copy()
+        for t, a in fed.items():
+            bufs[t], shapes[t] = a, fed_shapes[t]
+        return bufs, shapes
 
     def _loop(self, inst: Instance, bufs, shapes, bound) -> list[np.ndarray]:
         """The host loop: node by node on this thread."""

@@ -10,7 +10,9 @@ calls, so its outputs are the host-driven ones) with a `Tap` on the caching allo
   2. a dynamic node that reads values: a guard per value input (its place and bytes), before its launch;
      a step of the host CPU engine (host_cpu.py): its outputs' places and bytes, which a replay writes back
      (its values follow from the shapes, which the key and the guards fix);
-  3. anything a table cannot hold (a host op, a buffer found nowhere, values over GUARD_BYTES): the reason,
+  3. a static piece (sunk.py): a piece row, its inputs' and outputs' places (a replay calls the piece's
+     native run on them);
+  4. anything a table cannot hold (a host op, a buffer found nowhere, values over GUARD_BYTES): the reason,
      and the rest of the run goes on unnoted.
 """
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .dynamic import DynamicNode
 from .host_cpu import HOST_CPU, HostCpuNode
 from .launcher import run_static
 from .lowering import ALIAS, BOUND, HOST, STATIC
+from .sunk import SunkNode
 
 ABS, FEED, OUT, TEMP = 0, 1, 2, 3   # where a buffer lives
 GUARD_BYTES = 4096           # value inputs larger than this are data, not shapes: the key is refused
@@ -158,6 +161,9 @@ def record(ex, inst, bufs, shapes, feeds) -> tuple[list, object]:
             elif isinstance(fn, HostCpuNode):
                 why = _host_cpu(ex, inst, notes, fn, k, bufs, shapes, spans, tap) if why is None else \
                     fn(bufs, shapes, spans, tap, inst.core(ex, k)) or why
+            elif isinstance(fn, SunkNode):
+                why = _piece(notes, fn, k, bufs, shapes, spans, tap, inst.core(ex, k)) if why is None else \
+                    fn(bufs, shapes, spans, tap, inst.core(ex, k)) or why
             elif type(fn) is not DynamicNode:   # a host op: control flow, sequences
                 fn(bufs, shapes, spans, tap, inst.core(ex, k))
                 why = why or f"{s.node.op_type} node '{s.node.name}' runs on the host"
@@ -217,6 +223,25 @@ def _dynamic(ex, inst, notes, node: DynamicNode, k, bufs, shapes, spans, tap):
         return str(e)
     places += [((TEMP, j, 0), n, dt) for j, (n, dt, _) in zip(held, ws)]
     notes.rows.append(("launch", k, launch_, places))
+    return None
+
+
+def _piece(notes, node: SunkNode, k, bufs, shapes, spans, tap, core):
+    """A static piece run as the loop runs it (sunk.py: its outputs in the arena, fresh graph outputs or
+    caching-allocator blocks), noted as a piece row: where its inputs and outputs live, and for memory that
+    lives as long as the instance (ABS) the array itself, which a replay hands the piece again; None, or why
+    the key is refused."""
+    node(bufs, shapes, spans, tap, core)
+    for o in node.outs:
+        if o[5] == HOST:
+            notes.output(bufs[o[0]])
+    try:
+        ins, outs = ([(notes.place(bufs[t], k), bufs[t]) for t in ts] for ts in
+                     (node.node.inputs, [o[0] for o in node.outs]))
+    except Refused as e:
+        return str(e)
+    keep = [[(p, a.size, a.dtype, a if p[0] == ABS else None) for p, a in side] for side in (ins, outs)]
+    notes.rows.append(("piece", k, node, *keep))
     return None
 
 

@@ -16,6 +16,9 @@ shapes and dtypes:
              workspaces, the constants (the address itself; base slot ABS holds 0).
      A step of the host CPU engine (host_cpu.py: shape arithmetic, whose values follow from the shapes) is
      noted by its outputs' bytes: a SET row writes them back where the step's outputs live, nothing runs.
+     A static piece (sunk.py, a PartitionedCall) is a PIECE row: the table stops there, the piece's runtime_v1
+     tables run natively on the buffers the recording found (`Entry._piece`: one Python call per piece, none
+     per node), and the table goes on.
      A buffer found in none of them, a host op (control flow, sequences), a launch without a thunk encoding,
      several stream threads or state pairs: the key is refused (noted, with the reason) and runs host-driven.
   2. Guards. A dynamic node that reads values (a Reshape's shape computed by Shape -> Gather -> Concat, a
@@ -59,6 +62,7 @@ ARENA = 1                    # base slots: ABS (0) holds 0 (a row's offset is th
 SLOT0 = STATUS + 1           # then one slot per feed, then one per output array
 GUARD = -7                   # a row that compares bytes (step 2); thunk addresses are > 0
 SET = -8                     # a row that writes bytes: a host CPU step's recorded outputs (record.py)
+PIECE = -9                   # a static piece (sunk.py): the table stops, the piece runs natively, the table goes on
 RECORD_AT = 2                # a key is recorded on its second run (`Replays._again`)
 _NO_TEAM = np.zeros(1, np.int64)
 _CLEAN, _U8 = Launch(fill, (0,), inputs=()), np.dtype(np.uint8)   # an atomic output's zeroing (runtime_v1's too)
@@ -72,31 +76,32 @@ def capture_limit(options) -> int:
 
 
 @njit(nogil=True, cache=True)
-def run_table(addrs, ioffs, foffs, blocks, itab, ftab, bases, guards, team, slot):
-    """Every row in order: -1, or the row that stopped the run (a kernel raised, or a guard saw other bytes)."""
+def run_table(addrs, ioffs, foffs, blocks, itab, ftab, bases, guards, team, slot, start):
+    """The rows from `start` in order: -1, or the row that stopped the run (a kernel raised, a guard saw other
+    bytes, or a PIECE row: the caller runs the piece and goes on after it)."""
     ip, fp, bp = itab.ctypes.data, ftab.ctypes.data, bases.ctypes.data
     if slot >= 0:
         hold(team)
     failed = -1
-    for t in range(addrs.size):
+    for t in range(start, addrs.size):
         a = addrs[t]
-        if a == GUARD:   # itab[k:k + 4]: slot, offset, bytes, where the expected bytes start in `guards`
-            k = ioffs[t]
-            src = as_pointer(bases[itab[k]] + itab[k + 1], np.uint8)
-            at = itab[k + 3]
-            for i in range(itab[k + 2]):
-                if src[i] != guards[at + i]:
-                    failed = t
-                    break
-            if failed >= 0:
+        if a < 0:   # one compare on a task's row (thunk addresses are > 0), as runtime_v1's sink
+            if a == PIECE:
+                failed = t
                 break
-            continue
-        if a == SET:   # itab[k:k + 4] as a guard's: the recorded bytes written where the step's output lives
-            k = ioffs[t]
-            dst = as_pointer(bases[itab[k]] + itab[k + 1], np.uint8)
+            k = ioffs[t]   # GUARD / SET: itab[k:k + 4] = slot, offset, bytes, where the bytes start in `guards`
             at = itab[k + 3]
-            for i in range(itab[k + 2]):
-                dst[i] = guards[at + i]
+            mem = as_pointer(bases[itab[k]] + itab[k + 1], np.uint8)
+            if a == GUARD:   # compare the bytes
+                for i in range(itab[k + 2]):
+                    if mem[i] != guards[at + i]:
+                        failed = t
+                        break
+                if failed >= 0:
+                    break
+            else:   # SET: the recorded bytes written where the step's output lives
+                for i in range(itab[k + 2]):
+                    mem[i] = guards[at + i]
             continue
         if blocks[t] == 1:
             call_thunk(a, ip + 8 * ioffs[t], fp + 8 * foffs[t], bp, 0, 1)
@@ -178,8 +183,19 @@ class Entry:
             return ABS, _addr(a)
 
         addrs, ioffs, foffs, blocks, irows, frows, gbytes, self.steps = [], [], [], [], [], [], [], []
+        self.pieces: dict = {}   # row -> (SunkNode, its inputs, its outputs as (slot, offset, count, dtype, array))
         n_i = n_f = n_g = 0
         for row in notes.rows:
+            if row[0] == "piece":
+                _, step, node, ins, outs = row
+                self.pieces[len(addrs)] = (node, *([(*where(p), count, dtype, a) for p, count, dtype, a in side]
+                                                   for side in (ins, outs)))
+                addrs.append(PIECE)
+                ioffs.append(n_i)
+                foffs.append(n_f)
+                blocks.append(1)
+                self.steps.append(step)
+                continue
             if row[0] in ("guard", "set"):
                 _, step, p, want = row
                 slot, off = where(p)
@@ -214,10 +230,28 @@ class Entry:
         self.itab = np.concatenate(irows + [np.zeros(1, np.int64)])
         self.ftab = np.concatenate(frows + [np.zeros(1, np.float64)])
         self.guards = np.concatenate(gbytes + [np.zeros(1, np.uint8)])
-        self.tasks = sum(1 for a in addrs if a not in (GUARD, SET))
+        self.tasks = sum(1 for a in addrs if a not in (GUARD, SET, PIECE))
         self.replays = 0
         self.outputs = tuple(self._output(notes, bufs[t], shapes[t], copy, k) for k, (t, copy) in
                              enumerate(ex._outputs))
+
+    def _piece(self, t: int, feeds, outs, arena) -> bool:
+        """Piece row t: the piece's native run (sunk.py) on its recorded buffers; False when it raised (the
+        host-driven run names the node)."""
+        node, ins, outs_ = self.pieces[t]
+        spans = {SLOT0 + k: a for k, a in enumerate(feeds)}
+        spans.update({SLOT0 + self.n_feeds + k: a for k, a in enumerate(outs)})
+        spans[ARENA] = arena
+
+        def array(slot, off, count, dtype, kept):
+            if slot == ABS:
+                return kept
+            return spans[slot].view(np.uint8)[off:off + count * np.dtype(dtype).itemsize].view(dtype)
+        try:
+            node.run([array(*b) for b in ins], [array(*b) for b in outs_])
+        except Exception:   # noqa: BLE001 (any failure: the run goes host-driven, which raises it named)
+            return False
+        return True
 
     @staticmethod
     def _output(notes, a, shape, copy, k):
@@ -234,9 +268,9 @@ class Entry:
             return ABS, a, 0, a.size, a.dtype, shape, True
         raise Refused(f"output {k} lives in a caching-allocator block")
 
-    def run(self, inst, bufs, base: int) -> list | None:
-        """One replay into the instance's arena at `base`: the outputs, or None (a guard or kernel stopped it:
-        the caller runs host-driven)."""
+    def run(self, inst, bufs, base: int, arena=None) -> list | None:
+        """One replay into the instance's arena at `base` (`arena`: its bytes, for the pieces): the outputs, or
+        None (a guard, a kernel or a piece stopped it: the caller runs host-driven)."""
         bases = self.bases
         feeds = [bufs[t] for t in self.feeds]
         for k, a in enumerate(feeds):
@@ -248,10 +282,16 @@ class Entry:
         bases[ARENA] = base
         bases[STATUS] = 0
         slot = int(inst.slots[0]) if inst.cores is not None else -1
-        self.failed = run_table(self.addrs, self.ioffs, self.foffs, self.blocks, self.itab, self.ftab, bases,
-                                self.guards, inst.team if inst.team is not None else _NO_TEAM, slot)
-        if self.failed >= 0:
-            return None
+        team = inst.team if inst.team is not None else _NO_TEAM
+        t = 0
+        while True:
+            t = self.failed = run_table(self.addrs, self.ioffs, self.foffs, self.blocks, self.itab, self.ftab, bases,
+                                        self.guards, team, slot, t)
+            if t < 0:
+                break
+            if self.addrs[t] != PIECE or not self._piece(t, feeds, outs, arena):
+                return None
+            t += 1
         result = []
         for kind, key, off, count, dtype, shape, copy in self.outputs:
             if kind == OUT:
@@ -308,19 +348,20 @@ class Replays:
         self.entries: OrderedDict = OrderedDict()
         self.refused: OrderedDict = OrderedDict()   # key -> why (bounded like the entries)
         self.seen: OrderedDict = OrderedDict()      # key -> runs so far (until recorded)
-        self.arena = None   # (device offset, bytes)
+        self.arena = None   # (device offset, bytes); `base` its host address
         self.counters = dict.fromkeys(("replayed_runs", "recorded_shapes", "host_runs", "evicted_shapes",
                                        "replay_fallbacks"), 0)
 
-    def run(self, ex, inst, feeds, bufs, shapes, host):
+    def run(self, ex, inst, fed: dict, fed_shapes: dict, table):
         """The outputs of one run of executor `ex` on instance `inst` (whose replays these are): replayed,
-        recorded, or host-driven (`host()`), as the key allows."""
-        key = tuple([(shapes[t], bufs[t].dtype.char) if isinstance(bufs[t], np.ndarray) else None for t in feeds])
+        recorded, or host-driven, as the key allows. `fed`, `fed_shapes`: {tensor: flat array / shape} of the
+        feeds (all a replay reads); table(): the run's whole buffer and shape tables, for the others."""
+        key = tuple([(fed_shapes[t], a.dtype.char) if isinstance(a := fed[t], np.ndarray) else None for t in fed])
         c = self.counters
         e = self.entries.get(key)
         if e is not None:
             self.entries.move_to_end(key)
-            out = e.run(inst, bufs, self.arena_base)
+            out = e.run(inst, fed, self.base, self.device.view(*self.arena) if e.pieces and self.arena else None)
             if out is not None:
                 e.replays += 1
                 c["replayed_runs"] += 1
@@ -331,7 +372,8 @@ class Replays:
                 self._drop(key)
                 self._refuse(key, f"the values step {e.steps[e.failed]} reads follow the data, not the shapes")
         elif key not in self.refused and None not in key and self._again(key):
-            out, got = self._roomy(lambda: record(ex, inst, bufs, shapes, feeds))
+            bufs, shapes = table()
+            out, got = self._roomy(lambda: record(ex, inst, bufs, shapes, list(fed)))
             if isinstance(got, Notes):
                 try:
                     got = Entry(ex, got, bufs, shapes)
@@ -353,7 +395,8 @@ class Replays:
             return out
         c["host_runs"] += 1
         ex.last_run = "host"
-        return self._roomy(host)
+        bufs, shapes = table()
+        return self._roomy(lambda: ex._loop(inst, bufs, shapes, None))
 
     def _roomy(self, run):
         """run(); out of device memory while the replay arena holds some, the arena (and every entry) goes
@@ -376,8 +419,13 @@ class Replays:
         return n >= RECORD_AT
 
     @property
-    def arena_base(self) -> int:
-        return self.device.address(self.arena[0]) if self.arena else 0
+    def arena(self):
+        return self._arena
+
+    @arena.setter
+    def arena(self, value) -> None:   # (device offset, bytes) or None; its host address kept for the replays
+        self._arena = value
+        self.base = self.device.address(value[0]) if value else 0
 
     def _refuse(self, key, why: str) -> None:
         self.refused[key] = why

@@ -245,3 +245,23 @@ def test_one_array_fed_as_two_inputs_is_not_recorded_as_one():
         np.testing.assert_array_equal(sess.run(None, {"a": x, "b": x})[0], np.zeros(8, np.float32))
     assert sess.stats()["last_run"] == "host" and "share memory" in " ".join(sess.stats()["replay_refused"].values())
     np.testing.assert_array_equal(sess.run(None, {"a": x, "b": x + 1})[0], -np.ones(8, np.float32))
+
+
+def test_a_replay_binds_aligned_feeds_in_place_and_copies_the_others():
+    """A replay reads only the feeds (no whole buffer table per run): an aligned feed is bound where it is,
+    a misaligned one is copied first (GE's 32-byte rule), as a host-driven run does; both bitwise equal."""
+    on, off = _pair(bert_like(batch=1, vocab=100, max_seq=64))
+    ids = np.random.default_rng(5).integers(0, 100, (1, 11)).astype(np.int64)
+    aligned = aligned_empty(ids.shape, ids.dtype)
+    aligned[:] = ids
+    raw = aligned_empty((ids.size + 1,), ids.dtype)
+    misaligned = raw[1:].reshape(ids.shape)   # 8 bytes past a 64-byte boundary
+    misaligned[:] = ids
+    want = off.run(None, {"input_ids": ids})[0]
+    for _ in range(2):
+        on.run(None, {"input_ids": aligned})
+    before = on.stats()
+    for feed, counter in ((aligned, "zero_copy_inputs"), (misaligned, "copied_inputs")):
+        got = on.run(None, {"input_ids": feed})[0]
+        assert on.stats()["last_run"] == "replayed" and np.array_equal(got, want)
+        assert on.stats()[counter] == before[counter] + 1
