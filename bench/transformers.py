@@ -15,7 +15,8 @@ by-op      where the time goes per op family (ge.byop), fused, unfused and onnxr
            at the largest --seqs (runtime_v1 on a static plan: ge.byop traces one); --stat fastest: each
            node's fastest run instead of its median (a loaded machine's slices hold the waits for a core).
 attention  the attention subgraph alone (12 heads x 64, an additive mask), fused vs unfused vs onnxruntime,
-           at each of --seqs (default 128, 512), runtime_v1.
+           at each of --seqs (default 128, 512), runtime_v1; the fused run's GF/s also as a share of ge's
+           GEMM on packed weights (128x768x768 in cache, the same clock).
 decode     one new token a step on a KV cache in place (Options.kv_cache_max_len, ge.KVCache) at each of
            --pasts ('': none) vs onnxruntime fed the past (its Concats write every present; the bytes moved a
            step are printed): the step shaped by its past replayed and host-driven (runtime_v2; within a
@@ -107,10 +108,29 @@ def by_op_mode(models, seqs, args) -> None:
                   flush=True)
 
 
+def gemm_rate(clock, M: int = 128, K: int = 768, N: int = 768) -> float:
+    """GF/s of ge's GEMM on packed weights (gemm_packed_block, BERT's projection shape, the data in cache):
+    the peak the attention's rate is read against; the best of 9 calls of 5 on `clock`."""
+    from ge.kernels.gemm_packed import gemm_packed_block, pack_b, packed_workspace
+    rng = np.random.default_rng(0)
+    a, bp = rng.standard_normal(M * K).astype(np.float32), pack_b(rng.standard_normal((K, N)).astype(np.float32))
+    c, ws = np.zeros(M * N, np.float32), np.zeros(packed_workspace(M, K, np.float32), np.float32)
+    best = np.inf
+    for _ in range(10):
+        t0 = clock()
+        for _ in range(5):
+            gemm_packed_block(a, bp, N, c, N, K, K, 1, 0, M, 0, N, ws)
+        best = min(best, (clock() - t0) / 5)
+    return 2 * M * N * K / best / 1e9
+
+
 def attention_mode(seqs, args) -> None:
-    """The attention subgraph alone: fused (ge's attention kernel) vs unfused vs onnxruntime."""
+    """The attention subgraph alone: fused (ge's attention kernel) vs unfused vs onnxruntime; the fused run's
+    rate (its inputs' copies included) as a share of ge's GEMM rate."""
+    peak = gemm_rate(CLOCKS[args.clock])
+    print(f"ge's GEMM (gemm_packed_block 128x768x768, best): {peak:.1f} GF/s")
     print(f"{'seq':>5s} {'fused ms':>9s} {'unfused ms':>11s} {'ort ms':>9s} {'fused/ort':>12s} {'unfused/ort':>12s}"
-          f" {'fused GF/s':>10s}")
+          f" {'fused GF/s':>10s} {'of GEMM':>8s}")
     for seq in seqs:
         model, feeds = cases.sdpa_model(seq), cases.sdpa_feeds(seq)
         fused = ge.Session(model, runtime="v1", options=ge.Options(thread_budget=1))
@@ -125,7 +145,7 @@ def attention_mode(seqs, args) -> None:
                       clock=CLOCKS[args.clock])
         gflops = 4 * seq * seq * 64 * 12 / t["fused"][0] / 1e9
         print(f"{seq:5d} {t['fused'][0] * 1e3:9.3f} {t['unfused'][0] * 1e3:11.3f} {t['ort'][0] * 1e3:9.3f} "
-              f"{ratio(t, 'fused'):>12s} {ratio(t, 'unfused'):>12s} {gflops:10.1f}", flush=True)
+              f"{ratio(t, 'fused'):>12s} {ratio(t, 'unfused'):>12s} {gflops:10.1f} {gflops / peak:8.2f}", flush=True)
 
 
 def decode_steps(models, pasts, args) -> None:
