@@ -3,7 +3,7 @@ thread each, side by side in one process:
 
     python bench/transformers.py [exports] [by-op] [attention] [decode] [--models a,b] [--seqs 8,32,128]
         [--columns replayed,host,fixed,unfused] [--pasts 8,32,128,512] [--cycle 24] [--generate MODEL]
-        [--tokens 32] [--rounds 9] [--runs 1] [--clock wall|cpu]
+        [--tokens 32] [--rounds 9] [--runs 1] [--clock wall|cpu] [--stat median|fastest]
 
 exports    each model at batch 1 and each sequence length, ge's columns against onnxruntime (default models
            bert_4x256, bert_6x768, gpt2_4x256): "replayed" as exported (dynamic axes: runtime_v2, the run
@@ -12,9 +12,11 @@ exports    each model at batch 1 and each sequence length, ge's columns against 
            without the transformer fusions (fuse_attention, fuse_skip_layer_norm; the bias / GELU epilogues
            stay). Every column's outputs are checked against onnxruntime's before anything is timed.
 by-op      where the time goes per op family (ge.byop), fused, unfused and onnxruntime, for each BERT model
-           at the largest --seqs (runtime_v1 on a static plan: ge.byop traces one).
+           at the largest --seqs (runtime_v1 on a static plan: ge.byop traces one); --stat fastest: each
+           node's fastest run instead of its median (a loaded machine's slices hold the waits for a core).
 attention  the attention subgraph alone (12 heads x 64, an additive mask), fused vs unfused vs onnxruntime,
-           at each of --seqs (default 128, 512), runtime_v1.
+           at each of --seqs (default 128, 512), runtime_v1; the fused run's GF/s also as a share of ge's
+           GEMM on packed weights (128x768x768 in cache, the same clock).
 decode     one new token a step on a KV cache in place (Options.kv_cache_max_len, ge.KVCache) at each of
            --pasts ('': none) vs onnxruntime fed the past (its Concats write every present; the bytes moved a
            step are printed): the step shaped by its past replayed and host-driven (runtime_v2; within a
@@ -29,8 +31,9 @@ decode     one new token a step on a KV cache in place (Options.kv_cache_max_len
 ge: Options(thread_budget=1). onnxruntime: intra_op_num_threads=1, its pool not spinning
 (ge.bench.onnxruntime_session), all its graph optimizations, an untimed 5 ms pause before each of its timed
 calls. Contenders alternate in a new order each round (bench/timing.py); a call is --runs runs; medians (ms a
-run) and their ratio to onnxruntime, the ratio of the fastest calls in brackets. Prints date, CPU, commit and
-the load average before and after (the machine may be shared).
+run) and their ratio to onnxruntime, the ratio of the fastest calls in brackets; --clock cpu times the
+process's CPU seconds instead of wall time. Prints date, CPU, commit and the load average before and after
+(the machine may be shared).
 """
 from __future__ import annotations
 
@@ -97,17 +100,37 @@ def by_op_mode(models, seqs, args) -> None:
     """Per op family, fused and unfused ge vs onnxruntime's own node profile, at the largest sequence."""
     for name in models:
         model, feeds = exports.load(name), cases.feeds(name, seqs[-1])
-        want = ort_profile(model, feeds, threads=1, runs=args.rounds)
+        want = ort_profile(model, feeds, threads=1, runs=args.rounds, stat=args.stat)
         for label, disabled in (("fused", ()), ("unfused", cases.TRANSFORMER_FUSIONS)):
             sess = cases.static_session(model, feeds, disabled)
             print(f"\n{name} seq {seqs[-1]}, ge {label} vs onnxruntime, per op family (ms per run):")
-            print(format_families(compare(ge_profile(sess, feeds, runs=args.rounds), want)), flush=True)
+            print(format_families(compare(ge_profile(sess, feeds, runs=args.rounds, stat=args.stat), want)),
+                  flush=True)
+
+
+def gemm_rate(clock, M: int = 128, K: int = 768, N: int = 768) -> float:
+    """GF/s of ge's GEMM on packed weights (gemm_packed_block, BERT's projection shape, the data in cache):
+    the peak the attention's rate is read against; the best of 9 calls of 5 on `clock`."""
+    from ge.kernels.gemm_packed import gemm_packed_block, pack_b, packed_workspace
+    rng = np.random.default_rng(0)
+    a, bp = rng.standard_normal(M * K).astype(np.float32), pack_b(rng.standard_normal((K, N)).astype(np.float32))
+    c, ws = np.zeros(M * N, np.float32), np.zeros(packed_workspace(M, K, np.float32), np.float32)
+    best = np.inf
+    for _ in range(10):
+        t0 = clock()
+        for _ in range(5):
+            gemm_packed_block(a, bp, N, c, N, K, K, 1, 0, M, 0, N, ws)
+        best = min(best, (clock() - t0) / 5)
+    return 2 * M * N * K / best / 1e9
 
 
 def attention_mode(seqs, args) -> None:
-    """The attention subgraph alone: fused (ge's attention kernel) vs unfused vs onnxruntime."""
+    """The attention subgraph alone: fused (ge's attention kernel) vs unfused vs onnxruntime; the fused run's
+    rate (its inputs' copies included) as a share of ge's GEMM rate."""
+    peak = gemm_rate(CLOCKS[args.clock])
+    print(f"ge's GEMM (gemm_packed_block 128x768x768, best): {peak:.1f} GF/s")
     print(f"{'seq':>5s} {'fused ms':>9s} {'unfused ms':>11s} {'ort ms':>9s} {'fused/ort':>12s} {'unfused/ort':>12s}"
-          f" {'fused GF/s':>10s}")
+          f" {'fused GF/s':>10s} {'of GEMM':>8s}")
     for seq in seqs:
         model, feeds = cases.sdpa_model(seq), cases.sdpa_feeds(seq)
         fused = ge.Session(model, runtime="v1", options=ge.Options(thread_budget=1))
@@ -118,10 +141,11 @@ def attention_mode(seqs, args) -> None:
         for s in (fused, plain):
             np.testing.assert_allclose(s.run(None, feeds)[0], want, rtol=1e-4, atol=1e-5)
         t = alternate({"fused": lambda: fused.run(None, feeds), "unfused": lambda: plain.run(None, feeds),
-                       "ort": lambda: ort.run(None, feeds)}, args.rounds, args.runs, pause=ORT)
+                       "ort": lambda: ort.run(None, feeds)}, args.rounds, args.runs, pause=ORT,
+                      clock=CLOCKS[args.clock])
         gflops = 4 * seq * seq * 64 * 12 / t["fused"][0] / 1e9
         print(f"{seq:5d} {t['fused'][0] * 1e3:9.3f} {t['unfused'][0] * 1e3:11.3f} {t['ort'][0] * 1e3:9.3f} "
-              f"{ratio(t, 'fused'):>12s} {ratio(t, 'unfused'):>12s} {gflops:10.1f}", flush=True)
+              f"{ratio(t, 'fused'):>12s} {ratio(t, 'unfused'):>12s} {gflops:10.1f} {gflops / peak:8.2f}", flush=True)
 
 
 def decode_steps(models, pasts, args) -> None:
@@ -216,7 +240,9 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--clock", choices=list(CLOCKS), default="wall",
-                    help="wall time, or the process's CPU time (a shared machine: not the waits for a core)")
+                    help="wall time, or the process's CPU time (a shared machine: not the waits for a core); "
+                         "exports, attention, decode")
+    ap.add_argument("--stat", choices=["median", "fastest"], default="median", help="by-op: each node's time")
     args = ap.parse_args(argv)
     bad = [m for m in args.modes if m not in DEFAULT_MODELS]
     if bad:

@@ -98,6 +98,14 @@ def test_op_families():
     assert family("ReorderInput", [(1, 32, 56, 56)]) == "Reorder (NCHWc)"
 
 
+def test_per_family_takes_each_nodes_median_or_fastest_run():
+    from ge.byop import _per_family
+    runs = {"a": [3e-3, 1e-3, 2e-3], "b": [5e-3, 4e-3, 9e-3]}
+    fams = {"a": "MatMul / Gemm", "b": "MatMul / Gemm"}
+    assert _per_family(runs, fams) == {"MatMul / Gemm": (pytest.approx(7.0), 2)}
+    assert _per_family(runs, fams, "fastest") == {"MatMul / Gemm": (pytest.approx(5.0), 2)}
+
+
 # -- the flags atc / trtexec / tvmc users reach for (issue #16) --------------------------------------------
 
 def _symbolic(tmp_path):

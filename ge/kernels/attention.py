@@ -306,6 +306,24 @@ def _softmax_rows(s, rows, L, i0, mask, mo, ms, has_mask, causal, offset, guard,
 
 
 @njit(nogil=True, cache=True)
+def _transpose_k(k, kb, ks2, kt, Skv, dh):
+    """kt [dh, Skv] = K^T of the Skv rows of dh at k[kb + j*ks2:]. Row by row of K, unless kt's rows are
+    2 KiB or more apart: then each column's stores fall into a few L1 sets, and kt's rows are filled one
+    after the other instead (seq 512, 64 x 512: 63 -> 21 us; 1024: 250 -> 68; 128: 4.9 us row by row, 7.7
+    so; CPU time, one core)."""
+    if Skv * kt.itemsize >= 2048:
+        for d in range(dh):
+            o = d * Skv
+            for j in range(Skv):
+                kt[o + j] = k[kb + j * ks2 + d]
+    else:
+        for j in range(Skv):
+            ko = kb + j * ks2
+            for d in range(dh):
+                kt[d * Skv + j] = k[ko + d]
+
+
+@njit(nogil=True, cache=True)
 def attention_blocks(q, k, v, mask, y, ws, dims, qs, ks, vs, ys, ms, flags, scale, block_idx, block_dim):
     """dims: B, Hq, Hkv, Sq, Skv, dh, dv, causal offset, per-block workspace; q/k/v/ys: (batch, head, seq)
     strides (head dim contiguous); ms: the mask's 4 broadcast strides; flags: has_mask, causal, nan_guard.
@@ -327,11 +345,7 @@ def attention_blocks(q, k, v, mask, y, ws, dims, qs, ks, vs, ys, ms, flags, scal
         hk = h // group
         if b * Hkv + hk != last:
             last = b * Hkv + hk
-            kb = b * ks[0] + hk * ks[1]
-            for j in range(Skv):
-                ko = kb + j * ks[2]
-                for d in range(dh):
-                    kt[d * Skv + j] = k[ko + d]
+            _transpose_k(k, b * ks[0] + hk * ks[1], ks[2], kt, Skv, dh)
         i0 = qb * QB
         rows = min(QB, Sq - i0)
         qo = b * qs[0] + h * qs[1] + i0 * qs[2]

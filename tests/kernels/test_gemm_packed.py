@@ -67,6 +67,23 @@ def test_matmul_on_packed_weights(sa, act):
     assert np.array_equal(run_ge(plain, pfeeds)[0], got)
 
 
+@pytest.mark.parametrize("act", [None, "Gelu"])
+def test_bias_and_activation_in_column_slices_keep_the_bits(act):
+    """Wider than matmul.EPILOGUE_COLS: the packed MatMul runs its columns in slices, each finished by the
+    epilogue; the bits of the unpacked kernel (one GEMM, then the epilogue) for 1, 2 and 3 cores."""
+    from ge.kernels.matmul import EPILOGUE_COLS
+    M, K, N = 11, 16, 2 * EPILOGUE_COLS + 40
+    x, w, bias = (rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32),
+                  rng.standard_normal(N).astype(np.float32))
+    attrs = {"activation": act} if act else {}
+    plain, pfeeds = make_model("FusedMatMul", [x, w, bias], attrs, domain="ge", const_inputs=(1, 2))
+    want = run_ge(plain, pfeeds)[0]
+    model, feeds = make_model("FusedMatMul", [x, pack_b(w), bias], {**attrs, "weight_shape": [K, N]}, domain="ge",
+                              const_inputs=(1, 2))
+    for cores in (1, 2, 3):
+        assert np.array_equal(run_ge(model, feeds, cores=cores)[0], want), cores
+
+
 def test_packed_weights_of_another_shape_are_refused():
     from ge.errors import ShapeError
     x, w = rng.standard_normal((3, 8)).astype(np.float32), rng.standard_normal((8, 40)).astype(np.float32)

@@ -122,6 +122,19 @@ def test_bitwise_equal_for_every_core_count():
     assert np.array_equal(outs[0], outs[1])
 
 
+@pytest.mark.parametrize("keys", [7, 512])
+def test_k_transposed_either_way_is_k_transposed(keys):
+    """attention_blocks' K^T copy: row by row of K, or kt's rows one after the other when they are 2 KiB or
+    more apart (512 float32 keys)."""
+    from ge.kernels.attention import _transpose_k
+    dh, stride, base = 8, 24, 5
+    k = randn(base + keys * stride)
+    kt = np.zeros(dh * keys, np.float32)
+    _transpose_k(k, base, stride, kt, keys, dh)
+    want = np.stack([k[base + j * stride:base + j * stride + dh] for j in range(keys)]).T
+    assert np.array_equal(kt.reshape(dh, keys), want)
+
+
 # runtime_v1 needs a static plan: GPT-2's export does not fold to one at fixed input shapes yet (its
 # Conv1D Reshapes read shapes computed at run time, with or without these passes)
 @pytest.mark.parametrize("name, runtime", [("bert_tiny", "v1"), ("bert_tiny_eager", "v1"), ("bert_tiny", "v2"),
