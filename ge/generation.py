@@ -191,11 +191,8 @@ def _session(model, batch: int, n: int, rows: int, runtime: str, options, one_to
     if static_steps is False and not one_token_steps:
         return Session(model, runtime, opts), None
     try:
-        ids = _token_input(model)
-        static = opts.replace(kv_cache_static=True, input_shape=f"{ids}:{batch},1")
-        if n > 1 and not one_token_steps and runtime in ("auto", "v1"):   # the prompt's plan a dims gear
-            static = static.replace(input_shape=f"{ids}:{batch},-1", dynamic_dims=f"1;{n}")
-        return Session(model, runtime, static), None
+        prefill = n if not one_token_steps and runtime in ("auto", "v1") else 1   # v2 runs no gears
+        return Session(model, runtime, static_options(model, batch, prefill, rows, opts)), None
     except (GEError, InputError) as e:
         if static_steps or one_token_steps:
             raise
@@ -203,6 +200,18 @@ def _session(model, batch: int, n: int, rows: int, runtime: str, options, one_to
         log.warning("generate: no static step plan for this export (%s); its steps run shaped by their past on "
                     "runtime_v2", reason)
         return Session(model, runtime, opts), reason
+
+
+def static_options(model, batch: int, prefill: int, rows: int, options=None):
+    """The Options ge.generate compiles a model's static steps with: kv_cache_static with a cache of `rows`,
+    the one-token step and (prefill > 1) a prefill plan of `prefill` tokens as dims gears over the token
+    input's length (one weight image, one feature map: runtime_v1/gears.py)."""
+    from .options import as_options
+    ids = _token_input(model)
+    opts = as_options(options).replace(kv_cache_max_len=rows, kv_cache_static=True)
+    if prefill > 1:
+        return opts.replace(input_shape=f"{ids}:{batch},-1", dynamic_dims=f"1;{prefill}")
+    return opts.replace(input_shape=f"{ids}:{batch},1")
 
 
 def step_sizes(sess, batch: int) -> set | None:

@@ -60,6 +60,8 @@ def test_steps_match_onnxruntime_with_the_past_in_place(sess, ref):
     plan = sess.plan
     assert [plan.tensors[i].name for i in plan.outputs] == ["logits"]   # the presents live in the cache
     assert sum(n.op_type == "CachedAttention" for n in plan.nodes) == LAYERS
+    # the projections: one-row GEMVs over packed weights (gemm_to_matmul, gemv.gemv_packed)
+    assert not any(n.op_type in ("Gemm", "FusedGemm") for n in plan.nodes)
     assert not any(n.op_type == "Concat" and any(plan.tensors[i].name.startswith("past_key_values")
                                                  for i in n.inputs) for n in plan.nodes)
     cache = ge.KVCache(sess, batch=2)
