@@ -188,7 +188,10 @@ def test_a_static_step_serves_every_past_on_runtime_v1(static, sess, ref):
     for total in range(1, 9):   # past 0 -> 7: one plan
         mask = np.ones((1, total), np.int64)
         r = ref.run(None, {"input_ids": ids, "attention_mask": mask, **past})
+        before = {k: a.copy() for k, a in cache.arrays.items()}
         (logits,) = static.run(None, {"input_ids": ids, "attention_mask": mask}, kv_cache=cache)
+        for k, a in cache.arrays.items():   # memory moved a step: the new token's row of each cache, no other
+            assert set(np.nonzero((a != before[k]).any(axis=(0, 1, 3)))[0]) <= {total - 1}, k
         (want,) = sess.run(None, {"input_ids": ids, "attention_mask": mask}, kv_cache=plain)
         np.testing.assert_array_equal(logits, want)   # the same bits as the step shaped by its past
         np.testing.assert_allclose(logits, r[0], rtol=1e-5, atol=1e-5)
