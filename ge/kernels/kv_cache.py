@@ -138,35 +138,39 @@ def cached_attention_rows(q, kc, vc, mask, kn, vn, y, ws, dims, qs, ks, vs, ys, 
                     y[yo + d] += p * vc[vo + d]
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _at_past(past, dims, wdims):
+    """(fits, dims, wdims) of a step whose past length is the value past[0]: past + new key rows, the causal
+    offset and the first new row at past. A past outside the cache does not fit: the kernel then writes
+    nothing (Session.run refuses it before, naming the input)."""
+    P, S, M = past[0], wdims[1], wdims[2]
+    d, w = dims.copy(), wdims.copy()
+    d[4], d[7], w[0] = P + S, P, P
+    return 0 <= P and P + S <= M, d, w
+
+
 @njit(nogil=True, cache=True)
 def cached_attention_rows_at(q, kc, vc, mask, kn, vn, past, y, ws, dims, qs, ks, vs, ys, ms, flags, scale, wdims,
                              block_idx, block_dim):
     """Options.kv_cache_static: cached_attention_rows with the past length read from `past` (int64 [1], a
     value): the new rows go to [past, past + new) and the step attends over the first past + new rows
-    (causal frontier at past), whatever the plan's shapes (max_len rows, the mask padded to them). A past
-    outside the cache writes nothing (Session.run refuses it before, naming the input)."""
-    P, S, M = past[0], wdims[1], wdims[2]
-    if P < 0 or P + S > M:
-        return
-    d, w = dims.copy(), wdims.copy()
-    d[4], d[7], w[0] = P + S, P, P
-    cached_attention_rows(q, kc, vc, mask, kn, vn, y, ws, d, qs, ks, vs, ys, ms, flags, scale, w, block_idx,
-                          block_dim)
+    (causal frontier at past), whatever the plan's shapes (max_len rows, the mask padded to them)."""
+    fits, d, w = _at_past(past, dims, wdims)
+    if fits:
+        cached_attention_rows(q, kc, vc, mask, kn, vn, y, ws, d, qs, ks, vs, ys, ms, flags, scale, w, block_idx,
+                              block_dim)
 
 
 @njit(nogil=True, cache=True)
 def cached_attention_blocks_at(q, kc, vc, mask, kn, vn, past, y, ws, dims, qs, ks, vs, ys, ms, flags, scale, wdims,
                                block_idx, block_dim):
     """Options.kv_cache_static with more than ROWS new rows (a prefill plan): cached_attention_blocks over the
-    first past + new rows, the past length read from `past` as cached_attention_rows_at reads it (the
-    workspace is laid out for max_len rows, which holds the tiles of fewer)."""
-    P, S, M = past[0], wdims[1], wdims[2]
-    if P < 0 or P + S > M:
-        return
-    d, w = dims.copy(), wdims.copy()
-    d[4], d[7], w[0] = P + S, P, P
-    cached_attention_blocks(q, kc, vc, mask, kn, vn, y, ws, d, qs, ks, vs, ys, ms, flags, scale, w, block_idx,
-                            block_dim)
+    first past + new rows, the past length read as cached_attention_rows_at reads it (the workspace is laid
+    out for max_len rows, which holds the tiles of fewer)."""
+    fits, d, w = _at_past(past, dims, wdims)
+    if fits:
+        cached_attention_blocks(q, kc, vc, mask, kn, vn, y, ws, d, qs, ks, vs, ys, ms, flags, scale, w, block_idx,
+                                block_dim)
 
 
 ROWS = 4   # query rows up to which a step takes cached_attention_rows (decode: 1)
