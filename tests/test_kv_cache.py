@@ -271,3 +271,13 @@ def test_generate_falls_back_to_steps_shaped_by_the_past_saying_why(model, ref, 
     with pytest.raises(GEError, match="kv_cache_static"):   # static_steps=True: no fallback
         ge.generate(model, [[5, 17, 3]], 4, options=unpadded, static_steps=True)
     assert not ge.generate(model, [[5, 17, 3]], 2, static_steps=False).static
+
+
+def test_the_cli_says_why_the_steps_are_not_static(capsys, monkeypatch):
+    from ge.cli import main
+
+    def refuse(graph, max_len):
+        raise GEError("kv_cache_static: a size ge cannot pad")
+    monkeypatch.setattr(ge.kv_cache, "static_shapes", refuse)
+    assert main(["generate", NAME, "--prompt", "5,17,3", "--max-new-tokens", "2"]) == 0
+    assert "no static step plan for this export: kv_cache_static: a size ge cannot pad" in capsys.readouterr().out
