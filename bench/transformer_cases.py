@@ -91,7 +91,7 @@ def kv_step(name: str, model, sessions: dict, ort, past: int):
     step on onnxruntime fed the past: checked equal, then {label: fn, "ort": fn} repeating that step (the
     cache's length set back each call: the same step again) and the past bytes each writes a step
     (onnxruntime's Concat every present, ge the new rows only; ge copies no cache: its copied_inputs grows by
-    ids and mask only)."""
+    ids and mask only; the rows the step writes are read back from the caches: the new token's only)."""
     layers, heads, head = step_sizes(model)
     fed = exports.gpt2_step_feeds(layers, heads, head, past, vocab=vocab(name))
     step = {"input_ids": fed["input_ids"], "attention_mask": fed["attention_mask"]}
@@ -110,6 +110,14 @@ def kv_step(name: str, model, sessions: dict, ort, past: int):
             cache.length = past
             sess.run(None, step, kv_cache=cache)
         ge_step()
+        before = {k: a.copy() for k, a in cache.arrays.items()}
+        for k, a in before.items():
+            a[:, :, past] += 1   # the step's row made stale, so rewriting it shows
+        for k, a in before.items():
+            cache.arrays[k][...] = a
+        ge_step()
+        written = {int(r) for k, a in cache.arrays.items() for r in np.nonzero((a != before[k]).any(axis=(0, 1, 3)))[0]}
+        assert written == {past}, f"{label} wrote cache rows {sorted(written)}, not only the new token's ({past})"
         assert sess.stats().get("copied_inputs", 0) - copied <= 2 * 2, f"{label} copied a cache"
         fns[label] = ge_step
     moved = {"ge": 2 * layers * heads * head * 4, "ort": 2 * layers * heads * (past + 1) * head * 4}

@@ -25,8 +25,9 @@ decode     one new token a step on a KV cache in place (Options.kv_cache_max_len
            gpt2_12x768_step; --cycle N: N steps of a generation
            (past 8 -> 8 + N - 1, a new shape each step) run generation after generation, replayed with the
            default capture_limit 8 and with 32, host-driven, and onnxruntime (the first model; 0: none);
-           --generate: ge.generate's tokens a second (a session shaped by the past; a kv_cache_static one) vs
-           onnxruntime's loop (the same greedy tokens; '': none).
+           --generate: ge.generate's tokens a second as it compiles a model (static steps and a prefill gear
+           on runtime_v1) and with steps shaped by their past, vs onnxruntime's loop (the same greedy tokens;
+           '': none).
 
 ge: Options(thread_budget=1). onnxruntime: intra_op_num_threads=1, its pool not spinning
 (ge.bench.onnxruntime_session), all its graph optimizations, an untimed 5 ms pause before each of its timed
@@ -48,6 +49,7 @@ import ge
 from ge import exports
 from ge.bench import onnxruntime_session
 from ge.byop import compare, format_families, ge_profile, ort_profile
+from ge.generation import static_options
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import transformer_cases as cases  # noqa: E402
@@ -199,31 +201,31 @@ def decode_cycle(name: str, steps: int, args, past: int = 8) -> None:
 
 
 def generate(name: str, args) -> None:
-    """ge.generate (the prompt in one step, then steps shaped by their past on runtime_v2; and one static step
-    plan, Options.kv_cache_static, on runtime_v1, the prompt in one step through the first session or a token
-    a step through the static plan) vs onnxruntime's greedy loop."""
+    """ge.generate as it compiles a model by default (static steps: the one-token step and a prefill plan of
+    the prompt's length, dims gears on runtime_v1, ge.generation.static_options) and with steps shaped by
+    their past (runtime_v2, static_steps=False) vs onnxruntime's greedy loop over the same export."""
     model = exports.load(name)
     rows = args.prompt + args.tokens
-    sess = ge.Session(model, options=ge.Options(thread_budget=1, kv_cache_max_len=rows))
-    static = ge.Session(model, options=ge.Options(thread_budget=1, kv_cache_max_len=rows, kv_cache_static=True))
-    one = {"prompt_session": sess}   # static: the prompt in one step through `sess`, into the static cache
+    one = ge.Options(thread_budget=1)
+    static = ge.Session(model, options=static_options(model, 1, args.prompt, rows, one))
+    shaped = ge.Session(model, options=one.replace(kv_cache_max_len=rows))
     ort = onnxruntime_session(model, threads=1)
     ids = np.random.default_rng(0).integers(0, cases.vocab(name), (1, args.prompt))
     want = cases.ort_generate(ort, model, ids, args.tokens)
-    for s, kw in ((sess, {}), (static, one), (static, {})):
-        assert ge.generate(s, ids, args.tokens, **kw).new_tokens[0] == want, "ge.generate's tokens differ"
-    t = alternate({"ge": lambda: ge.generate(sess, ids, args.tokens),
-                   "static": lambda: ge.generate(static, ids, args.tokens, **one),
-                   "static one-token prompt": lambda: ge.generate(static, ids, args.tokens),
-                   "ort": lambda: cases.ort_generate(ort, model, ids, args.tokens)}, 3, 1, pause=ORT, warmup=0,
-                  clock=CLOCKS[args.clock])
-    rate = {k: args.tokens / v[1] for k, v in t.items()}
-    print(f"generate {name}, prompt {args.prompt}, {args.tokens} new tokens (greedy, same tokens; best of 3): "
-          f"ge.generate {rate['ge']:.1f} tokens/s ({rate['ge'] / rate['ort']:.2f}x), static step "
-          f"({static.runtime}) {rate['static']:.1f} ({rate['static'] / rate['ort']:.2f}x), static with the prompt a "
-          f"token a step {rate['static one-token prompt']:.1f} ({rate['static one-token prompt'] / rate['ort']:.2f}x), "
-          "onnxruntime loop "
-          f"{rate['ort']:.1f}", flush=True)
+    for s in (static, shaped):
+        got = ge.generate(s, ids, args.tokens)
+        assert got.new_tokens[0] == want and got.prompt_steps == 1, "ge.generate's tokens differ"
+    t = alternate({"static": lambda: ge.generate(static, ids, args.tokens),
+                   "shaped": lambda: ge.generate(shaped, ids, args.tokens),
+                   "ort": lambda: cases.ort_generate(ort, model, ids, args.tokens)}, args.generate_rounds, 1,
+                  pause=ORT, warmup=0, clock=CLOCKS[args.clock])
+    rate = {k: args.tokens / v[0] for k, v in t.items()}
+    best = {k: args.tokens / v[1] for k, v in t.items()}
+    print(f"generate {name}, prompt {args.prompt}, {args.tokens} new tokens (greedy, the same tokens; median of "
+          f"{args.generate_rounds}, best in brackets): ge.generate ({static.runtime}, static steps + prefill gear) "
+          f"{rate['static']:.1f} tokens/s ({rate['static'] / rate['ort']:.2f}x, {best['static'] / best['ort']:.2f}x), "
+          f"steps shaped by their past ({shaped.runtime}) {rate['shaped']:.1f} ({rate['shaped'] / rate['ort']:.2f}x), "
+          f"onnxruntime loop {rate['ort']:.1f} ({best['ort']:.1f})", flush=True)
 
 
 def main(argv=None) -> None:
@@ -237,6 +239,7 @@ def main(argv=None) -> None:
     ap.add_argument("--generate", default="gpt2_12x768_step", help="decode: the model ge.generate runs ('': none)")
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--prompt", type=int, default=8)
+    ap.add_argument("--generate-rounds", type=int, default=5, help="decode: rounds of ge.generate vs onnxruntime")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--clock", choices=list(CLOCKS), default="wall",

@@ -144,8 +144,10 @@ class Session:
                               f"`ge compile --{what.replace('_', '-')}` / GearPlans.save")
             auto, runtime = runtime == "auto", self._pick_geared_runtime(runtime)
             if runtime == "v1":   # auto: dims gears keep a dynamic plan for runtime_v2 (ge/gear_fallback.py)
+                # (kv_cache_static: every step a gear, prefill plans beside the one-token step; no fallback)
                 self._init_geared(model if isinstance(model, GearPlans) else compile_gears(
-                    model, self.options, inputs=inputs, outputs=outputs, fallback=auto), auto)
+                    model, self.options, inputs=inputs, outputs=outputs,
+                    fallback=auto and not self.options.kv_cache_static), auto)
                 return
             if isinstance(model, GearPlans):
                 if model.fallback is None and model.dims:
@@ -202,6 +204,7 @@ class Session:
             self._executor = GearsOrV2(self._executor, gp, lambda: _load("v2", gp.fallback))
             self._reason += ", other shapes on runtime_v2"
         self._describe(list(gp.inputs), list(gp.outputs))
+        self._kv = kv_layout(self.plan)
 
     def _describe(self, inputs, outputs) -> None:
         self._inputs, self._outputs = inputs, outputs

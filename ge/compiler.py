@@ -204,7 +204,9 @@ def dims_gear_plans(plans: dict, holes, declared, fallback: Plan | None = None) 
     leaves unnamed is named after the output)."""
     plans = share_weights(plans)   # one weight image for all gears (runtime_v1/gears.py)
     top = plans[max(plans)]
-    ins = tuple(dataclasses.replace(top.tensors[i], shape=tuple(s)) for i, s in zip(top.inputs, declared[0]))
+    # (an input the compile added, kv_cache_static's past length, keeps the plan's shape)
+    ins = tuple(dataclasses.replace(top.tensors[i], shape=tuple(declared[0][k])) if k < len(declared[0])
+                else top.tensors[i] for k, i in enumerate(top.inputs))
     outs = []
     for k, o in enumerate(top.outputs):
         per_gear = [p.tensors[p.outputs[k]].shape for p in plans.values()]

@@ -71,11 +71,14 @@ def _lengths(graph, pairs):
 
 
 def static_shapes(graph, max_len: int) -> list:
-    """Options.input_shape entries for kv_cache_static: the new tokens [batch, 1], the mask [batch, max_len]
-    (batch: the one given, else 1)."""
+    """Options.input_shape entries for kv_cache_static: the new tokens [batch, new], the mask [batch, max_len]
+    (batch and new: the ones input_shape gave, else 1; a prefill plan takes new > 1, e.g. as a dims gear)."""
     mask, ids = _lengths(graph, _pairs(graph))
-    batch = ids.shape[0] if isinstance(ids.shape[0], int) else 1
-    return [(ids.name, (batch, 1)), (mask.name, (batch, max_len))]
+    batch, new = (d if isinstance(d, int) else 1 for d in ids.shape)
+    if new > max_len:
+        raise GEError(f"kv_cache_static: input '{ids.name}' brings {new} tokens a step; the cache has "
+                      f"{max_len} rows (kv_cache_max_len)")
+    return [(ids.name, (batch, new)), (mask.name, (batch, max_len))]
 
 
 def in_place(graph, max_len: int, static: bool = False):
@@ -237,7 +240,9 @@ def _check_static(lay: dict, feeds: dict) -> int:
     if mask.ndim != 2 or mask.shape[1] != m:
         raise InputError(f"input '{lay['mask']}' {list(mask.shape)}: a kv_cache_static step takes the mask padded "
                          f"to the cache's {m} columns (0 beyond past + new)")
-    if past.size != 1 or past.dtype.kind not in "iu" or not 0 <= int(past.reshape(-1)[0]) < m:
-        raise InputError(f"input '{name}' {past.reshape(-1)[:4].tolist()}: one integer in 0..{m - 1} (the "
-                         f"tokens the cache holds; a past of {m} or more does not fit kv_cache_max_len {m})")
-    return int(ids.shape[1]) if ids.ndim == 2 else 1
+    new = int(ids.shape[1]) if ids.ndim == 2 else 1
+    if past.size != 1 or past.dtype.kind not in "iu" or not 0 <= int(past.reshape(-1)[0]) <= m - new:
+        raise InputError(f"input '{name}' {past.reshape(-1)[:4].tolist()}: one integer in 0..{m - new} (the "
+                         f"tokens the cache holds; with {new} new a past of more than {m - new} does not fit "
+                         f"kv_cache_max_len {m})")
+    return new

@@ -9,7 +9,7 @@ import pytest
 import ge
 from ge import exports
 from ge.errors import GEError, InputError
-from ge.generation import pad_prompts, pick
+from ge.generation import pad_prompts, pick, prompt_chunks, step_sizes
 from ge.plan import aligned_empty
 
 NAME, LAYERS, HEADS, HEAD, VOCAB = "gpt2_tiny_step", 2, 4, 16, 100
@@ -60,6 +60,8 @@ def test_steps_match_onnxruntime_with_the_past_in_place(sess, ref):
     plan = sess.plan
     assert [plan.tensors[i].name for i in plan.outputs] == ["logits"]   # the presents live in the cache
     assert sum(n.op_type == "CachedAttention" for n in plan.nodes) == LAYERS
+    # the projections: one-row GEMVs over packed weights (gemm_to_matmul, gemv.gemv_packed)
+    assert not any(n.op_type in ("Gemm", "FusedGemm") for n in plan.nodes)
     assert not any(n.op_type == "Concat" and any(plan.tensors[i].name.startswith("past_key_values")
                                                  for i in n.inputs) for n in plan.nodes)
     cache = ge.KVCache(sess, batch=2)
@@ -126,8 +128,9 @@ def test_the_cli_prints_tokens_and_their_rate(capsys, sess):
     want = ge.generate(sess, [[5, 17, 3], [40, 2, 99, 7, 61]], 3).new_tokens
     assert f"sequence 0: 5 17 3 | {' '.join(map(str, want[0]))}" in text
     assert "tokens/s" in text
-    assert main(["generate", NAME, "--prompt", "5,17,3;40,2,99,7,61", "--max-new-tokens", "3", "--static-steps"]) == 0
-    assert f"sequence 0: 5 17 3 | {' '.join(map(str, want[0]))}" in capsys.readouterr().out
+    for flag in ("--static-steps", "--dynamic-steps"):
+        assert main(["generate", NAME, "--prompt", "5,17,3;40,2,99,7,61", "--max-new-tokens", "3", flag]) == 0
+        assert f"sequence 0: 5 17 3 | {' '.join(map(str, want[0]))}" in capsys.readouterr().out
 
 
 def test_bad_input_names_what_is_at_fault(sess, model):
@@ -185,7 +188,10 @@ def test_a_static_step_serves_every_past_on_runtime_v1(static, sess, ref):
     for total in range(1, 9):   # past 0 -> 7: one plan
         mask = np.ones((1, total), np.int64)
         r = ref.run(None, {"input_ids": ids, "attention_mask": mask, **past})
+        before = {k: a.copy() for k, a in cache.arrays.items()}
         (logits,) = static.run(None, {"input_ids": ids, "attention_mask": mask}, kv_cache=cache)
+        for k, a in cache.arrays.items():   # memory moved a step: the new token's row of each cache, no other
+            assert set(np.nonzero((a != before[k]).any(axis=(0, 1, 3)))[0]) <= {total - 1}, k
         (want,) = sess.run(None, {"input_ids": ids, "attention_mask": mask}, kv_cache=plain)
         np.testing.assert_array_equal(logits, want)   # the same bits as the step shaped by its past
         np.testing.assert_allclose(logits, r[0], rtol=1e-5, atol=1e-5)
@@ -228,10 +234,50 @@ def test_a_static_step_refuses_feeds_that_do_not_fit(static):
 
 
 def test_generate_static_steps_equals_the_onnxruntime_loop(model, ref, static, sess):
-    prompts = [[5, 17, 3], [40, 2, 99, 7, 61]]   # the prompt in one step, then one static plan on runtime_v1
-    out = ge.generate(model, prompts, 5, static_steps=True)
+    prompts = [[5, 17, 3], [40, 2, 99, 7, 61]]   # the default: the prompt through a prefill gear, then the step
+    out = ge.generate(model, prompts, 5)
+    assert out.static and out.fallback is None and out.prompt_steps == 1
     assert out.new_tokens == _ort_loop(ref, prompts, 5)
     one = [[9, 4, 12, 33]]   # a kv_cache_static session given, its prompt session beside it
     assert ge.generate(static, one, 6, prompt_session=sess).new_tokens == _ort_loop(ref, one, 6)
     with pytest.raises(InputError, match="prompt_session"):
         ge.generate(static, one, 2, prompt_session=static)
+
+
+def test_a_prefill_gear_gives_the_bits_of_the_step_shaped_by_its_past(model, sess):   # on 1 core vs the default
+    geared = ge.Session(model, options=ge.Options(kv_cache_max_len=MAX, kv_cache_static=True, aicore_num=1,
+                                                  input_shape="input_ids:1,-1", dynamic_dims="1;2;5"))
+    assert geared.runtime == "v1" and step_sizes(geared, 1) == {1, 2, 5}
+    a, b = ge.KVCache(geared, batch=1), ge.KVCache(sess, batch=1)
+    ids = np.array([[4, 8, 15, 16, 23, 42, 7]])
+    for lo, hi in ((0, 5), (5, 7), (7, 8)):   # a prompt of 5 (blocks), then 2 (rows), then one token
+        feeds = {"input_ids": ids[:, lo:hi] if hi <= 7 else np.array([[9]]), "attention_mask": np.ones((1, hi),
+                                                                                                       np.int64)}
+        np.testing.assert_array_equal(geared.run(None, feeds, kv_cache=a)[0], sess.run(None, feeds, kv_cache=b)[0])
+    assert a.length == 8
+    with pytest.raises(InputError, match="match no gear"):
+        geared.run(None, {"input_ids": ids[:, :3], "attention_mask": np.ones((1, 11), np.int64)}, kv_cache=a)
+    assert prompt_chunks(13, {1, 4, 8}) == [8, 4, 1] and prompt_chunks(4, None) == [4]
+    with pytest.raises(InputError, match="cannot be cut"):
+        prompt_chunks(3, {2})
+
+
+def test_generate_falls_back_to_steps_shaped_by_the_past_saying_why(model, ref, caplog):
+    unpadded = ge.Options(disabled_passes=("kv_cache_pad",))   # the static plan then keeps sizes of the past
+    with caplog.at_level("WARNING", logger="ge"):
+        out = ge.generate(model, [[5, 17, 3]], 4, options=unpadded)
+    assert not out.static and "kv_cache_static" in out.fallback and "no static step plan" in caplog.text
+    assert out.new_tokens == _ort_loop(ref, [[5, 17, 3]], 4)
+    with pytest.raises(GEError, match="kv_cache_static"):   # static_steps=True: no fallback
+        ge.generate(model, [[5, 17, 3]], 4, options=unpadded, static_steps=True)
+    assert not ge.generate(model, [[5, 17, 3]], 2, static_steps=False).static
+
+
+def test_the_cli_says_why_the_steps_are_not_static(capsys, monkeypatch):
+    from ge.cli import main
+
+    def refuse(graph, max_len):
+        raise GEError("kv_cache_static: a size ge cannot pad")
+    monkeypatch.setattr(ge.kv_cache, "static_shapes", refuse)
+    assert main(["generate", NAME, "--prompt", "5,17,3", "--max-new-tokens", "2"]) == 0
+    assert "no static step plan for this export: kv_cache_static: a size ge cannot pad" in capsys.readouterr().out

@@ -157,8 +157,13 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--pad", type=int, default=0, metavar="ID", help="the padding token (default 0)")
     g.add_argument("--one-token-steps", action="store_true", help="one static step plan for every past length "
                    "(kv_cache_static, runtime_v1) and the prompt a token a step")
-    g.add_argument("--static-steps", action="store_true", help="one static step plan for every past length "
-                   "(kv_cache_static, runtime_v1), the prompt in one step through a second session")
+    steps = g.add_mutually_exclusive_group()
+    steps.add_argument("--static-steps", dest="static_steps", action="store_const", const=True, default=None,
+                       help="static steps or an error (default: static steps where the export allows: one plan "
+                       "for every past length and a prefill plan of the prompt's length, kv_cache_static on "
+                       "runtime_v1; else steps shaped by their past on runtime_v2, saying why)")
+    steps.add_argument("--dynamic-steps", dest="static_steps", action="store_const", const=False,
+                       help="steps shaped by their past (runtime_v2), as the export's shapes follow it")
     g.set_defaults(fn="generate:cmd_generate")
 
     w = sub.add_parser("warmup", help="fill the kernel caches for models ahead of their first run, in "

@@ -37,7 +37,10 @@ def cmd_generate(args) -> int:
     for b, (toks, new) in enumerate(zip(out.tokens, out.new_tokens)):
         prompt = toks[:len(toks) - len(new)]
         print(f"sequence {b}: {' '.join(map(str, prompt))} | {' '.join(map(str, new))}")
+    if out.fallback:
+        print(f"steps shaped by their past (runtime_v2): no static step plan for this export: {out.fallback}")
     n = sum(map(len, out.new_tokens))
-    print(f"generated {n} tokens in {out.steps} steps, {out.seconds:.3f} s (prompt step {out.prompt_seconds * 1e3:.1f} "
-          f"ms): {out.tokens_per_second:.1f} tokens/s")
+    prompt = f"prompt {out.prompt_seconds * 1e3:.1f} ms in {out.prompt_steps} step{'s' if out.prompt_steps > 1 else ''}"
+    print(f"generated {n} tokens in {out.steps} steps, {out.seconds:.3f} s ({prompt}): "
+          f"{out.tokens_per_second:.1f} tokens/s")
     return 0

@@ -15,7 +15,8 @@ caches' first total rows, read through the row stride max_len; before a task rea
 writes that head's new rows at [total - new, total) (every task of that head writes the same values, so tasks
 on other AI cores never see a row missing: no barrier). Rows moved per step: the new ones, O(new tokens).
 `past` (Options.kv_cache_static): the past length as a value (int64 [1]); the shapes are then max_len's and
-the kernel reads the first past + new rows (cached_attention_rows_at).
+the kernel reads the first past + new rows (cached_attention_rows_at; a prefill plan's more rows:
+cached_attention_blocks_at).
 """
 from __future__ import annotations
 
@@ -137,20 +138,39 @@ def cached_attention_rows(q, kc, vc, mask, kn, vn, y, ws, dims, qs, ks, vs, ys, 
                     y[yo + d] += p * vc[vo + d]
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _at_past(past, dims, wdims):
+    """(fits, dims, wdims) of a step whose past length is the value past[0]: past + new key rows, the causal
+    offset and the first new row at past. A past outside the cache does not fit: the kernel then writes
+    nothing (Session.run refuses it before, naming the input)."""
+    P, S, M = past[0], wdims[1], wdims[2]
+    d, w = dims.copy(), wdims.copy()
+    d[4], d[7], w[0] = P + S, P, P
+    return 0 <= P and P + S <= M, d, w
+
+
 @njit(nogil=True, cache=True)
 def cached_attention_rows_at(q, kc, vc, mask, kn, vn, past, y, ws, dims, qs, ks, vs, ys, ms, flags, scale, wdims,
                              block_idx, block_dim):
     """Options.kv_cache_static: cached_attention_rows with the past length read from `past` (int64 [1], a
     value): the new rows go to [past, past + new) and the step attends over the first past + new rows
-    (causal frontier at past), whatever the plan's shapes (max_len rows, the mask padded to them). A past
-    outside the cache writes nothing (Session.run refuses it before, naming the input)."""
-    P, S, M = past[0], wdims[1], wdims[2]
-    if P < 0 or P + S > M:
-        return
-    d, w = dims.copy(), wdims.copy()
-    d[4], d[7], w[0] = P + S, P, P
-    cached_attention_rows(q, kc, vc, mask, kn, vn, y, ws, d, qs, ks, vs, ys, ms, flags, scale, w, block_idx,
-                          block_dim)
+    (causal frontier at past), whatever the plan's shapes (max_len rows, the mask padded to them)."""
+    fits, d, w = _at_past(past, dims, wdims)
+    if fits:
+        cached_attention_rows(q, kc, vc, mask, kn, vn, y, ws, d, qs, ks, vs, ys, ms, flags, scale, w, block_idx,
+                              block_dim)
+
+
+@njit(nogil=True, cache=True)
+def cached_attention_blocks_at(q, kc, vc, mask, kn, vn, past, y, ws, dims, qs, ks, vs, ys, ms, flags, scale, wdims,
+                               block_idx, block_dim):
+    """Options.kv_cache_static with more than ROWS new rows (a prefill plan): cached_attention_blocks over the
+    first past + new rows, the past length read as cached_attention_rows_at reads it (the workspace is laid
+    out for max_len rows, which holds the tiles of fewer)."""
+    fits, d, w = _at_past(past, dims, wdims)
+    if fits:
+        cached_attention_blocks(q, kc, vc, mask, kn, vn, y, ws, d, qs, ks, vs, ys, ms, flags, scale, w, block_idx,
+                                block_dim)
 
 
 ROWS = 4   # query rows up to which a step takes cached_attention_rows (decode: 1)
@@ -189,9 +209,11 @@ def _prepare_cached(ctx: KernelContext) -> Launch:
                            int(ctx.attr("is_causal", 0)), int(ctx.attr("nan_guard", 0)), T - Sq)
     wdims = np.array([T - Sq, Sq, M], np.int64)
     if ctx.has(6):   # kv_cache_static: the past length a value, T the cache's rows
-        if Sq > ROWS or ctx.inputs[6].dtype != np.int64:
-            raise ctx.error(f"a step with the past length as a value takes <= {ROWS} new rows and an int64 past "
-                            f"length; got {Sq} rows, {ctx.inputs[6].dtype}")
+        if ctx.inputs[6].dtype != np.int64:
+            raise ctx.error(f"the past length must be int64, got {ctx.inputs[6].dtype}")
+        if Sq > ROWS:   # a prefill plan's rows: the GEMM blocks, as the step shaped by its past takes them
+            return Launch(cached_attention_blocks_at, (*inner.args, wdims), inner.workspaces,
+                          inputs=(*inner.inputs, 4, 5, 6), tiled=True, block_dim=inner.block_dim)
         bd = block_dim_for(B * Hq, ctx.cores, max(1, -(-MIN_BLOCK_MACS // max(1, Sq * T * (dh + dv)))))
         return Launch(cached_attention_rows_at, (*inner.args, wdims), (TensorSpec((bd * T,), ctx.inputs[0].dtype),),
                       inputs=(*inner.inputs, 4, 5, 6), tiled=True, block_dim=bd)

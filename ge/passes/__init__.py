@@ -16,6 +16,7 @@ from .fuse_collectives import fuse_collectives
 from .fuse_layer_norm import fuse_layer_norm
 from .fuse_qdq import fuse_qdq
 from .fuse_skip_layer_norm import fuse_skip_layer_norm
+from .gemm_to_matmul import gemm_to_matmul
 from .infer_shapes import infer_shapes
 from .kv_cache_attention import kv_cache_attention
 from .kv_cache_pad import kv_cache_pad
@@ -68,6 +69,7 @@ LOWERING = [
     ("pack_bf16_convs", pack_bf16_convs),   # before pack_conv_weights, which would take the same Convs
     ("fold_channel_scale", fold_channel_scale),   # SE's Mul into the unpacked conv after it (ge::ScaledConv)
     ("pack_conv_weights", pack_conv_weights),
+    ("gemm_to_matmul", gemm_to_matmul),   # a decoder step's Gemms (Options.kv_cache_max_len) -> packed below
     ("pack_matmul_weights", pack_matmul_weights),  # MatMul's constant B in gemm.py's panels (gemm_packed.py)
     ("drop_half_casts", drop_half_casts),     # after the packing: 16-bit convs run IMPLICIT (conv_half.py)
     ("pack_qconv_weights", pack_qconv_weights),
