@@ -18,6 +18,8 @@ so the intrinsic is called by its LLVM signature (LLVM >= 17: <32 x bfloat> oper
                               z's loads masked) when n < 32, so nothing past n is read or written. One op,
                               not Numba functions: those take arrays, and Numba counts their references
                               (atomic calls every tile, conv_bf16.py's measures)
+    bvstore(y, i, a, n)       the first n (<= 16) lanes of a into the float32 y[i:i+n] (masked when n < 16):
+                              the raw sums of gemm_bf16.py, whose epilogue is the float32 path's
 """
 from __future__ import annotations
 
@@ -167,3 +169,22 @@ def bvepilogue(typingctx, y, yi, a, b, bias, z, zi, has_z, relu, n):
                 builder.call(fn, [h, ptr, ir.Constant(_I32, 2), _lanes_below(builder, cnt, 32, 0)])
         return context.get_dummy_value()
     return types.void(y, yi, a, b, bias, z, zi, has_z, relu, n), codegen
+
+
+@intrinsic
+def bvstore(typingctx, y, yi, a, n):
+    _check(y, types.float32, "bvstore")
+
+    def codegen(context, builder, sig, args):
+        yary, i, v, cnt = args
+        ptr = element_ptr(context, builder, sig.args[0], yary, i, _V)
+        with builder.if_else(builder.icmp_signed(">=", cnt, ir.Constant(cnt.type, 16))) as (then, other):
+            with then:
+                builder.store(v, ptr, align=4)
+            with other:
+                fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
+                    ir.VoidType(), [_V, _V.as_pointer(), _I32, ir.VectorType(ir.IntType(1), 16)]),
+                    "llvm.masked.store.v16f32.p0")
+                builder.call(fn, [v, ptr, ir.Constant(_I32, 4), _lanes_below(builder, cnt, 16, 0)])
+        return context.get_dummy_value()
+    return types.void(y, yi, a, n), codegen
