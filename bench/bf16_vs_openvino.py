@@ -4,6 +4,9 @@
 
     PYTHONPATH=$PYTHONPATH:/tmp/site_ov taskset -c 0 python bench/bf16_vs_openvino.py [--models resnet50] [--rounds 15]
 
+Models: a light model's name (random weights), vit_block (ge.models: ViT-B's encoder block, 197 tokens x 768)
+or bert_6x768 (tests/fixtures/transformers, sequence --seq, shapes fixed: a static plan).
+
 OpenVINO is a benchmark-only dependency (`pip install --target /tmp/site_ov openvino`); without it its
 column is blank.
 """
@@ -37,20 +40,34 @@ def openvino_bf16(model, feeds):
     return lambda: req.infer(feeds)
 
 
+def model_and_options(name: str, seq: int):
+    """(model, Options fields fixing its shapes, feeds or None: feeds_for's)."""
+    if name == "vit_block":
+        from ge.models import vit_block
+        return vit_block(), {}, None
+    if name.startswith("bert"):
+        from ge import exports
+        feeds = exports.bert_feeds(1, seq, vocab=30522)
+        text = ";".join(f"{k}:{','.join(map(str, v.shape))}" for k, v in feeds.items())
+        return exports.load(name), {"input_shape": text}, feeds
+    return with_random_weights(name), {}, None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="resnet50")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--runtime", default="v2")
+    ap.add_argument("--seq", type=int, default=128)
     a = ap.parse_args()
     header("bf16 one core: ge f32, ge bf16, OpenVINO bf16 (CPU ms, median / best)")
     print("| model | ge f32 | ge bf16 | OpenVINO bf16 | ge bf16 vs f32 | ge bf16 / OpenVINO |\n|---|---|---|---|---|---|")
     for name in a.models.split(","):
-        model = with_random_weights(name)
-        f32 = ge.Session(ge.compile(model, ge.Options(aicore_num=1)), runtime=a.runtime)
-        bf = ge.Session(ge.compile(model, ge.Options(aicore_num=1, precision_mode="allow_mix_precision_bf16")),
-                        runtime=a.runtime)
-        feeds = feeds_for(f32)
+        model, extra, feeds = model_and_options(name, a.seq)
+        f32 = ge.Session(ge.compile(model, ge.Options(aicore_num=1, **extra)), runtime=a.runtime)
+        bf = ge.Session(ge.compile(model, ge.Options(aicore_num=1, precision_mode="allow_mix_precision_bf16",
+                                                     **extra)), runtime=a.runtime)
+        feeds = feeds if feeds is not None else feeds_for(f32)
         fns = {"f32": lambda: f32.run(None, feeds), "bf16": lambda: bf.run(None, feeds)}
         ov = openvino_bf16(model, feeds)
         if ov is not None:
