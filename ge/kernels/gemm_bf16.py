@@ -29,7 +29,7 @@ from ..ir.dtypes import BFLOAT16
 from .epilogue import activation_args, epilogue
 from .gemm import MIN_BLOCK_MACS
 from .registry import KernelContext, Launch, TensorSpec, register
-from .simd_bf16 import bvbcast2, bvdot, bvload2, bvstore, bvzero
+from .simd_bf16 import bvbcast2, bvdot, bvload2, bvstore2, bvzero
 from .tiling import block_dim_for, block_range
 
 MR, NP = 8, 32           # a register tile: rows x columns (2 vectors)
@@ -57,7 +57,7 @@ def _tiles(a, wp, y, p, r0, r1, M, N, K):
     """Steps 2 and 3 (the raw sums) for panel p and rows [r0, r1)."""
     K2 = K // 2
     c0 = p * NP
-    n0, n1 = min(16, N - c0), min(16, N - c0 - 16)
+    n = min(NP, N - c0)
     for m0 in range(r0, r1, MR):
         a00 = a01 = a10 = a11 = a20 = a21 = a30 = a31 = bvzero(wp)
         a40 = a41 = a50 = a51 = a60 = a61 = a70 = a71 = bvzero(wp)
@@ -86,37 +86,14 @@ def _tiles(a, wp, y, p, r0, r1, M, N, K):
             q += NP * 2
         # rows past M store nothing (count 0)
         o = m0 * N + c0
-        bvstore(y, o, a00, n0)
-        bvstore(y, o + 16, a01, n1)
-        o += N
-        live = m0 + 1 < M
-        bvstore(y, o, a10, n0 * live)
-        bvstore(y, o + 16, a11, n1 * live)
-        o += N
-        live = m0 + 2 < M
-        bvstore(y, o, a20, n0 * live)
-        bvstore(y, o + 16, a21, n1 * live)
-        o += N
-        live = m0 + 3 < M
-        bvstore(y, o, a30, n0 * live)
-        bvstore(y, o + 16, a31, n1 * live)
-        o += N
-        live = m0 + 4 < M
-        bvstore(y, o, a40, n0 * live)
-        bvstore(y, o + 16, a41, n1 * live)
-        o += N
-        live = m0 + 5 < M
-        bvstore(y, o, a50, n0 * live)
-        bvstore(y, o + 16, a51, n1 * live)
-        o += N
-        live = m0 + 6 < M
-        bvstore(y, o, a60, n0 * live)
-        bvstore(y, o + 16, a61, n1 * live)
-        o += N
-        live = m0 + 7 < M
-        bvstore(y, o, a70, n0 * live)
-        bvstore(y, o + 16, a71, n1 * live)
-
+        bvstore2(y, o, a00, a01, n)
+        bvstore2(y, o + N, a10, a11, n * (m0 + 1 < M))
+        bvstore2(y, o + 2 * N, a20, a21, n * (m0 + 2 < M))
+        bvstore2(y, o + 3 * N, a30, a31, n * (m0 + 3 < M))
+        bvstore2(y, o + 4 * N, a40, a41, n * (m0 + 4 < M))
+        bvstore2(y, o + 5 * N, a50, a51, n * (m0 + 5 < M))
+        bvstore2(y, o + 6 * N, a60, a61, n * (m0 + 6 < M))
+        bvstore2(y, o + 7 * N, a70, a71, n * (m0 + 7 < M))
 
 @njit(nogil=True, cache=True)
 def chunk_rows(K):
