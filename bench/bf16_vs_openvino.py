@@ -57,11 +57,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="resnet50")
     ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--runtime", default="v2")
+    ap.add_argument("--runtime", default="v1", help="v1 (what auto picks for these static plans) or v2")
     ap.add_argument("--seq", type=int, default=128)
     a = ap.parse_args()
     header("bf16 one core: ge f32, ge bf16, OpenVINO bf16 (CPU ms, median / best)")
-    print("| model | ge f32 | ge bf16 | OpenVINO bf16 | ge bf16 vs f32 | ge bf16 / OpenVINO |\n|---|---|---|---|---|---|")
+    print("| model | ge f32 | ge bf16 | OpenVINO bf16 | ge bf16 vs f32 | ge bf16 / OpenVINO |\n" + "|---" * 6 + "|")
     for name in a.models.split(","):
         model, extra, feeds = model_and_options(name, a.seq)
         f32 = ge.Session(ge.compile(model, ge.Options(aicore_num=1, **extra)), runtime=a.runtime)
