@@ -15,7 +15,8 @@ of output rows (as many as keep Step 1's planes within STRIP_BYTES):
           for each K pair (channel pair, tap) the 8 channels' bfloat16 pairs, one broadcast each.
   Step 3: a tile of 8 output channels x 32 consecutive positions (of all the strip's rows: no lane idles
           at a row's end) is 16 zmm accumulators; each K pair loads 2 input vectors, broadcasts 8 weight
-          pairs and issues 16 vdpbf16ps.
+          pairs and issues 16 vdpbf16ps. A strip's last <= 16 positions are a one-vector tile (_tail: 8
+          accumulators, half the work; a 14 x 14 map is 6 tiles and 4 positions), the same bits.
   Step 4: simd_bf16.bvepilogue on each channel's two accumulators: + bias, + Z, Relu, rounded to bfloat16,
           one 64-byte store into y (masked past the strip's last position).
 Loops: chunks of tiles whose input stays in L1 / L2 (CHUNK_BYTES) outside, channel groups, then the
