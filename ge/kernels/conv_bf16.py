@@ -15,7 +15,8 @@ of output rows (as many as keep Step 1's planes within STRIP_BYTES):
           for each K pair (channel pair, tap) the 8 channels' bfloat16 pairs, one broadcast each.
   Step 3: a tile of 8 output channels x 32 consecutive positions (of all the strip's rows: no lane idles
           at a row's end) is 16 zmm accumulators; each K pair loads 2 input vectors, broadcasts 8 weight
-          pairs and issues 16 vdpbf16ps.
+          pairs and issues 16 vdpbf16ps. A strip's last <= 16 positions are a one-vector tile (_tail: 8
+          accumulators, half the work; a 14 x 14 map is 6 tiles and 4 positions), the same bits.
   Step 4: simd_bf16.bvepilogue on each channel's two accumulators: + bias, + Z, Relu, rounded to bfloat16,
           one 64-byte store into y (masked past the strip's last position).
 Loops: chunks of tiles whose input stays in L1 / L2 (CHUNK_BYTES) outside, channel groups, then the
@@ -215,6 +216,33 @@ def _tiles(xp, wp, y, b, z, koff, g, i0, i1, cols, yo, M, S, has_z, relu):
         bvepilogue(y, o, a70, a71, b[min(m0 + 7, L)], z, o, has_z, relu, n * (m0 + 7 < M))
 
 
+
+@njit(nogil=True, cache=True)
+def _tail(xp, wp, y, b, z, koff, g, p, n, yo, M, S, has_z, relu):
+    """A strip's last n <= 16 positions (from p) for channel group g: one vector a channel, half _tiles'
+    vdpbf16ps (a 14 x 14 map's 196 positions are 6 tiles and 4 positions: 7 tiles' work before, 6.5 now).
+    Each lane sums its K pairs in _tiles' order: the same bits as a full tile's lanes."""
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = bvzero(xp)
+    q = g * koff.size * MR * 2
+    xo = p * 2
+    for k in range(koff.size):
+        x0 = bvload2(xp, xo + koff[k])
+        a0, a1 = bvdot(a0, x0, bvbcast2(wp, q)), bvdot(a1, x0, bvbcast2(wp, q + 2))
+        a2, a3 = bvdot(a2, x0, bvbcast2(wp, q + 4)), bvdot(a3, x0, bvbcast2(wp, q + 6))
+        a4, a5 = bvdot(a4, x0, bvbcast2(wp, q + 8)), bvdot(a5, x0, bvbcast2(wp, q + 10))
+        a6, a7 = bvdot(a6, x0, bvbcast2(wp, q + 12)), bvdot(a7, x0, bvbcast2(wp, q + 14))
+        q += MR * 2
+    m0, L, zero = g * MR, M - 1, bvzero(xp)
+    o = m0 * S + yo + p
+    bvepilogue(y, o, a0, zero, b[m0], z, o, has_z, relu, n)
+    bvepilogue(y, o + S, a1, zero, b[min(m0 + 1, L)], z, o + S, has_z, relu, n * (m0 + 1 < M))
+    bvepilogue(y, o + 2 * S, a2, zero, b[min(m0 + 2, L)], z, o + 2 * S, has_z, relu, n * (m0 + 2 < M))
+    bvepilogue(y, o + 3 * S, a3, zero, b[min(m0 + 3, L)], z, o + 3 * S, has_z, relu, n * (m0 + 3 < M))
+    bvepilogue(y, o + 4 * S, a4, zero, b[min(m0 + 4, L)], z, o + 4 * S, has_z, relu, n * (m0 + 4 < M))
+    bvepilogue(y, o + 5 * S, a5, zero, b[min(m0 + 5, L)], z, o + 5 * S, has_z, relu, n * (m0 + 5 < M))
+    bvepilogue(y, o + 6 * S, a6, zero, b[min(m0 + 6, L)], z, o + 6 * S, has_z, relu, n * (m0 + 6 < M))
+    bvepilogue(y, o + 7 * S, a7, zero, b[min(m0 + 7, L)], z, o + 7 * S, has_z, relu, n * (m0 + 7 < M))
+
 @njit(nogil=True, cache=True)
 def bf16_conv(x, w, b, z, y, ws, geom, has_z, relu, block_idx, block_dim):
     """y = relu?(conv(x, w) + b + z) in bfloat16 bits for block block_idx's output rows; w is pack_weights'
@@ -241,9 +269,15 @@ def bf16_conv(x, w, b, z, y, ws, geom, has_z, relu, block_idx, block_dim):
             _pack_input(x, n * C * H * W, C, H, W, xp, PL, OW, rows + (KH - 1) // sh, s0, sh, sw, ph, pw, A, KW)
             cols = rows * OW
             tiles = (cols + NP - 1) // NP
+            tail = cols - (tiles - 1) * NP <= NP // 2   # the last tile's positions fit one vector: _tail
             for c0 in range(0, tiles, chunk):  # a chunk of tiles (their input in L1 / L2) for every group
+                c1 = min(tiles, c0 + chunk)
+                last = tail and c1 == tiles
                 for g in range((M + MR - 1) // MR):
-                    _tiles(xp, w, yn, b, zn, koff, g, c0, min(tiles, c0 + chunk), cols, s0 * OW, M, S, has_z, relu)
+                    _tiles(xp, w, yn, b, zn, koff, g, c0, c1 - 1 if last else c1, cols, s0 * OW, M, S, has_z, relu)
+                    if last:
+                        p = (tiles - 1) * NP
+                        _tail(xp, w, yn, b, zn, koff, g, p, cols - p, s0 * OW, M, S, has_z, relu)
 
 
 # -- the op ---------------------------------------------------------------------------------------------

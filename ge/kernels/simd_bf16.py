@@ -18,6 +18,8 @@ so the intrinsic is called by its LLVM signature (LLVM >= 17: <32 x bfloat> oper
                               z's loads masked) when n < 32, so nothing past n is read or written. One op,
                               not Numba functions: those take arrays, and Numba counts their references
                               (atomic calls every tile, conv_bf16.py's measures)
+    bvstore2(y, i, a, b, n)   the first n (<= 32) lanes of a then b into the float32 y[i:i+n] (masked when
+                              n < 32): the raw sums of gemm_bf16.py, whose epilogue is the float32 path's
 """
 from __future__ import annotations
 
@@ -157,13 +159,33 @@ def bvepilogue(typingctx, y, yi, a, b, bias, z, zi, has_z, relu, n):
                                                                                      list(range(32)))), _VB), vh)
         data = context.make_array(sig.args[0])(context, builder, yary).data
         ptr = builder.bitcast(builder.gep(data, [i]), vh.as_pointer())
-        with builder.if_else(full) as (then, other):
-            with then:
-                builder.store(h, ptr, align=2)
-            with other:
-                fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
-                    ir.VoidType(), [vh, vh.as_pointer(), _I32, ir.VectorType(ir.IntType(1), 32)]),
-                    "llvm.masked.store.v32i16.p0")
-                builder.call(fn, [h, ptr, ir.Constant(_I32, 2), _lanes_below(builder, cnt, 32, 0)])
+        _store(builder, h, ptr, cnt, full, "v32i16", 2)
         return context.get_dummy_value()
     return types.void(y, yi, a, b, bias, z, zi, has_z, relu, n), codegen
+
+
+def _store(builder, vec, ptr, cnt, full, name, align):
+    """vec at ptr when `full`, else its first cnt lanes (llvm.masked.store.<name>)."""
+    lanes = vec.type.count
+    with builder.if_else(full) as (then, other):
+        with then:
+            builder.store(vec, ptr, align=align)
+        with other:
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
+                ir.VoidType(), [vec.type, vec.type.as_pointer(), _I32, ir.VectorType(ir.IntType(1), lanes)]),
+                f"llvm.masked.store.{name}.p0")
+            builder.call(fn, [vec, ptr, ir.Constant(_I32, align), _lanes_below(builder, cnt, lanes, 0)])
+
+
+
+@intrinsic
+def bvstore2(typingctx, y, yi, a, b, n):
+    _check(y, types.float32, "bvstore2")
+
+    def codegen(context, builder, sig, args):
+        yary, i, a, b, cnt = args
+        v = builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, 32), list(range(32))))
+        ptr = element_ptr(context, builder, sig.args[0], yary, i, v.type)
+        _store(builder, v, ptr, cnt, builder.icmp_signed(">=", cnt, ir.Constant(cnt.type, 32)), "v32f32", 4)
+        return context.get_dummy_value()
+    return types.void(y, yi, a, b, n), codegen

@@ -21,6 +21,7 @@ from .infer_shapes import infer_shapes
 from .kv_cache_attention import kv_cache_attention
 from .kv_cache_pad import kv_cache_pad
 from .pack_bf16_convs import pack_bf16_convs
+from .pack_bf16_matmuls import pack_bf16_matmuls
 from .pack_conv_weights import pack_conv_weights
 from .pack_matmul_weights import pack_matmul_weights
 from .pack_qconv_weights import pack_qconv_weights
@@ -67,6 +68,7 @@ LOWERING = [
     ("infer_shapes", infer_shapes),
     ("fuse_collectives", fuse_collectives),    # fused AllReduces: one Concat -> HcomAllReduce -> Split a group
     ("pack_bf16_convs", pack_bf16_convs),   # before pack_conv_weights, which would take the same Convs
+    ("pack_bf16_matmuls", pack_bf16_matmuls),  # before pack_matmul_weights, which would take the same MatMuls
     ("fold_channel_scale", fold_channel_scale),   # SE's Mul into the unpacked conv after it (ge::ScaledConv)
     ("pack_conv_weights", pack_conv_weights),
     ("gemm_to_matmul", gemm_to_matmul),   # a decoder step's Gemms (Options.kv_cache_max_len) -> packed below

@@ -131,13 +131,12 @@ def precision_mode(graph, options) -> bool:
         for k, v in enumerate(() if node.op_type in NEVER else node.inputs):     # Step 2 / 3: the inputs' Casts
             if v is None:
                 continue
+            before = len(graph.nodes)
             if want is not None and v.dtype == F32:
                 graph.set_input(node, k, _cast(graph, v, half, i, casts))
             elif want is None and id(v) in narrowed:
                 graph.set_input(node, k, _cast(graph, v, F32, i, casts))
-            else:
-                continue
-            i += 1
+            i += len(graph.nodes) - before   # a Cast made for an earlier reader adds no node: nothing to skip
         if want is not None:
             for k, v in enumerate(node.outputs):
                 if v.dtype != F32:

@@ -91,3 +91,17 @@ def test_bad_modes_and_list_entries_list_the_valid_ones():
         _pass("allow_mix_precision", modify_mixlist={"gray-list": {"to-add": ["Rellu"]}})
     with pytest.raises(GEError, match="keep_dtype entry 'nope'"):
         _pass("allow_mix_precision", keep_dtype=("nope",))
+
+
+def test_second_reader_of_a_cast_skips_no_node():
+    """Regression: two white nodes reading one float32 value share one Cast; the second's reuse inserted no
+    node but moved the sweep on by one, so the node after it (BERT's K and V head-split Reshapes) was never
+    narrowed and its reader kept no Cast back (ge::Attention then met bfloat16 K and V)."""
+    B = randn(6, 6)
+    m = model([node("Softmax", ["x"], ["s"]), node("MatMul", ["s", "b"], ["p"]), node("MatMul", ["s", "b"], ["q"]),
+               node("Relu", ["q"], ["r"]), node("Softmax", ["r"], ["y"]), node("Softmax", ["p"], ["z"])],
+              {"x": [2, 6]}, ["y", "z"], {"b": B})
+    g, _ = run_pass(m, lambda g: precision_mode(g, ge.Options(precision_mode="allow_mix_precision_bf16")))
+    assert [g.values[n].dtype.name for n in "pqr"] == ["bfloat16"] * 3
+    assert [n.op_type for n in g.values["y"].producer.inputs[0].users] == ["Softmax"]
+    assert g.values["y"].producer.inputs[0].producer.op_type == "Cast"
