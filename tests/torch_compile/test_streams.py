@@ -3,6 +3,8 @@ own in ge's plan (the `_stream_label` ge's stream allocator honours), the result
 survive a retrace per shape. Small: Linear, Relu, Sigmoid, Add kernels the suite compiles anyway."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 torch = pytest.importorskip("torch", minversion="2.9")
@@ -16,15 +18,14 @@ class TwoBranches(torch.nn.Module):
     def __init__(self, scoped=True):
         super().__init__()
         torch.manual_seed(0)
-        self.a, self.b, self.scoped = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16), scoped
+        self.a, self.b = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+        self.scope = ge.torch.stream_scope if scoped else (lambda name: contextlib.nullcontext())
 
     def forward(self, x):
         y = torch.relu(self.a(x))
-        if not self.scoped:
-            return y + torch.sigmoid(self.b(x))
-        with ge.torch.stream_scope("side"):
+        with self.scope("side"):
             z = torch.sigmoid(self.b(x))
-            with ge.torch.stream_scope("inner"):   # nested: the innermost name wins
+            with self.scope("inner"):   # nested: the innermost name wins
                 w = torch.neg(z)
         return y + z + w
 
@@ -48,7 +49,7 @@ def test_a_scope_gets_its_own_stream(made):
 
 
 def test_without_a_scope_the_allocator_decides(made):
-    """No labels: ge's own rules (here the two independent Gemms on two streams, the adds after either)."""
+    """No labels: ge's own rules (here the two independent Gemms on two streams)."""
     model = TwoBranches(scoped=False).eval()
     with torch.no_grad():
         compiled(model, fullgraph=True)(torch.randn(4, 16))
@@ -72,3 +73,16 @@ def test_scopes_survive_a_retrace_per_shape(made):
 def test_bad_scope_name():
     with pytest.raises(GEError, match="non-empty stream name"):
         ge.torch.stream_scope("")
+
+
+def test_the_scope_is_part_of_the_cache_key(tmp_path, made):
+    """The same graph with and without a scope: two entries, each plan with its own streams."""
+    config = ge.torch.CompilerConfig(cache_dir=str(tmp_path))
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        for scoped in (True, False):
+            torch._dynamo.reset()
+            model = TwoBranches(scoped).eval()
+            close(compiled(model, config=config, fullgraph=True)(x), model(x))
+    assert len([p for p in tmp_path.iterdir() if not p.name.startswith(".")]) == 2
+    assert [g.cache_hit for g in made] == [False, False]
