@@ -12,8 +12,8 @@ stream per distinct label, never reused by unlabelled nodes; events where data c
 innermost name wins. The label is part of the compile cache's key (the same graph with other scopes is
 another plan). Retraces per shape or per gear keep the labels (specialize.retrace).
 
-Streams are a static plan's: runtime_v1 ("max-autotune") runs them on its AI cores; runtime_v2 may run one
-(docs/streams.md). `ge.torch.explain` shows which stream each node took.
+runtime_v1 ("max-autotune") has its AI cores pull the streams, runtime_v2 ("reduce-overhead") a host thread
+per stream (docs/streams.md). `ge.torch.explain` lists each plan's streams.
 """
 from __future__ import annotations
 
