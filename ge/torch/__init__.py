@@ -13,12 +13,14 @@ fullgraph=True. Installed (`pip install "ge-runtime[torch]"`), the backend is al
 
 Files: config.py (CompilerConfig), backend.py (the Dynamo backend), partition.py (which nodes ge runs, the
 graph breaks), convert.py (ATen FX -> ir.Graph), runtime.py (a Session called with tensors), gears.py
-(set_dim_gears), cache.py (the compile cache across processes), explain.py (ge.torch.explain).
+(set_dim_gears), cache.py (the compile cache across processes), streams.py (stream_scope), explain.py
+(ge.torch.explain).
 """
 from .backend import backend, get_backend
 from .config import CompilerConfig
 from .explain import explain
 from .gears import set_dim_gears
 from .registry import CONVERTERS, Unsupported, converter
+from .streams import stream_scope
 
-__all__ = ["backend", "get_backend", "CompilerConfig", "set_dim_gears", "explain", "CONVERTERS", "converter", "Unsupported"]
+__all__ = ["backend", "get_backend", "CompilerConfig", "set_dim_gears", "stream_scope", "explain", "CONVERTERS", "converter", "Unsupported"]

@@ -6,8 +6,8 @@ weights included; verified at load like any offline model) and `meta.json` (what
 the plan: per gear, which inputs feed which plan inputs, where each result comes from, the outputs' specs).
 
 Step 1, the key: sha256 over ge's and torch's versions, the CPUs this process may use, the config (mode,
-        aicore_num, options...), the FX graph's structure (every node's op, target, arguments and traced
-        dtype/shape), the inputs' dtypes and shapes, the gears, and the bytes of every frozen tensor (they
+        aicore_num, options...), the FX graph's structure (every node's op, target, arguments, traced
+        dtype/shape and stream scope), the inputs' dtypes and shapes, the gears, and the bytes of every frozen tensor (they
         are the plan's constants: other weights must not load this plan).
 Step 2, a look-up: meta.json is read bounded (META_CAP) and must carry its own digest (an edit is refused,
         as plan.json's in a .gem), this key, this format and a sha256 of plan.gem that the file matches; its fields are checked by type and against the plan (feed names are
@@ -39,6 +39,7 @@ from ..offline import save_gears
 from ..plan import GearPlans
 from .convert import Converted, Output, tensor_view
 from .registry import DTYPES, op_name
+from .streams import stream_label
 
 log = logging.getLogger("ge.torch")
 FORMAT = "ge.torch.cache/1"
@@ -86,7 +87,7 @@ def entry_key(g, frozen: dict, args) -> str:
         val = node.meta.get("val")
         spec = (val.dtype, tuple(val.shape)) if isinstance(val, torch.Tensor) else type(val).__name__
         part((node.op, node.name, op_name(node.target) if node.op == "call_function" else node.target,
-              _names(node.args), _names(node.kwargs), spec))
+              _names(node.args), _names(node.kwargs), spec, stream_label(node)))
     for a in args:
         part((a.dtype, tuple(a.shape)) if isinstance(a, torch.Tensor) else repr(a))
     part((getattr(g, "geared", ()), getattr(g, "varying", ())))

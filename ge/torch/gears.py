@@ -30,7 +30,6 @@ import itertools
 import logging
 
 import torch
-from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.experimental.symbolic_shapes import guard_bool, guard_int
 
 from ..compiler import compile as compile_plan
@@ -40,6 +39,7 @@ from ..plan import host_driven
 from .convert import convert
 from .partition import reasons, source_line
 from .registry import op_name
+from .specialize import retrace
 
 log = logging.getLogger("ge.torch")
 MAX_GEARS = 100          # GE's ge.dynamicDims limit, and TorchAir's per dim
@@ -186,9 +186,7 @@ def compile_gears(gm, inputs, geared, varying, policy: str, args, frozen: dict, 
                 gear_args.append(torch.empty([_size(d, binding) for d in fake.shape], dtype=fake.dtype))
             else:
                 gear_args.append(_size(fake, binding) if isinstance(fake, torch.SymInt) else real)
-        static = make_fx(gm, tracing_mode="fake")(*gear_args)
-        static.graph.eliminate_dead_code()
-        static.recompile()
+        static = retrace(gm, gear_args)
         refused = reasons(static)
         if refused:
             node, why = next(iter(refused.items()))

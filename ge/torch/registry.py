@@ -20,6 +20,7 @@ import torch
 
 from ..ir import Graph, Value
 from ..ir.dtypes import to_onnx
+from .streams import stream_label
 
 CONVERTERS: dict[str, callable] = {}
 
@@ -86,6 +87,9 @@ class Builder:
         base = self.node.name if self.node is not None else op_type.lower()
         names = [self.graph.fresh_name(f"{base}/{op_type}" if i == 0 else f"{base}/{op_type}:{i}")
                  for i in range(outputs)]
+        label = stream_label(self.node)   # ge.torch.stream_scope (streams.py)
+        if label is not None:
+            attrs = {**(attrs or {}), "_stream_label": label}
         node = self.graph.add_node(op_type, inputs, names, attrs, names[0], domain)
         return node.outputs[0] if outputs == 1 else list(node.outputs)
 

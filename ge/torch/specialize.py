@@ -13,6 +13,7 @@ import logging
 from collections import OrderedDict
 
 import torch
+import torch.fx.traceback as fx_traceback
 from torch.fx.experimental.proxy_tensor import make_fx
 
 log = logging.getLogger("ge.torch")
@@ -29,12 +30,20 @@ class PerShape:
         fn = self.cache.get(key)
         if fn is None:
             log.info("ge.torch: a new set of input shapes (%d kept): compiling for it", len(self.cache))
-            static = make_fx(self.gm, tracing_mode="fake")(*args)
-            static.graph.eliminate_dead_code()   # the retrace keeps unread outputs (layer norm's mean, rstd)
-            static.recompile()
+            static = retrace(self.gm, args)
             fn = self.cache[key] = self.build(static)
             if len(self.cache) > MAX_SHAPES:
                 self.cache.popitem(last=False)
         else:
             self.cache.move_to_end(key)
         return fn(*args)
+
+
+def retrace(gm: torch.fx.GraphModule, args) -> torch.fx.GraphModule:
+    """gm traced again at the shapes of `args` (fake tensors): its SymInts fold to ints. Node by node through
+    an Interpreter with node meta preserved, so each new node keeps its source's stream scope (streams.py)."""
+    with fx_traceback.preserve_node_meta():
+        static = make_fx(torch.fx.Interpreter(gm).run, tracing_mode="fake")(*args)
+    static.graph.eliminate_dead_code()   # the retrace keeps unread outputs (layer norm's mean, rstd)
+    static.recompile()
+    return static

@@ -134,3 +134,43 @@ def test_a_dim_tied_to_a_geared_one_follows_its_gears(made):
     (g,) = made
     # a gear names the size of every dim that follows the gears: x's dim 1, then y's
     assert sorted(g.convs) == [(4, 4), (8, 8)] and g.session.stats()["gear_runs"] == {(4, 4): 1, (8, 8): 1}
+
+
+class Seq(torch.nn.Module):
+    """What a transformer does with a sequence length: a position table sliced to it, a mask from the ids,
+    a softmax over it."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.emb, self.pos, self.fc = torch.nn.Embedding(50, 8), torch.nn.Embedding(32, 8), torch.nn.Linear(8, 8)
+
+    def forward(self, ids):
+        h = self.emb(ids) + self.pos(torch.arange(ids.shape[1]))[None]
+        scores = self.fc(h) @ h.transpose(1, 2) + (ids == 0)[:, None, :] * -1e4
+        return torch.softmax(scores, dim=-1) @ h
+
+
+def test_dynamo_compiles_once_for_every_gear(made):
+    """Issue 49's target, <= 1 recompilation per gear, counted as Dynamo's compile ids (frame, compile):
+    one for all the gears, one more for a size outside them (which then reuses its graph). Dynamo may
+    restart a compile (dynamic=True makes Embedding's float norm_type a tensor, then specializes it: an
+    attempt, not a compile); ge compiles once per Dynamo compile."""
+    model, compiles = Seq().eval(), []
+    inner_backend = ge.torch.get_backend(ge.torch.CompilerConfig())
+
+    def counting(gm, example_inputs):
+        cid = torch._guards.CompileContext.current_compile_id()
+        compiles.append((cid.frame_id, cid.frame_compile_id))
+        return inner_backend(gm, example_inputs)
+
+    run = torch.compile(model, backend=counting, dynamic=True, fullgraph=True)
+    ids = {n: torch.randint(1, 50, (1, n), generator=torch.Generator().manual_seed(n)) for n in (4, 8, 16, 6)}
+    ge.torch.set_dim_gears(ids[4], {1: [4, 8, 16]})
+    with torch.no_grad():
+        for n in (4, 8, 16, 8, 4):
+            close(run(ids[n]), model(ids[n]))
+        assert len(set(compiles)) == 1 and [g.compiles for g in made if g.convs] == [1]
+        for _ in range(2):
+            close(run(ids[6]), model(ids[6]))
+    assert len(set(compiles)) == 2
