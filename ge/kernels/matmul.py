@@ -187,7 +187,7 @@ def _weight_shape(ctx: KernelContext) -> tuple:
 def matmul_packed(a, bp, c, y, ws, M, N, K, has_c, act, p0, p1, axis, block_idx, block_dim):
     """y = act(a[M, K] @ B + c), B [K, N] packed (gemm_packed.pack_b): block block_idx's share."""
     m0, m1, n0, n1 = share(M, N, axis, 64 // y.itemsize, block_idx, block_dim)
-    gemm_packed_block(a, bp, N, y, N, K, K, 1, m0, m1, n0, n1, _block_ws(ws, block_idx, block_dim))
+    gemm_packed_block(a, bp, N, y, N, K, K, m0, m1, n0, n1, _block_ws(ws, block_idx, block_dim))
     if act != NONE or has_c:
         for m in range(m0, m1):
             epilogue(y, m * N + n0, n1 - n0, 1.0, 0.0, c, n0, 1.0, has_c, act, p0, p1)

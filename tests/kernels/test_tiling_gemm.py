@@ -128,6 +128,23 @@ def test_gemm_blocks(M, N, K, pack, dtype):
     np.testing.assert_allclose(acc, 2 * whole, rtol=tol, atol=tol * np.sqrt(K))
 
 
+@pytest.mark.parametrize("M,N,K", [(130, 49, 600), (37, 57, 70)])
+def test_transposed_a_and_split_panels_keep_the_bits(M, N, K):
+    """A transposed A (copied to a unit k stride, UNIT_K) and B's last panel read in place as two one-vector
+    panels (it ends inside its second vector) give the bits of a row-major A on packed panels."""
+    from ge.kernels.gemm import gemm_block, workspace
+    a, b, e = rand(M, K), rand(K, N), np.empty(0, np.int64)
+    got = {}
+    for trans in (False, True):
+        for pack in (False, True):
+            c = np.empty(M * N, np.float32)
+            aa, sam, sak = (np.ascontiguousarray(a.T), 1, M) if trans else (a, K, 1)
+            gemm_block(aa.reshape(-1), b.reshape(-1), e, N, c, N, K, sam, sak, False, 0, M, 0, N,
+                       np.empty(workspace(M, N, K, np.float32, pack), np.float32), pack)
+            got[trans, pack] = c
+    assert all(np.array_equal(c, got[False, True]) for c in got.values())
+
+
 @pytest.mark.parametrize("M,N,K", [(133, 530, 70), (300, 60, 600)])
 def test_packed_gemm_keeps_equal_rows_equal(M, N, K):
     """Rows of A equal -> rows of C bitwise equal, whether a row sits in a packed tile or is left over."""
