@@ -12,10 +12,10 @@ stronger reference here, is level with it on those: bench/nodes_vs_ort.py --only
 On the same VMs with only AVX2 exposed (2026-12-06 07:50; the register tiles then run as microkernel.py's NARROW
 sub-tiles): 1024^3 75 vs 84 GF/s (0.89x), the conv shape 72-74 vs 82-83, ViT-B's MatMuls 71-72 vs 79-80.
 
-A is read through strides (element (m, k) at a[m*sam + k*sak]); below gemm_block its k stride is 1 (UNIT_K: a
-block of A with another k stride, a transposed A, is first copied to one; the register tile is then compiled
-once, not once per stride kind, and addresses its 8 rows off one index); C has a row stride, and B a row stride or any row offsets (`brow`: a conv reads its shifted, zero-padded input as
-B without unfolding it, see conv.py's SHIFTED).
+A is read through strides (element (m, k) at a[m*sam + k*sak]), so a transposed A costs nothing (a caller
+passing the literal sak 1 links register tiles compiled for a unit stride alone, microkernel.py); C has a row
+stride, and B a row stride or any row offsets (`brow`: a conv reads its shifted, zero-padded input as B
+without unfolding it, see conv.py's SHIFTED).
 
 Every C element, wherever it sits in a tile, a block or a split, is one chain c = fma(a[m,k], b[k,j], c)
 over k in increasing order from 0 (or from C when accumulating), with C stored in its own dtype between k
@@ -194,7 +194,10 @@ def gemm_nn(a, b, c, M, N, K, sam, sak, accumulate):
 def gemm_nn_ld(a, b, c, M, N, K, sam, sak, ldb, ldc, accumulate):
     """C (+)= A @ B with row strides: B[k, j] = b[k*ldb + j], C[m, j] = c[m*ldc + j], j < N."""
     ws = np.empty(pack_elems(M, N, K, ldb, c.itemsize, True), c.dtype)
-    gemm_block(a, b, np.empty(0, np.int64), ldb, c, ldc, K, sam, sak, accumulate, 0, M, 0, N, ws, True)
+    if sak == 1:   # the unit stride's own register tiles (microkernel.py)
+        gemm_block(a, b, np.empty(0, np.int64), ldb, c, ldc, K, sam, 1, accumulate, 0, M, 0, N, ws, True)
+    else:
+        gemm_block(a, b, np.empty(0, np.int64), ldb, c, ldc, K, sam, sak, accumulate, 0, M, 0, N, ws, True)
 
 
 @njit(nogil=True, cache=True)
@@ -202,15 +205,19 @@ def gemm_nn_rows(a, b, brow, c, M, N, K, sam, sak, ldc, accumulate):
     """C (+)= A @ B, B's row k starting at b[brow[k]] (any offsets: a conv's shifted taps, with no im2col),
     C[m, j] at c[m*ldc + j], j < N."""
     ws = np.empty(pack_elems(M, N, K, 0, c.itemsize, False), c.dtype)
-    gemm_block(a, b, brow, 0, c, ldc, K, sam, sak, accumulate, 0, M, 0, N, ws, False)
+    if sak == 1:
+        gemm_block(a, b, brow, 0, c, ldc, K, sam, 1, accumulate, 0, M, 0, N, ws, False)
+    else:
+        gemm_block(a, b, brow, 0, c, ldc, K, sam, sak, accumulate, 0, M, 0, N, ws, False)
 
 
-@by_type
+@by_type(keep=("sak",))
 @njit(nogil=True, cache=True)
 def gemm_block(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws, pack):
     """C[m0:m1, n0:n1] (+)= A[m0:m1, :] @ B[:, n0:n1]: B's row k at b[brow[k]] (brow non-empty) or at
     b[k*ldb]; C[m, j] at c[m*ldc + j]; ws: this block's workspace, pack_elems(m1 - m0, n1 - n0, K, ldb,
-    itemsize, pack) elements or more (`pack`: B may be packed, in blocks as wide as ws holds)."""
+    itemsize, pack) elements or more (`pack`: B may be packed, in blocks as wide as ws holds). A caller
+    passing the literal sak 1 links the unit stride's copy (microkernel.py), any other the strided one."""
     if m1 <= m0 or n1 <= n0:
         return
     if K == 0:
@@ -218,32 +225,18 @@ def gemm_block(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1,
             for m in range(m0, m1):
                 c[m * ldc + n0:m * ldc + n1] = 0
         return
-    if sak != 1:  # UNIT_K: A's rows copied (same values, same FMA chains), C and the rows shifted to them
-        a, sam, c, m0, m1 = _unit_k(a, sam, sak, m0, m1, K), K, c[m0 * ldc:], 0, m1 - m0
     kc = k_depth(K)
     if pack and _packs(m1 - m0, n1 - n0, K, ldb, c.itemsize) and \
             ws.size >= kc * 2 * vlanes(c) + _a_elems(m1 - m0, kc, c.itemsize):
-        _blocked(a, b, brow, ldb, c, ldc, K, sam, accumulate, m0, m1, n0, n1, ws)
+        _blocked(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws)
     else:
-        _streamed(a, b, brow, ldb, c, ldc, K, sam, accumulate, m0, m1, n0, n1, ws)
-
-
-@njit(nogil=True, cache=True)
-def _unit_k(a, sam, sak, m0, m1, K):
-    """A[m0:m1, :] (element (m, k) at a[m*sam + k*sak]) as a contiguous [m1 - m0, K]: 64 rows at a time, k
-    outer (a transposed A, sam 1, is read along its rows; the 64 rows written stay in L1)."""
-    out = np.empty((m1 - m0) * K, a.dtype)
-    for r0 in range(m0, m1, 64):
-        for k in range(K):
-            for m in range(r0, min(r0 + 64, m1)):
-                out[(m - m0) * K + k] = a[m * sam + k * sak]
-    return out
+        _streamed(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws)
 
 
 # -- the two loop nests -----------------------------------------------------------------------------
 
 @njit(nogil=True, cache=True)
-def _blocked(a, b, brow, ldb, c, ldc, K, sam, accumulate, m0, m1, n0, n1, ws):
+def _blocked(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws):
     """Packed B blocks in L2, each panel (in L1) swept by the 8-row tiles of an MC-row A block (in L2)."""
     L = vlanes(c)
     P = 2 * L
@@ -259,7 +252,7 @@ def _blocked(a, b, brow, ldb, c, ldc, K, sam, accumulate, m0, m1, n0, n1, ws):
         for k0 in range(0, K, kc):
             kn = min(kc, K - k0)
             _pack_block(b, brow, ldb, k0, kn, j0, nc, ws)
-            _sweep(a, ws, flat, c, ldc, sam, m0, m1, mc, j0, nc, k0, kn, ap, accumulate or k0 > 0)
+            _sweep(a, ws, flat, c, ldc, sam, sak, m0, m1, mc, j0, nc, k0, kn, ap, accumulate or k0 > 0)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -270,7 +263,7 @@ def _even_columns(ncm, n0, n1, P):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _sweep(a, bp, flat, c, ldc, sam, m0, m1, mc, j0, nc, k0, kn, ap, load):
+def _sweep(a, bp, flat, c, ldc, sam, sak, m0, m1, mc, j0, nc, k0, kn, ap, load):
     """One packed B block (k0.., kn rows x nc columns from j0, at bp) swept by the MC-row A blocks of [m0, m1):
     their whole tiles through a packed A (ap) when the block has PACK_A_MIN_COLS columns, else A in place."""
     P = 2 * vlanes(c)
@@ -278,27 +271,27 @@ def _sweep(a, bp, flat, c, ldc, sam, m0, m1, mc, j0, nc, k0, kn, ap, load):
     for i0 in range(m0, m1, mc):
         i1 = min(i0 + mc, m1)
         if PACK_A and nc >= PACK_A_MIN_COLS:
-            _pack_a(a, sam, i0, min(i1, mr), k0, kn, ap)
-            _panel_a(ap, a, bp, c, i0, min(i1, mr), i1, j0, nc, k0, kn, sam, ldc, load)
+            _pack_a(a, sam, sak, i0, min(i1, mr), k0, kn, ap)
+            _panel_a(ap, a, bp, c, i0, min(i1, mr), i1, j0, nc, k0, kn, sam, sak, ldc, load)
         else:
-            _panel(a, bp, flat, P, c, i0, min(i1, mr), i1, j0, 0, nc, k0, kn, sam, ldc, load)
+            _panel(a, bp, flat, P, c, i0, min(i1, mr), i1, j0, 0, nc, k0, kn, sam, sak, ldc, load)
 
 
 @by_type
 @njit(nogil=True, cache=True)
-def _pack_a(a, sam, i0, i1, k0, kn, ap):
+def _pack_a(a, sam, sak, i0, i1, k0, kn, ap):
     """The whole tiles of A[i0:i1, k0:k0+kn] into ap, tile by tile: row r of the tile at row i, column k,
     at ap[(i - i0)*kn + k*8 + r] (the micro-kernel's broadcasts then walk one contiguous run)."""
     for i in range(i0, i1, 8):
         t = (i - i0) * kn
         for k in range(kn):
-            q = i * sam + k0 + k
+            q = i * sam + (k0 + k) * sak
             for r in range(8):
                 ap[t + k * 8 + r] = a[q + r * sam]
 
 
 @njit(nogil=True, cache=True)
-def _streamed(a, b, brow, ldb, c, ldc, K, sam, accumulate, m0, m1, n0, n1, ws):
+def _streamed(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws):
     """B read in place, panel by panel (copied first when its rows conflict in L1, or sit at any alignment
     and many rows reuse them), each panel swept by the row tiles of an MC-row A block. A panel in place that
     ends inside its second vector runs as two panels of one vector (a whole second vector read past N)."""
@@ -320,12 +313,12 @@ def _streamed(a, b, brow, ldb, c, ldc, K, sam, accumulate, m0, m1, n0, n1, ws):
                 w = min(P, n1 - j)
                 if packed:  # the panel B[k0:k0+kn, j:j+P] copied contiguous (zero-padded) first
                     _pack_block(b, brow, ldb, k0, kn, j, w, ws)
-                    _panel(a, ws, flat, P, c, i0, min(i1, mr), i1, j, 0, w, k0, kn, sam, ldc, load)
+                    _panel(a, ws, flat, P, c, i0, min(i1, mr), i1, j, 0, w, k0, kn, sam, sak, ldc, load)
                 else:
                     step = P if w == P else L
                     for v in range(0, w, step):
                         _panel(a, b, rows, ldb, c, i0, min(i1, mr), i1, j + v, j + v + k0 * ldb, min(step, w - v),
-                               k0, kn, sam, ldc, load)
+                               k0, kn, sam, sak, ldc, load)
 
 
 @njit(nogil=True, cache=True)

@@ -71,4 +71,4 @@ def gemm_packed_block(a, bp, N, c, ldc, K, sam, m0, m1, n0, n1, ws):
         nc = min(ncm, n1 - j0)
         for k0 in range(0, K, kc):
             kn = min(kc, K - k0)
-            _sweep(a, bp[k0 * Np + j0 * kn:], flat, c, ldc, sam, m0, m1, mc, j0, nc, k0, kn, ap, k0 > 0)
+            _sweep(a, bp[k0 * Np + j0 * kn:], flat, c, ldc, sam, 1, m0, m1, mc, j0, nc, k0, kn, ap, k0 > 0)

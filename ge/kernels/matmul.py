@@ -74,8 +74,11 @@ def gemm(a, b, c, y, ws, M, N, K, trans_a, trans_b, alpha, beta, c_mode, act, p0
     m0, m1, n0, n1 = share(M, N, axis, 64 // y.itemsize, block_idx, block_dim)
     if trans_b or N == 1:  # b is [N, K] (a [K, 1] column is the same memory)
         gemm_nt_block(a, b, y, N, K, sam, sak, False, m0, m1, n0, n1)
-    else:
-        gemm_block(a, b, np.empty(0, np.int64), N, y, N, K, sam, sak, False, m0, m1, n0, n1,
+    elif trans_a:
+        gemm_block(a, b, np.empty(0, np.int64), N, y, N, K, 1, M, False, m0, m1, n0, n1,
+                   _block_ws(ws, block_idx, block_dim), True)
+    else:   # the literal unit stride: the register tiles compiled for it (microkernel.py)
+        gemm_block(a, b, np.empty(0, np.int64), N, y, N, K, K, 1, False, m0, m1, n0, n1,
                    _block_ws(ws, block_idx, block_dim), True)
     has_v = 1 if c_mode == C_ROW or c_mode == C_FULL else 0
     for i in range(m0, m1):

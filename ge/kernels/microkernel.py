@@ -12,27 +12,28 @@ A panel's second vector is masked when N ends inside it (or the panel is one mas
 the rows left over from the tiles of 8 run as a tile of 4 (8 FMA chains, full speed) and then one at a time
 (2 chains: latency-bound, a quarter of a tile's speed; M = 197, ViT's tokens, lost 5% to 5 such rows).
 
-- A's k stride is the literal 1 (gemm_block's UNIT_K copies a block of A with another stride): LLVM then
-  addresses the tile's 8 rows off one index; with a run-time stride it chained the 8 row addresses through
-  one register, one add after another, every k.
+- With A's k stride a literal 1 (every caller but a transposed A's: Gemm's transA, ConvTranspose's weights),
+  LLVM addresses the tile's 8 rows off one index; with a run-time stride it chained the 8 row addresses
+  through one register, one add after another, every k. The literal is kept down to the tiles (by_type's
+  `keep`), so a model whose GEMMs all have a unit stride compiles only that copy.
 - FULL_PANELS: a panel's second vector of B is a plain load, not a masked one: a packed panel is
   zero-padded, and B read in place comes in whole panels or panels of one vector (gemm._streamed); the
-  lanes past N are never stored. Against a masked load with every lane on: on the Zen 5 EPYC (2026-12-07, one core,
-  B packed once, streamed from memory, 64-byte aligned as device memory puts it) the masked load cost
+  lanes past N are never stored. Against a masked load with every lane on, on the Zen 5 EPYC (2026-12-07,
+  one core, B packed once, streamed from memory, 64-byte aligned as device memory puts it), it saved
   6-10%: ViT-B's 197x3072x768 210-219 -> 234-235 GF/s, 197x768x3072 219-228 -> 241-243 (onnxruntime's
   MLAS: 226-235), 1024^3 216-231 -> 227-252. With B 16 bytes off a cache line the masked load ran at the
   plain one's speed; prefetching the next panel into L2 on top cost 3-8%.
 - PREFETCH_C: while a tile runs, the next tile's 8 rows of C are prefetched (they are far apart: an L2 or
   TLB miss each would stall the tile's start): +8% on the conv-shaped GEMM 256x3136x576, neutral elsewhere.
 - Compiled units: `_panel`, `_tiles` and `_panel_a` are functions of their own, not inlined (the tiles are
-  inlined into them), compiled once per argument types (by_type: no literal left that picks code), and
+  inlined into them), compiled once per argument types and k stride kind (by_type, keeping sak), and
   `_streamed`, `_blocked` and gemm_packed link the same copies instead of each inlining its own. Until
   2026-12-08 a literal unit k stride and `padded` made 4 copies of `_tiles`, 3 of `_panel`, 2 of `_panel_a`
   per dtype: a BERT 4x256's first run from a cold cache spent 75.7 CPU s, now 49.9 (bench/cold_start.py's
   recorder, loaded machine); one core, alternating, the GEMM shapes of bench/gemm_one_core.py and
   ResNet/BERT's within -3..+2%. Earlier, gemm_nn's float32 compile, CPU seconds on the AMD EPYC
-  (2026-12-07, loaded): 78.0 with every level inlined, 24.7 with these three units; one
-  core, best of alternating runs: 64x3136x64 and 8x256x1024 -2 to -3% (a call per panel), 128x256x256,
+  (2026-12-07, loaded): 78.0 with every level inlined, 24.7 with these three units; one core, best of
+  alternating runs: 64x3136x64 and 8x256x1024 -2 to -3% (a call per panel), 128x256x256,
   100^3, 256x784x128, 32x196x1152 level (the large shapes not measurable under that load). With `_tile2`
   not inlined either (a call per tile): 35.8 s, but -8% at K = 64; with only `_panel`/`_panel_a`: 33.7 s.
 Every C element is one FMA chain over k in increasing order whatever tile, row or mask it falls in
@@ -52,52 +53,54 @@ PREFETCH_C = True
 NARROW = not host_has("avx512f")
 
 
-@by_type
+@by_type(keep=("sak",))
 @njit(nogil=True, cache=True)
-def _panel(a, b, brow, ldb, c, m0, mr, m1, j0, bo, nc, k0, kn, sam, ldc, load):
+def _panel(a, b, brow, ldb, c, m0, mr, m1, j0, bo, nc, k0, kn, sam, sak, ldc, load):
     """C[m0:m1, j0:j0+nc] (+)= A[m0:m1, k0:k0+kn] @ B, panel by panel (2 vectors of columns), each swept
     by the row tiles: panel p's row k at b[brow[k] + bo + p*P] (brow non-empty: B in place) or at
-    b[bo + p*P*kn + k*ldb] (a packed block: ldb = P; or one panel in place: nc <= P). A's k stride is 1
-    (gemm_block's UNIT_K). Every panel's second vector of B is read whole (FULL_PANELS): packed panels are
-    zero-padded, and B in place comes in whole panels or panels of one vector (gemm._streamed)."""
+    b[bo + p*P*kn + k*ldb] (a packed block: ldb = P; or one panel in place: nc <= P); A[m, k] at
+    a[m*sam + k*sak], sak the literal 1 where the caller passes it (by_type keeps it). Every panel's second
+    vector of B is read whole (FULL_PANELS): packed panels are zero-padded, and B in place comes in whole
+    panels or panels of one vector (gemm._streamed)."""
     L = vlanes(c)
     P = 2 * L
     for j in range(0, nc, P):
         w = min(P, nc - j)
-        _tiles(a, b, brow, ldb, c, m0, mr, m1, j0 + j, bo + (j if brow.size else j * kn), w, k0, kn, sam, ldc, load)
+        _tiles(a, b, brow, ldb, c, m0, mr, m1, j0 + j, bo + (j if brow.size else j * kn), w, k0, kn, sam, sak, ldc,
+               load)
 
 
-@by_type
+@by_type(keep=("sak",))
 @njit(nogil=True, cache=True)
-def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, ldc, load):
+def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load):
     """C[m0:m1, j:j+w] (+)= A[m0:m1, k0:k0+kn] @ one panel (B's row k at b[brow[k] + o] or b[k*ldb + o])."""
     L = vlanes(c)
     if NARROW and w == 2 * L:
-        _hexes(a, m0 * sam + k0, 8 * sam, sam, 1, b, brow, ldb, o, c, m0 * ldc + j, ldc, kn, load, mr - m0)
+        _hexes(a, m0 * sam + k0 * sak, 8 * sam, sam, sak, b, brow, ldb, o, c, m0 * ldc + j, ldc, kn, load, mr - m0)
     elif w > L:
         for m in range(m0, mr, 8):
             if PREFETCH_C and m + 8 < mr:
                 _prefetch_tile(c, (m + 8) * ldc + j, ldc, L)
-            _tile2(a, m * sam + k0, sam, 1, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 8)
+            _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 8)
     else:
         for m in range(m0, mr, 8):
             if PREFETCH_C and m + 8 < mr:
                 _prefetch_tile(c, (m + 8) * ldc + j, ldc, 0)
-            _tile2_n(a, m * sam + k0, sam, 1, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w)
+            _tile2_n(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w)
     m = mr
     if m1 - m >= 4 and w > L:
-        _tile2(a, m * sam + k0, sam, 1, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 4)
+        _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 4)
         m += 4
     for m in range(m, m1):
-        ao, co = m * sam + k0, m * ldc + j
-        _row(a, ao, 1, b, brow, ldb, o, c, co, kn, load, min(L, w))
+        ao, co = m * sam + k0 * sak, m * ldc + j
+        _row(a, ao, sak, b, brow, ldb, o, c, co, kn, load, min(L, w))
         if w > L:
-            _row(a, ao, 1, b, brow, ldb, o + L, c, co + L, kn, load, w - L)
+            _row(a, ao, sak, b, brow, ldb, o + L, c, co + L, kn, load, w - L)
 
 
-@by_type
+@by_type(keep=("sak",))
 @njit(nogil=True, cache=True)
-def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, ldc, load):
+def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, sak, ldc, load):
     """_panel for a packed B block and a packed A block (the leftover rows read A in place)."""
     L = vlanes(c)
     P = 2 * L
@@ -119,13 +122,13 @@ def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, ldc, load):
                 _tile2_n(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w)
         m = mr
         if m1 - m >= 4 and w > L:  # A's leftover rows in place
-            _tile2(a, m * sam + k0, sam, 1, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 4)
+            _tile2(a, m * sam + k0 * sak, sam, sak, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 4)
             m += 4
         for m in range(m, m1):
-            ao = m * sam + k0
-            _row(a, ao, 1, bp, flat, P, o, c, m * ldc + co, kn, load, min(L, w))
+            ao = m * sam + k0 * sak
+            _row(a, ao, sak, bp, flat, P, o, c, m * ldc + co, kn, load, min(L, w))
             if w > L:
-                _row(a, ao, 1, bp, flat, P, o + L, c, m * ldc + co + L, kn, load, w - L)
+                _row(a, ao, sak, bp, flat, P, o + L, c, m * ldc + co + L, kn, load, w - L)
 
 
 @njit(nogil=True, cache=True, inline="always")

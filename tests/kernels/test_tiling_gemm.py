@@ -129,20 +129,20 @@ def test_gemm_blocks(M, N, K, pack, dtype):
 
 
 @pytest.mark.parametrize("M,N,K", [(130, 49, 600), (37, 57, 70)])
-def test_transposed_a_and_split_panels_keep_the_bits(M, N, K):
-    """A transposed A (copied to a unit k stride, UNIT_K) and B's last panel read in place as two one-vector
-    panels (it ends inside its second vector) give the bits of a row-major A on packed panels."""
-    from ge.kernels.gemm import gemm_block, workspace
-    a, b, e = rand(M, K), rand(K, N), np.empty(0, np.int64)
-    got = {}
-    for trans in (False, True):
-        for pack in (False, True):
-            c = np.empty(M * N, np.float32)
-            aa, sam, sak = (np.ascontiguousarray(a.T), 1, M) if trans else (a, K, 1)
-            gemm_block(aa.reshape(-1), b.reshape(-1), e, N, c, N, K, sam, sak, False, 0, M, 0, N,
-                       np.empty(workspace(M, N, K, np.float32, pack), np.float32), pack)
-            got[trans, pack] = c
-    assert all(np.array_equal(c, got[False, True]) for c in got.values())
+def test_stride_kinds_and_split_panels_keep_the_bits(M, N, K):
+    """The register tiles compiled for the literal unit k stride (gemm_nn_ld, gemm_nn_rows) and for a run-time
+    one (gemm_block called from Python; a transposed A), B packed or read in place (its last panel, ending
+    inside its second vector, run as two one-vector panels): the same bits."""
+    from ge.kernels.gemm import gemm_block, gemm_nn_ld, gemm_nn_rows, workspace
+    a, b, e = rand(M, K).reshape(-1), rand(K, N).reshape(-1), np.empty(0, np.int64)
+    at = np.ascontiguousarray(a.reshape(M, K).T).reshape(-1)
+    got = [np.empty(M * N, np.float32) for _ in range(5)]
+    gemm_nn_ld(a, b, got[0], M, N, K, K, 1, N, N, False)
+    gemm_nn_rows(a, b, np.arange(K, dtype=np.int64) * N, got[1], M, N, K, K, 1, N, False)
+    for c, (aa, sam, sak, pack) in zip(got[2:], ((a, K, 1, False), (at, 1, M, False), (at, 1, M, True))):
+        gemm_block(aa, b, e, N, c, N, K, sam, sak, False, 0, M, 0, N,
+                   np.empty(workspace(M, N, K, np.float32, pack), np.float32), pack)
+    assert all(np.array_equal(c, got[0]) for c in got[1:])
 
 
 @pytest.mark.parametrize("M,N,K", [(133, 530, 70), (300, 60, 600)])
