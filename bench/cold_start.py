@@ -33,6 +33,14 @@ seconds are 3-10x a quiet machine's; compare shares, not totals), `ge run` piped
                     conv.conv 216 s; the GEMM (gemm_block 813 s with callees) now compiles for the FC alone.
 Each ge kernel compiled one specialization; only Numba's own overloads (min, max, np.empty) several.
 
+The GEMM's register tiles once per stride kind, IMPLICIT without its 1-position tail (2026-12-08 00:19, both
+commits side by side, `--cases resnet50,bert --rounds 1`, load 16-21: wall seconds ~10x a quiet machine's, so
+read the CPU seconds): 314ebc6 -> 74d6532's parent af059af (the same tiles for these two cases)
+  resnet50 cold     CPU 55.4 -> 50.9 s; conv_implicit._panels_fused 218 -> 144 s of compile (wall, loaded)
+  bert cold         CPU 55.9 -> 37.1 s; microkernel._tiles 4 -> 1 specializations (207 -> 35 s), _panel_a
+                    2 -> 1 (99 -> 41 s), _panel 3 -> 1; gemm_block with its callees 335 -> 76 s
+  warm              resnet50 4.7 vs 5.0 CPU s, bert 3.5 vs 3.5 (unchanged)
+
 Compile workers (ge/npu/compile_workers.py), 2026-12-07 20:58-21:30, `--cases resnet50 --rounds 0`, a fresh clone
 each, load 8-15 (other sessions compiling), one worker (--workers 1) vs one process (--workers 0), alternating:
 the case's own process spent 32.1-33.1 s of CPU instead of 47.3-52.1 s (the worker 25.1-25.5 s; all together

@@ -199,7 +199,8 @@ def _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yo, S, nch, R, pf, fin):
 
 @njit(nogil=True, cache=True, inline="always")
 def _eights(npos):
-    """The positions _panels_fused runs in tiles of 8; the rest: a tile of 4, or 1 row at 1/4 of the cost."""
+    """The positions _panels_fused runs in tiles of 8; the rest (1 to 4) as one tile of 4 (a tile of 1 of its
+    own, 2 FMA chains, was no faster on one position than 4's 8 chains, and cost 4 s of cold compile)."""
     return npos - npos % 8 if npos % 8 < 5 else npos
 
 
@@ -235,16 +236,11 @@ def _panels_fused(a, ao, pb, npos, koff, K, w, wo, y, yo, S, Mp, Mg, c0, c1, b, 
                 _tile2(a, ao, pb, t0, npos, koff, K, w, bo, y, yj + t0, S, nch, 8, pf, fin)
             else:
                 _tile1(a, ao, pb, t0, npos, koff, K, w, bo, y, yj + t0, S, nch, 8, pf, fin)
-        if npos - full > 1:
+        if npos > full:
             if two:
                 _tile2(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 4, nxt + K * L, fin)
             else:
                 _tile1(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 4, nxt + K * L, fin)
-        elif npos - full == 1:
-            if two:
-                _tile2(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 1, nxt + K * L, fin)
-            else:
-                _tile1(a, ao, pb, full, npos, koff, K, w, bo, y, yj + full, S, nch, 1, nxt + K * L, fin)
 
 
 @njit(nogil=True, cache=True)

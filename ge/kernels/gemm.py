@@ -12,9 +12,10 @@ stronger reference here, is level with it on those: bench/nodes_vs_ort.py --only
 On the same VMs with only AVX2 exposed (2026-12-06 07:50; the register tiles then run as microkernel.py's NARROW
 sub-tiles): 1024^3 75 vs 84 GF/s (0.89x), the conv shape 72-74 vs 82-83, ViT-B's MatMuls 71-72 vs 79-80.
 
-A is read through strides (element (m, k) at a[m*sam + k*sak]), so a transposed A costs nothing; C has a
-row stride, and B a row stride or any row offsets (`brow`: a conv reads its shifted, zero-padded input as
-B without unfolding it, see conv.py's SHIFTED).
+A is read through strides (element (m, k) at a[m*sam + k*sak]), so a transposed A costs nothing (a caller
+passing the literal sak 1 links register tiles compiled for a unit stride alone, microkernel.py); C has a row
+stride, and B a row stride or any row offsets (`brow`: a conv reads its shifted, zero-padded input as B
+without unfolding it, see conv.py's SHIFTED).
 
 Every C element, wherever it sits in a tile, a block or a split, is one chain c = fma(a[m,k], b[k,j], c)
 over k in increasing order from 0 (or from C when accumulating), with C stored in its own dtype between k
@@ -193,7 +194,10 @@ def gemm_nn(a, b, c, M, N, K, sam, sak, accumulate):
 def gemm_nn_ld(a, b, c, M, N, K, sam, sak, ldb, ldc, accumulate):
     """C (+)= A @ B with row strides: B[k, j] = b[k*ldb + j], C[m, j] = c[m*ldc + j], j < N."""
     ws = np.empty(pack_elems(M, N, K, ldb, c.itemsize, True), c.dtype)
-    gemm_block(a, b, np.empty(0, np.int64), ldb, c, ldc, K, sam, sak, accumulate, 0, M, 0, N, ws, True)
+    if sak == 1:   # the unit stride's own register tiles (microkernel.py)
+        gemm_block(a, b, np.empty(0, np.int64), ldb, c, ldc, K, sam, 1, accumulate, 0, M, 0, N, ws, True)
+    else:
+        gemm_block(a, b, np.empty(0, np.int64), ldb, c, ldc, K, sam, sak, accumulate, 0, M, 0, N, ws, True)
 
 
 @njit(nogil=True, cache=True)
@@ -201,15 +205,19 @@ def gemm_nn_rows(a, b, brow, c, M, N, K, sam, sak, ldc, accumulate):
     """C (+)= A @ B, B's row k starting at b[brow[k]] (any offsets: a conv's shifted taps, with no im2col),
     C[m, j] at c[m*ldc + j], j < N."""
     ws = np.empty(pack_elems(M, N, K, 0, c.itemsize, False), c.dtype)
-    gemm_block(a, b, brow, 0, c, ldc, K, sam, sak, accumulate, 0, M, 0, N, ws, False)
+    if sak == 1:
+        gemm_block(a, b, brow, 0, c, ldc, K, sam, 1, accumulate, 0, M, 0, N, ws, False)
+    else:
+        gemm_block(a, b, brow, 0, c, ldc, K, sam, sak, accumulate, 0, M, 0, N, ws, False)
 
 
-@by_type
+@by_type(keep=("sak",))
 @njit(nogil=True, cache=True)
 def gemm_block(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws, pack):
     """C[m0:m1, n0:n1] (+)= A[m0:m1, :] @ B[:, n0:n1]: B's row k at b[brow[k]] (brow non-empty) or at
     b[k*ldb]; C[m, j] at c[m*ldc + j]; ws: this block's workspace, pack_elems(m1 - m0, n1 - n0, K, ldb,
-    itemsize, pack) elements or more (`pack`: B may be packed, in blocks as wide as ws holds)."""
+    itemsize, pack) elements or more (`pack`: B may be packed, in blocks as wide as ws holds). A caller
+    passing the literal sak 1 links the unit stride's copy (microkernel.py), any other the strided one."""
     if m1 <= m0 or n1 <= n0:
         return
     if K == 0:
@@ -266,7 +274,7 @@ def _sweep(a, bp, flat, c, ldc, sam, sak, m0, m1, mc, j0, nc, k0, kn, ap, load):
             _pack_a(a, sam, sak, i0, min(i1, mr), k0, kn, ap)
             _panel_a(ap, a, bp, c, i0, min(i1, mr), i1, j0, nc, k0, kn, sam, sak, ldc, load)
         else:
-            _panel(a, bp, flat, P, c, i0, min(i1, mr), i1, j0, 0, nc, k0, kn, sam, sak, ldc, load, True)
+            _panel(a, bp, flat, P, c, i0, min(i1, mr), i1, j0, 0, nc, k0, kn, sam, sak, ldc, load)
 
 
 @by_type
@@ -285,7 +293,8 @@ def _pack_a(a, sam, sak, i0, i1, k0, kn, ap):
 @njit(nogil=True, cache=True)
 def _streamed(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, ws):
     """B read in place, panel by panel (copied first when its rows conflict in L1, or sit at any alignment
-    and many rows reuse them), each panel swept by the row tiles of an MC-row A block."""
+    and many rows reuse them), each panel swept by the row tiles of an MC-row A block. A panel in place that
+    ends inside its second vector runs as two panels of one vector (a whole second vector read past N)."""
     L = vlanes(c)
     P = 2 * L
     kc = k_depth(K)
@@ -304,10 +313,12 @@ def _streamed(a, b, brow, ldb, c, ldc, K, sam, sak, accumulate, m0, m1, n0, n1, 
                 w = min(P, n1 - j)
                 if packed:  # the panel B[k0:k0+kn, j:j+P] copied contiguous (zero-padded) first
                     _pack_block(b, brow, ldb, k0, kn, j, w, ws)
-                    _panel(a, ws, flat, P, c, i0, min(i1, mr), i1, j, 0, w, k0, kn, sam, sak, ldc, load, True)
+                    _panel(a, ws, flat, P, c, i0, min(i1, mr), i1, j, 0, w, k0, kn, sam, sak, ldc, load)
                 else:
-                    _panel(a, b, rows, ldb, c, i0, min(i1, mr), i1, j, j + k0 * ldb, w, k0, kn, sam, sak, ldc,
-                           load, False)
+                    step = P if w == P else L
+                    for v in range(0, w, step):
+                        _panel(a, b, rows, ldb, c, i0, min(i1, mr), i1, j + v, j + v + k0 * ldb, min(step, w - v),
+                               k0, kn, sam, sak, ldc, load)
 
 
 @njit(nogil=True, cache=True)

@@ -50,9 +50,9 @@ def packed_workspace(M: int, K: int, dtype) -> int:
 
 
 @njit(nogil=True, cache=True)
-def gemm_packed_block(a, bp, N, c, ldc, K, sam, sak, m0, m1, n0, n1, ws):
+def gemm_packed_block(a, bp, N, c, ldc, K, sam, m0, m1, n0, n1, ws):
     """C[m0:m1, n0:n1] = A[m0:m1, :] @ B[:, n0:n1], B packed by pack_b (N: its columns), n0 a multiple of
-    a panel (P); A[m, k] at a[m*sam + k*sak], C[m, j] at c[m*ldc + j]; ws: packed_workspace elements."""
+    a panel (P); A[m, k] at a[m*sam + k], C[m, j] at c[m*ldc + j]; ws: packed_workspace elements."""
     if m1 <= m0 or n1 <= n0:
         return
     if K == 0:
@@ -71,4 +71,4 @@ def gemm_packed_block(a, bp, N, c, ldc, K, sam, sak, m0, m1, n0, n1, ws):
         nc = min(ncm, n1 - j0)
         for k0 in range(0, K, kc):
             kn = min(kc, K - k0)
-            _sweep(a, bp[k0 * Np + j0 * kn:], flat, c, ldc, sam, sak, m0, m1, mc, j0, nc, k0, kn, ap, k0 > 0)
+            _sweep(a, bp[k0 * Np + j0 * kn:], flat, c, ldc, sam, 1, m0, m1, mc, j0, nc, k0, kn, ap, k0 > 0)

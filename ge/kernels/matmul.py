@@ -79,8 +79,11 @@ def gemm(a, b, c, y, ws, M, N, K, trans_a, trans_b, alpha, beta, c_mode, act, p0
     m0, m1, n0, n1 = share(M, N, axis, 64 // y.itemsize, block_idx, block_dim)
     if trans_b or N == 1:  # b is [N, K] (a [K, 1] column is the same memory)
         gemm_nt_block(a, b, y, N, K, sam, sak, False, m0, m1, n0, n1)
-    else:
-        gemm_block(a, b, np.empty(0, np.int64), N, y, N, K, sam, sak, False, m0, m1, n0, n1,
+    elif trans_a:
+        gemm_block(a, b, np.empty(0, np.int64), N, y, N, K, 1, M, False, m0, m1, n0, n1,
+                   _block_ws(ws, block_idx, block_dim), True)
+    else:   # the literal unit stride: the register tiles compiled for it (microkernel.py)
+        gemm_block(a, b, np.empty(0, np.int64), N, y, N, K, K, 1, False, m0, m1, n0, n1,
                    _block_ws(ws, block_idx, block_dim), True)
     has_v = 1 if c_mode == C_ROW or c_mode == C_FULL else 0
     for i in range(m0, m1):
@@ -194,11 +197,11 @@ def matmul_packed(a, bp, c, y, ws, M, N, K, has_c, act, p0, p1, axis, block_idx,
     m0, m1, n0, n1 = share(M, N, axis, 64 // y.itemsize, block_idx, block_dim)
     w = _block_ws(ws, block_idx, block_dim)
     if act == NONE and not has_c:
-        gemm_packed_block(a, bp, N, y, N, K, K, 1, m0, m1, n0, n1, w)
+        gemm_packed_block(a, bp, N, y, N, K, K, m0, m1, n0, n1, w)
         return
     for j0 in range(n0, n1, EPILOGUE_COLS):   # the epilogue on each slice while it is in L2
         j1 = min(j0 + EPILOGUE_COLS, n1)
-        gemm_packed_block(a, bp, N, y, N, K, K, 1, m0, m1, j0, j1, w)
+        gemm_packed_block(a, bp, N, y, N, K, K, m0, m1, j0, j1, w)
         for m in range(m0, m1):
             epilogue(y, m * N + j0, j1 - j0, 1.0, 0.0, c, j0, 1.0, has_c, act, p0, p1)
 

@@ -12,21 +12,28 @@ A panel's second vector is masked when N ends inside it (or the panel is one mas
 the rows left over from the tiles of 8 run as a tile of 4 (8 FMA chains, full speed) and then one at a time
 (2 chains: latency-bound, a quarter of a tile's speed; M = 197, ViT's tokens, lost 5% to 5 such rows).
 
-- With A's k stride a literal 1 (`_panel` picks it), LLVM addresses the tile's 8 rows off one index; with
-  a run-time stride it chained the 8 row addresses through one register, one add after another, every k.
-- FULL_PANELS: a packed panel's second vector of B is a plain load, not a masked one with every lane on
-  (the panel is zero-padded; the lanes past N are never stored): on the Zen 5 EPYC (2026-12-07, one core,
-  B packed once, streamed from memory, 64-byte aligned as device memory puts it) the masked load cost
+- With A's k stride a literal 1 (every caller but a transposed A's: Gemm's transA, ConvTranspose's weights),
+  LLVM addresses the tile's 8 rows off one index; with a run-time stride it chained the 8 row addresses
+  through one register, one add after another, every k. The literal is kept down to the tiles (by_type's
+  `keep`), so a model whose GEMMs all have a unit stride compiles only that copy.
+- FULL_PANELS: a panel's second vector of B is a plain load, not a masked one: a packed panel is
+  zero-padded, and B read in place comes in whole panels or panels of one vector (gemm._streamed); the
+  lanes past N are never stored. Against a masked load with every lane on, on the Zen 5 EPYC (2026-12-07,
+  one core, B packed once, streamed from memory, 64-byte aligned as device memory puts it), it saved
   6-10%: ViT-B's 197x3072x768 210-219 -> 234-235 GF/s, 197x768x3072 219-228 -> 241-243 (onnxruntime's
   MLAS: 226-235), 1024^3 216-231 -> 227-252. With B 16 bytes off a cache line the masked load ran at the
   plain one's speed; prefetching the next panel into L2 on top cost 3-8%.
 - PREFETCH_C: while a tile runs, the next tile's 8 rows of C are prefetched (they are far apart: an L2 or
   TLB miss each would stall the tile's start): +8% on the conv-shaped GEMM 256x3136x576, neutral elsewhere.
 - Compiled units: `_panel`, `_tiles` and `_panel_a` are functions of their own, not inlined (the tiles are
-  inlined into them): a call passing a constant (sak 1, padded, R) compiles that literal specialization once,
-  and `_streamed` and `_blocked` then link the same copies instead of each inlining its own. gemm_nn's float32
-  compile, CPU seconds on the AMD EPYC (2026-12-07, loaded): 78.0 with every level inlined, 24.7 so; one
-  core, best of alternating runs: 64x3136x64 and 8x256x1024 -2 to -3% (a call per panel), 128x256x256,
+  inlined into them), compiled once per argument types and k stride kind (by_type, keeping sak), and
+  `_streamed`, `_blocked` and gemm_packed link the same copies instead of each inlining its own. Until
+  2026-12-08 a literal unit k stride and `padded` made 4 copies of `_tiles`, 3 of `_panel`, 2 of `_panel_a`
+  per dtype: a BERT 4x256's first run from a cold cache spent 75.7 CPU s, now 49.9 (bench/cold_start.py's
+  recorder, loaded machine); one core, alternating, the GEMM shapes of bench/gemm_one_core.py and
+  ResNet/BERT's within -3..+2%. Earlier, gemm_nn's float32 compile, CPU seconds on the AMD EPYC
+  (2026-12-07, loaded): 78.0 with every level inlined, 24.7 with these three units; one core, best of
+  alternating runs: 64x3136x64 and 8x256x1024 -2 to -3% (a call per panel), 128x256x256,
   100^3, 256x784x128, 32x196x1152 level (the large shapes not measurable under that load). With `_tile2`
   not inlined either (a call per tile): 35.8 s, but -8% at K = 64; with only `_panel`/`_panel_a`: 33.7 s.
 Every C element is one FMA chain over k in increasing order whatever tile, row or mask it falls in
@@ -38,6 +45,7 @@ import numpy as np
 from numba import njit
 
 from .simd import host_has, vbcast, vfma, vlanes, vload, vload_n, vprefetch, vstore, vstore_n, vzero
+from .specialize import by_type
 
 PREFETCH_C = True
 # Without AVX-512 (16 ymm registers) a tile's 16 vectors of C are 32 ymm accumulators, spilled every k:
@@ -45,25 +53,26 @@ PREFETCH_C = True
 NARROW = not host_has("avx512f")
 
 
+@by_type(keep=("sak",))
 @njit(nogil=True, cache=True)
-def _panel(a, b, brow, ldb, c, m0, mr, m1, j0, bo, nc, k0, kn, sam, sak, ldc, load, padded):
+def _panel(a, b, brow, ldb, c, m0, mr, m1, j0, bo, nc, k0, kn, sam, sak, ldc, load):
     """C[m0:m1, j0:j0+nc] (+)= A[m0:m1, k0:k0+kn] @ B, panel by panel (2 vectors of columns), each swept
     by the row tiles: panel p's row k at b[brow[k] + bo + p*P] (brow non-empty: B in place) or at
-    b[bo + p*P*kn + k*ldb] (a packed block: ldb = P; or one panel in place: nc <= P). padded (a literal):
-    b's panels are zero-padded to P columns (packed), so their second vector loads unmasked (FULL_PANELS)."""
+    b[bo + p*P*kn + k*ldb] (a packed block: ldb = P; or one panel in place: nc <= P); A[m, k] at
+    a[m*sam + k*sak], sak the literal 1 where the caller passes it (by_type keeps it). Every panel's second
+    vector of B is read whole (FULL_PANELS): packed panels are zero-padded, and B in place comes in whole
+    panels or panels of one vector (gemm._streamed)."""
     L = vlanes(c)
     P = 2 * L
     for j in range(0, nc, P):
         w = min(P, nc - j)
-        o = bo + (j if brow.size else j * kn)
-        if sak == 1:  # a literal 1: LLVM then addresses A's 8 rows off one index, not by a chain of adds
-            _tiles(a, b, brow, ldb, c, m0, mr, m1, j0 + j, o, w, k0, kn, sam, 1, ldc, load, padded)
-        else:
-            _tiles(a, b, brow, ldb, c, m0, mr, m1, j0 + j, o, w, k0, kn, sam, sak, ldc, load, padded)
+        _tiles(a, b, brow, ldb, c, m0, mr, m1, j0 + j, bo + (j if brow.size else j * kn), w, k0, kn, sam, sak, ldc,
+               load)
 
 
+@by_type(keep=("sak",))
 @njit(nogil=True, cache=True)
-def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load, padded):
+def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load):
     """C[m0:m1, j:j+w] (+)= A[m0:m1, k0:k0+kn] @ one panel (B's row k at b[brow[k] + o] or b[k*ldb + o])."""
     L = vlanes(c)
     if NARROW and w == 2 * L:
@@ -72,8 +81,7 @@ def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load,
         for m in range(m0, mr, 8):
             if PREFETCH_C and m + 8 < mr:
                 _prefetch_tile(c, (m + 8) * ldc + j, ldc, L)
-            _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 8,
-                   padded)
+            _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 8)
     else:
         for m in range(m0, mr, 8):
             if PREFETCH_C and m + 8 < mr:
@@ -81,7 +89,7 @@ def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load,
             _tile2_n(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w)
     m = mr
     if m1 - m >= 4 and w > L:
-        _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 4, padded)
+        _tile2(a, m * sam + k0 * sak, sam, sak, b, brow, ldb, o, c, m * ldc + j, ldc, kn, load, w - L, 4)
         m += 4
     for m in range(m, m1):
         ao, co = m * sam + k0 * sak, m * ldc + j
@@ -90,6 +98,7 @@ def _tiles(a, b, brow, ldb, c, m0, mr, m1, j, o, w, k0, kn, sam, sak, ldc, load,
             _row(a, ao, sak, b, brow, ldb, o + L, c, co + L, kn, load, w - L)
 
 
+@by_type(keep=("sak",))
 @njit(nogil=True, cache=True)
 def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, sak, ldc, load):
     """_panel for a packed B block and a packed A block (the leftover rows read A in place)."""
@@ -105,7 +114,7 @@ def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, sak, ldc, load):
             for m in range(m0, mr, 8):
                 if PREFETCH_C and m + 8 < mr:
                     _prefetch_tile(c, (m + 8) * ldc + co, ldc, L)
-                _tile2(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 8, True)
+                _tile2(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 8)
         else:
             for m in range(m0, mr, 8):
                 if PREFETCH_C and m + 8 < mr:
@@ -113,7 +122,7 @@ def _panel_a(ap, a, bp, c, m0, mr, m1, j0, nc, k0, kn, sam, sak, ldc, load):
                 _tile2_n(ap, (m - m0) * kn, 1, 8, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w)
         m = mr
         if m1 - m >= 4 and w > L:  # A's leftover rows in place
-            _tile2(a, m * sam + k0 * sak, sam, sak, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 4, True)
+            _tile2(a, m * sam + k0 * sak, sam, sak, bp, flat, P, o, c, m * ldc + co, ldc, kn, load, w - L, 4)
             m += 4
         for m in range(m, m1):
             ao = m * sam + k0 * sak
@@ -133,9 +142,9 @@ def _prefetch_tile(c, co, ldc, second):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R, padded):
+def _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R):
     """C[R rows, 2 vectors] at c[co:] (+)= A[R rows, kn] at a[ao:] @ B[kn, 2 vectors] at b[bo:], with n2 <= L
-    columns in the second vector (masked; B's unmasked when `padded`): the C vectors stay in registers over
+    columns in the second vector (C's masked; B's read whole: FULL_PANELS): the C vectors stay in registers over
     the kn steps. R is a literal, 8 or 4 (the rows left over from the tiles of 8: 8 FMA chains still hide the
     FMA latency)."""
     L = vlanes(c)
@@ -158,7 +167,7 @@ def _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R, padded
             c70, c71 = vload(c, r7), vload_n(c, r7 + L, n2)
     for k in range(kn):
         p, t = (brow[k] if brow.size else k * ldb) + bo, k * sak
-        b0, b1 = vload(b, p), (vload(b, p + L) if padded else vload_n(b, p + L, n2))
+        b0, b1 = vload(b, p), vload(b, p + L)
         x = vbcast(a, q0 + t)
         c00, c01 = vfma(x, b0, c00), vfma(x, b1, c01)
         x = vbcast(a, q1 + t)
@@ -231,12 +240,12 @@ def _tile_n(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _tile2(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R, padded):
+def _tile2(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R):
     """_tile, or without AVX-512 `_narrow`'s sub-tiles."""
     if NARROW:
         _narrow(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, vlanes(c), n2, R)
     else:
-        _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R, padded)
+        _tile(a, ao, sam, sak, b, brow, ldb, bo, c, co, ldc, kn, load, n2, R)
 
 
 @njit(nogil=True, cache=True, inline="always")

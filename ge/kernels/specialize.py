@@ -6,7 +6,9 @@ passes a different mix of constants gets its own copy of the callee. The GEMM's 
 inlined, ~35 s to compile on these machines) was called with seven such mixes, per dtype: minutes of every
 cold start and of every CI run went into identical machine code. `by_type` makes a dispatcher forget the
 values, so each caller links the one body compiled for plain int64/bool arguments. Inline functions keep
-their constants (the micro-kernel relies on a literal unit stride), and so does everything not marked.
+their constants, and so does everything not marked; `keep` names the parameters whose constants pick code
+worth its own copy (the GEMM's unit k stride: gemm_block and the micro-kernel's units keep `sak`, so a
+model whose GEMMs all read A with stride 1 compiles the register tiles once, not once per stride kind).
 
 A few kernels choose a path by a module flag set from the CPU at import (conv_depthwise.DIRECT,
 pool_plane.BUFFERED, conv_lowering.PAIR): `both_ways` compiles a kernel once each way, for the tests that hold
@@ -14,16 +16,25 @@ both paths to the same bits and for bench/kernel_paths.py, which times them on t
 """
 from __future__ import annotations
 
+import inspect
+
 from numba import njit
 from numba.core import types
 
 
-def by_type(dispatcher):
-    """Resolve jitted calls to `dispatcher` on unliteral argument types (decorate above @njit)."""
+def by_type(dispatcher=None, *, keep: tuple[str, ...] = ()):
+    """Resolve jitted calls to `dispatcher` on unliteral argument types (decorate above @njit); the
+    parameters named in `keep` stay literal where a caller passes a constant (`@by_type(keep=("sak",))`:
+    the GEMM's unit k stride, which picks faster code, and nothing else)."""
+    if dispatcher is None:
+        return lambda d: by_type(d, keep=keep)
     resolve = dispatcher.get_call_template
+    names = list(inspect.signature(dispatcher.py_func).parameters)
+    kept = {names.index(k) for k in keep}
 
     def get_call_template(args, kws):
-        return resolve(tuple(types.unliteral(a) for a in args), {k: types.unliteral(t) for k, t in kws.items()})
+        return resolve(tuple(a if i in kept else types.unliteral(a) for i, a in enumerate(args)),
+                       {k: t if k in keep else types.unliteral(t) for k, t in kws.items()})
 
     dispatcher.get_call_template = get_call_template
     return dispatcher

@@ -80,7 +80,7 @@ def test_conv_tiled(xs, ws, attrs, monkeypatch):
     check_op("Conv", [rand(*xs), rand(*ws), rand(ws[0])], attrs, rtol=1e-4, atol=1e-4)
 
 
-# IMPLICIT (conv_implicit.py: output channels across the lanes, positions in tiles of 8, 4 and 1): 32 or more
+# IMPLICIT (conv_implicit.py: output channels across the lanes, positions in tiles of 8 and 4): 32 or more
 # channels a group; in place without padding, a padded copy with it, a compact copy for strided 1x1; panels
 # of 2 vectors and of 1 (48, 80 and 150 channels), channels past a group's end (150), 1 to 7 positions past
 # the tiles of 8. The sessions run the weights packed (pack_conv_weights: IMPLICIT), the kernel called on

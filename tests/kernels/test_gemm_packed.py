@@ -27,7 +27,7 @@ def test_packed_gemm_is_bitwise_the_gemm(M, N, K, dtype):
             for i in range(bd):
                 m0, m1, n0, n1 = share(M, N, axis, lanes, i, bd)
                 ws = np.empty(packed_workspace(m1 - m0, K, dtype), dtype)
-                gemm_packed_block(a, bp, N, got, N, K, K, 1, m0, m1, n0, n1, ws)
+                gemm_packed_block(a, bp, N, got, N, K, K, m0, m1, n0, n1, ws)
             assert np.array_equal(got, want), (axis, bd)
 
 
@@ -43,7 +43,7 @@ def test_padded_lanes_of_a_packed_panel_never_reach_c(N):
     want = np.zeros(M * N, np.float32)
     gemm_nn_ld(a, b.reshape(-1), want, M, N, K, K, 1, N, N, False)
     got = np.full(M * ldc, 7.0, np.float32)
-    gemm_packed_block(a, pack_b(b), N, got, ldc, K, K, 1, 0, M, 0, N, np.empty(packed_workspace(M, K, np.float32),
+    gemm_packed_block(a, pack_b(b), N, got, ldc, K, K, 0, M, 0, N, np.empty(packed_workspace(M, K, np.float32),
                                                                                 np.float32))
     got = got.reshape(M, ldc)
     assert (got[:, N:] == 7.0).all()

@@ -128,6 +128,23 @@ def test_gemm_blocks(M, N, K, pack, dtype):
     np.testing.assert_allclose(acc, 2 * whole, rtol=tol, atol=tol * np.sqrt(K))
 
 
+@pytest.mark.parametrize("M,N,K", [(130, 49, 600), (37, 57, 70)])
+def test_stride_kinds_and_split_panels_keep_the_bits(M, N, K):
+    """The register tiles compiled for the literal unit k stride (gemm_nn_ld, gemm_nn_rows) and for a run-time
+    one (gemm_block called from Python; a transposed A), B packed or read in place (its last panel, ending
+    inside its second vector, run as two one-vector panels): the same bits."""
+    from ge.kernels.gemm import gemm_block, gemm_nn_ld, gemm_nn_rows, workspace
+    a, b, e = rand(M, K).reshape(-1), rand(K, N).reshape(-1), np.empty(0, np.int64)
+    at = np.ascontiguousarray(a.reshape(M, K).T).reshape(-1)
+    got = [np.empty(M * N, np.float32) for _ in range(5)]
+    gemm_nn_ld(a, b, got[0], M, N, K, K, 1, N, N, False)
+    gemm_nn_rows(a, b, np.arange(K, dtype=np.int64) * N, got[1], M, N, K, K, 1, N, False)
+    for c, (aa, sam, sak, pack) in zip(got[2:], ((a, K, 1, False), (at, 1, M, False), (at, 1, M, True))):
+        gemm_block(aa, b, e, N, c, N, K, sam, sak, False, 0, M, 0, N,
+                   np.empty(workspace(M, N, K, np.float32, pack), np.float32), pack)
+    assert all(np.array_equal(c, got[0]) for c in got[1:])
+
+
 @pytest.mark.parametrize("M,N,K", [(133, 530, 70), (300, 60, 600)])
 def test_packed_gemm_keeps_equal_rows_equal(M, N, K):
     """Rows of A equal -> rows of C bitwise equal, whether a row sits in a packed tile or is left over."""
