@@ -1,0 +1,19 @@
+"""README's `pytest` collects bench/ beside tests/ (pyproject's testpaths): a bench script must not shadow an
+installed package for the tests that import it after collection (bench/transformers.py vs Hugging Face's, which
+tests/torch_compile imports inside its tests)."""
+import importlib.machinery
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+
+
+def test_bench_scripts_do_not_shadow_installed_packages():
+    elsewhere = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
+    shadowed = []
+    for script in sorted(BENCH.glob("*.py")):
+        installed = importlib.machinery.PathFinder.find_spec(script.stem, elsewhere)
+        found = importlib.machinery.PathFinder.find_spec(script.stem, sys.path)
+        if installed is not None and found is not None and Path(found.origin).parent == BENCH:
+            shadowed.append(f"{script.name} shadows {installed.origin}")
+    assert not shadowed, "\n".join(shadowed)
