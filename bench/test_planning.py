@@ -46,12 +46,13 @@ def _kernel_seconds(path: str, cache_dir: str | None) -> float:
 @pytest.mark.parametrize("name", ["resnet50", "inception_v2"])
 def test_kernel_compile_cold_vs_warm(benchmark, name, tmp_path):
     path = light_model_path(name)
-    # run once as a test (benchmarks disabled): the suite's cache, not a model's every kernel compiled again
-    cache = None if benchmark.disabled else str(tmp_path)
-    t0 = time.perf_counter()
-    cold = _kernel_seconds(path, cache)
     benchmark.group = "kernel compile: cold cache vs warm cache"
-    warm = benchmark.pedantic(_kernel_seconds, (path, cache), rounds=1, iterations=1)
+    if benchmark.disabled:   # once as a test: one warm start on the suite's cache, no model compiled again cold
+        assert benchmark.pedantic(_kernel_seconds, (path, None), rounds=1, iterations=1) >= 0
+        return
+    t0 = time.perf_counter()
+    cold = _kernel_seconds(path, str(tmp_path))
+    warm = benchmark.pedantic(_kernel_seconds, (path, str(tmp_path)), rounds=1, iterations=1)
     benchmark.extra_info.update({"cold_s": round(cold, 2), "warm_s": round(warm, 3),
                                  "cold_over_warm": round(cold / max(warm, 1e-6), 1),
                                  "wall_s": round(time.perf_counter() - t0, 2)})
