@@ -1,11 +1,12 @@
 """README's `pytest` collects bench/ beside tests/ (pyproject's testpaths): a bench script must not shadow an
-installed package for the tests that import it after collection (bench/transformers.py vs Hugging Face's, which
-tests/torch_compile imports inside its tests)."""
+installed package for the tests that import it after collection or after a test ran a bench script
+(bench/transformers.py vs Hugging Face's, which tests/torch_compile imports inside its tests)."""
 import importlib.machinery
 import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
 
 
 def test_bench_scripts_do_not_shadow_installed_packages():
@@ -13,7 +14,9 @@ def test_bench_scripts_do_not_shadow_installed_packages():
     shadowed = []
     for script in sorted(BENCH.glob("*.py")):
         installed = importlib.machinery.PathFinder.find_spec(script.stem, elsewhere)
+        if installed is None or not installed.origin or Path(installed.origin).resolve().is_relative_to(ROOT):
+            continue   # no package of that name outside this repository
         found = importlib.machinery.PathFinder.find_spec(script.stem, sys.path)
-        if installed is not None and found is not None and Path(found.origin).parent == BENCH:
+        if found is not None and found.origin and Path(found.origin).parent == BENCH:
             shadowed.append(f"{script.name} shadows {installed.origin}")
     assert not shadowed, "\n".join(shadowed)
