@@ -1,7 +1,17 @@
 """bench helpers: alternating timing lives in ge.bench; this records it in pytest-benchmark's extra_info."""
 from __future__ import annotations
 
-from ge.bench import alternate, summarize  # noqa: F401  (re-exported for the bench modules)
+from ge.bench import alternate as _alternate
+from ge.bench import summarize
+
+ONCE = False   # bench/conftest.py: the benchmarks are disabled, each bench runs once as a test
+
+
+def alternate(contenders: dict, rounds: int = 15, **kwargs) -> dict:
+    """ge.bench.alternate; one round and no warm-up when the benchmarks run once as tests (ONCE)."""
+    if ONCE:
+        rounds, kwargs = 1, dict(kwargs, warmup=0)
+    return _alternate(contenders, rounds, **kwargs)
 
 
 def record(benchmark, times, base: str) -> dict:

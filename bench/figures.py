@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parent))   # last: bench/transformers.py must not shadow the package
 from timing import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -36,8 +36,8 @@ _WARMUP = ("import ge, time; from ge.warmup import compile_kernels; "
            "print(time.perf_counter() - t)")
 
 
-def _kernel_seconds(path: str, cache_dir: str) -> float:
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+def _kernel_seconds(path: str, cache_dir: str | None) -> float:
+    env = dict(os.environ) if cache_dir is None else dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
     out = subprocess.run([sys.executable, "-c", _WARMUP.format(path=path)], env=env, check=True,
                          capture_output=True, text=True).stdout
     return float(out.strip().splitlines()[-1])
@@ -46,9 +46,12 @@ def _kernel_seconds(path: str, cache_dir: str) -> float:
 @pytest.mark.parametrize("name", ["resnet50", "inception_v2"])
 def test_kernel_compile_cold_vs_warm(benchmark, name, tmp_path):
     path = light_model_path(name)
+    benchmark.group = "kernel compile: cold cache vs warm cache"
+    if benchmark.disabled:   # once as a test: one warm start on the suite's cache, no model compiled again cold
+        assert benchmark.pedantic(_kernel_seconds, (path, None), rounds=1, iterations=1) >= 0
+        return
     t0 = time.perf_counter()
     cold = _kernel_seconds(path, str(tmp_path))
-    benchmark.group = "kernel compile: cold cache vs warm cache"
     warm = benchmark.pedantic(_kernel_seconds, (path, str(tmp_path)), rounds=1, iterations=1)
     benchmark.extra_info.update({"cold_s": round(cold, 2), "warm_s": round(warm, 3),
                                  "cold_over_warm": round(cold / max(warm, 1e-6), 1),

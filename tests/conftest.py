@@ -14,13 +14,20 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(line)
 
 
-# The longest files first (with a cold Numba cache: the node cases, then the conv kernels' compiles): under
-# xdist's loadfile each file runs on one worker, and a long file started last kept one worker busy alone for
-# minutes at the end of the run (largest-first keeps both busy to the end).
+# The longest files first (with a cold Numba cache: the node cases, then the conv kernels' compiles), then the rest
+# by their number of tests: under xdist's loadfile each file runs on one worker, and a long file started last kept
+# one worker busy alone for minutes at the end of the run (largest-first keeps both busy to the end). xdist
+# would sort the files by their number of tests alone, putting the long files with few tests (whole models,
+# subprocesses) last: pyproject's addopts turn that off (--no-loadscope-reorder) so this order holds.
 _FIRST = ("tests/test_onnx_node_cases.py", "tests/kernels/test_conv.py", "tests/test_light_models_vs_ort.py",
           "tests/test_light_models.py", "tests/kernels/test_elementwise.py")
 
 
 def pytest_collection_modifyitems(config, items):
     rank = {f: i for i, f in enumerate(_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(_FIRST)))
+    count: dict[str, int] = {}
+    for item in items:
+        f = item.nodeid.split("::")[0]
+        count[f] = count.get(f, 0) + 1
+    items.sort(key=lambda item: (rank.get(item.nodeid.split("::")[0], len(_FIRST)),
+                                 -count[item.nodeid.split("::")[0]]))
