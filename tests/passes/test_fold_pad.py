@@ -1,0 +1,53 @@
+"""fold_pad: Before/Expected on small graphs, and numerics against onnx.reference (pass on and off)."""
+import numpy as np
+from pass_check import check_numerics, model, node, ops, printed, randn, run_pass
+
+from ge.passes import fold_pad
+
+X = {"x": [1, 4, 7, 7]}
+W3, DW = randn(4, 4, 3, 3), randn(4, 1, 3, 3)
+
+
+def _pad_conv(pads, conv_attrs, value=None, mode="constant", w=W3):
+    inits = {"pads": np.array(pads, np.int64), "w": w}
+    ins = ["x", "pads"]
+    if value is not None:
+        inits["v"], ins = np.array(value, np.float32), ins + ["v"]
+    return model([node("Pad", ins, ["p"], mode=mode), node("Conv", ["p", "w"], ["y"], **conv_attrs)],
+                 X, ["y"], inits)
+
+
+def test_keras_zero_padding_before_a_valid_stride2_depthwise_conv():
+    m = _pad_conv([0, 0, 0, 0, 0, 0, 1, 1], {"group": 4, "strides": [2, 2], "auto_pad": "VALID"}, w=DW)
+    g, changed = run_pass(m, fold_pad)
+    assert changed
+    assert printed(g) == ["%y:f32[1,4,3,3] = Conv[group=4,pads=[0,0,1,1],strides=[2,2]](%x, %w)  # y"]
+    x = {"x": randn(1, 4, 7, 7)}
+    assert np.array_equal(check_numerics(m, x)[0], check_numerics(m, x, disabled=["fold_pad"])[0])
+
+
+def test_pads_add_to_the_convs_own_and_an_explicit_zero_value_folds():
+    m = _pad_conv([0, 0, 1, 2, 0, 0, 0, 1], {"pads": [1, 0, 1, 1]}, value=0.0)
+    g, _ = run_pass(m, fold_pad)
+    assert printed(g) == ["%y:f32[1,4,8,9] = Conv[pads=[2,2,1,2]](%x, %w)  # y"]
+    check_numerics(m, {"x": randn(1, 4, 7, 7)})
+
+
+def test_other_pads_stay():
+    cases = [_pad_conv([0, 0, 1, 1, 0, 0, 1, 1], {}, value=1.0),          # not zero
+             _pad_conv([0, 0, 1, 1, 0, 0, 1, 1], {}, mode="reflect"),
+             _pad_conv([0, 1, 1, 1, 0, 0, 1, 1], {}, w=randn(4, 5, 3, 3)),  # the channel axis
+             _pad_conv([0, 0, -1, 0, 0, 0, 1, 1], {}),                      # a crop
+             _pad_conv([0, 0, 1, 1, 0, 0, 1, 1], {"auto_pad": "SAME_UPPER"})]
+    for m in cases:
+        g, changed = run_pass(m, fold_pad)
+        assert not changed and ops(g) == ["Pad", "Conv"]
+    check_numerics(cases[0], {"x": randn(1, 4, 7, 7)})
+
+
+def test_a_pad_read_elsewhere_stays_for_its_other_reader():
+    m = model([node("Pad", ["x", "pads"], ["p"]), node("Conv", ["p", "w"], ["y"]), node("Relu", ["p"], ["z"])],
+              X, ["y", "z"], {"pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "w": W3})
+    g, changed = run_pass(m, fold_pad)
+    assert changed and ops(g) == ["Pad", "Conv", "Relu"] and g.nodes[1].inputs[0].name == "x"
+    check_numerics(m, {"x": randn(1, 4, 7, 7)})
