@@ -1,24 +1,29 @@
-"""fold_pad: a zero Pad of the spatial axes before a Conv becomes the Conv's own pads.
+"""fold_pad: a zero Pad of the spatial axes before a Conv (or a MaxPool over a map >= 0) becomes its pads.
 
-Keras's ZeroPadding2D (before MobileNetV2's and ResNet's stride-2 'valid' convs, exported by tf2onnx) and
-torch's F.pad before a conv leave
+Keras's ZeroPadding2D (before MobileNetV2's and ResNet's stride-2 'valid' convs, before DenseNet's and
+ResNet's stem MaxPool; exported by tf2onnx) and torch's F.pad before a conv leave
 
     Pad(x, pads=[0, 0, t, l, 0, 0, b, r], constant 0) -> Conv(auto_pad VALID or pads p)
         == Conv(x, pads = p + [t, l, b, r])
+    Pad(Relu(.) or Clip(., min >= 0), zeros) -> MaxPool  == MaxPool(pads = p + [t, l, b, r])
+        (a MaxPool's pads are ignored, not zeros: the same max only where every window keeps one element
+        of a map that is never below zero)
 
 The Pad writes a whole padded copy of the feature map (MobileNetV2's first stride-2 block: 96 x 113 x 113)
 which the conv then reads again; the conv's kernels pad their edges without that copy.
 
-Algorithm, one sweep over the Convs:
+Algorithm, one sweep over the Convs and MaxPools:
   Step 1: match. The Conv's input is made by a Pad in "constant" mode whose pads are constant, non-negative,
           zero on the batch and channel axes, and whose value is +0.0 (or absent); the Conv's auto_pad is
-          NOTSET or VALID (SAME_* derives its pads from the padded size).
-  Step 2: the Conv reads the Pad's input, its pads grown by the Pad's (auto_pad VALID becomes explicit).
+          NOTSET or VALID (SAME_* derives its pads from the padded size). A MaxPool besides: its input
+          padded a Relu's or a Clip's (constant min >= 0), no dilations, ceil_mode 0, no Indices read, and
+          each side's pads at most the window - 1 (every window keeps an element of the map).
+  Step 2: the node reads the Pad's input, its pads grown by the Pad's (auto_pad VALID becomes explicit).
   Step 3: the Pad goes when nobody reads it any more (another reader keeps it).
 
-Limits: reflect/edge/wrap pads, negative pads (crops), pads given per `axes` (opset 18) and pads before
-pools (a MaxPool pads with -inf, an AveragePool may not count pads) stay as they are.
-Invariant: the Conv's output shape and values are unchanged (the kernels' padding is zeros too).
+Limits: reflect/edge/wrap pads, negative pads (crops), pads given per `axes` (opset 18) and an AveragePool
+(it may not count pads) and a MaxPool over a map that may be negative stay as they are.
+Invariant: the node's output shape and values are unchanged (a conv's padding is zeros too).
 """
 from __future__ import annotations
 
@@ -49,11 +54,30 @@ def _pad_amounts(graph, pad, rank: int) -> list[int] | None:
     return pads
 
 
-def _fold(graph, conv) -> bool:
-    # Step 1: match Pad -> Conv
-    x = conv.inputs[0]
+def _never_negative(graph, v) -> bool:
+    """v is made by a Relu, or a Clip whose min is a constant >= 0."""
+    p = producer(v, ("Relu", "Clip"))
+    if p is None or p.op_type == "Relu":
+        return p is not None
+    lo = p.attrs.get("min") if graph.opset < 11 else const_of(p.inputs[1]) if len(p.inputs) > 1 else None
+    return lo is not None and np.size(lo) == 1 and float(np.asarray(lo).reshape(-1)[0]) >= 0.0
+
+
+def _pool_keeps_max(graph, pool, pad, pads: list[int]) -> bool:
+    """Folding a zero Pad into this MaxPool keeps its values (see the header)."""
+    nd, k = len(pads) // 2, [int(w) for w in pool.attrs.get("kernel_shape", [])]
+    if len(k) != nd or any(int(d) != 1 for d in pool.attrs.get("dilations", [1] * nd)):
+        return False
+    if pool.attrs.get("ceil_mode", 0) or any(v.users or v in graph.outputs for v in pool.outputs[1:]):
+        return False
+    return _never_negative(graph, pad.inputs[0]) and all(p <= k[i % nd] - 1 for i, p in enumerate(pads))
+
+
+def _fold(graph, node) -> bool:
+    # Step 1: match Pad -> Conv / MaxPool
+    x = node.inputs[0]
     pad = producer(x, ("Pad",))
-    auto = conv.attrs.get("auto_pad", "NOTSET")
+    auto = node.attrs.get("auto_pad", "NOTSET")
     if pad is None or x.shape is None or auto not in ("NOTSET", "VALID"):
         return False
     rank = len(x.shape)
@@ -61,14 +85,15 @@ def _fold(graph, conv) -> bool:
     amounts = _pad_amounts(graph, pad, rank)
     if amounts is None or nd < 1:
         return False
-    own = [0] * (2 * nd) if auto == "VALID" else [int(p) for p in conv.attrs.get("pads", [0] * (2 * nd))]
-    if len(own) != 2 * nd:
-        return False
-    # Step 2: the Conv reads the unpadded map with its pads grown
+    own = [0] * (2 * nd) if auto == "VALID" else [int(p) for p in node.attrs.get("pads", [0] * (2 * nd))]
     spatial = amounts[2:rank] + amounts[rank + 2:]
-    conv.attrs.pop("auto_pad", None)
-    conv.attrs["pads"] = [a + b for a, b in zip(own, spatial)]
-    graph.set_input(conv, 0, pad.inputs[0])
+    pads = [a + b for a, b in zip(own, spatial)]
+    if len(own) != 2 * nd or (node.op_type == "MaxPool" and not _pool_keeps_max(graph, node, pad, pads)):
+        return False
+    # Step 2: the node reads the unpadded map with its pads grown
+    node.attrs.pop("auto_pad", None)
+    node.attrs["pads"] = pads
+    graph.set_input(node, 0, pad.inputs[0])
     # Step 3: the Pad goes with its last reader
     if not pad.outputs[0].users and pad.outputs[0] not in graph.outputs:
         graph.erase_node(pad)
@@ -78,6 +103,6 @@ def _fold(graph, conv) -> bool:
 def fold_pad(graph) -> bool:
     changed = False
     for node in list(graph.nodes):
-        if node.domain == "" and node.op_type == "Conv" and node.inputs and node.inputs[0] is not None:
+        if node.domain == "" and node.op_type in ("Conv", "MaxPool") and node.inputs and node.inputs[0] is not None:
             changed |= _fold(graph, node)
     return changed

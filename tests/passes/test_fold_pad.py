@@ -51,3 +51,26 @@ def test_a_pad_read_elsewhere_stays_for_its_other_reader():
     g, changed = run_pass(m, fold_pad)
     assert changed and ops(g) == ["Pad", "Conv", "Relu"] and g.nodes[1].inputs[0].name == "x"
     check_numerics(m, {"x": randn(1, 4, 7, 7)})
+
+
+def _relu_pad_pool(pads, pool_attrs, act="Relu"):
+    return model([node(act, ["x"], ["r"]), node("Pad", ["r", "pads"], ["p"]),
+                  node("MaxPool", ["p"], ["y"], kernel_shape=[3, 3], strides=[2, 2], **pool_attrs)],
+                 X, ["y"], {"pads": np.array(pads, np.int64)})
+
+
+def test_keras_zero_padding_before_a_maxpool_over_a_relu():
+    m = _relu_pad_pool([0, 0, 1, 1, 0, 0, 1, 1], {})
+    g, changed = run_pass(m, fold_pad)
+    assert changed and printed(g)[1] == \
+        "%y:f32[1,4,4,4] = MaxPool[kernel_shape=[3,3],pads=[1,1,1,1],strides=[2,2]](%r)  # y"
+    x = {"x": randn(1, 4, 7, 7)}
+    assert np.array_equal(check_numerics(m, x)[0], check_numerics(m, x, disabled=["fold_pad"])[0])
+
+
+def test_a_maxpool_keeps_its_pad_where_zeros_could_win():
+    for m in (_relu_pad_pool([0, 0, 1, 1, 0, 0, 1, 1], {}, act="Tanh"),      # a tanh < 0 loses to a zero
+              _relu_pad_pool([0, 0, 3, 0, 0, 0, 0, 0], {}),                  # a window of pads alone
+              _relu_pad_pool([0, 0, 1, 1, 0, 0, 1, 1], {"ceil_mode": 1})):
+        g, changed = run_pass(m, fold_pad)
+        assert not changed and "Pad" in ops(g)
