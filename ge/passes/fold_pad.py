@@ -18,7 +18,10 @@ Algorithm, one sweep over the Convs and MaxPools:
           NOTSET or VALID (SAME_* derives its pads from the padded size). A MaxPool besides: its input
           padded a Relu's or a Clip's (constant min >= 0), no dilations, ceil_mode 0, no Indices read, and
           each side's pads at most the window - 1 (every window keeps an element of the map).
-  Step 2: the node reads the Pad's input, its pads grown by the Pad's (auto_pad VALID becomes explicit).
+          The Pad may sit before a Transpose only the node reads (ge's TensorFlow frontend pads a Keras
+          model's NHWC input, then transposes it): its pads are permuted to the Transpose's output axes.
+  Step 2: the node reads the Pad's input, its pads grown by the Pad's (auto_pad VALID becomes explicit);
+          a Transpose between them transposes the Pad's input instead.
   Step 3: the Pad goes when nobody reads it any more (another reader keeps it).
 
 Limits: reflect/edge/wrap pads, negative pads (crops), pads given per `axes` (opset 18) and an AveragePool
@@ -29,11 +32,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .pattern import const_of, producer
+from .pattern import const_of, only_reader, producer
 
 
 def _pad_amounts(graph, pad, rank: int) -> list[int] | None:
-    """The Pad's [begin..., end...] over all `rank` axes when it is a plain zero pad, else None."""
+    """The Pad's [begin..., end...] over all `rank` axes when it is a plain zero pad (not a crop), else None."""
     if pad.attrs.get("mode", "constant") != "constant":
         return None
     if graph.opset < 11:
@@ -49,9 +52,7 @@ def _pad_amounts(graph, pad, rank: int) -> list[int] | None:
     if value != 0.0 or np.signbit(value) or pads is None or len(pads) != 2 * rank:
         return None
     pads = [int(p) for p in np.asarray(pads).reshape(-1)]
-    if min(pads) < 0 or pads[0] or pads[1] or pads[rank] or pads[rank + 1]:
-        return None
-    return pads
+    return pads if min(pads) >= 0 else None
 
 
 def _never_negative(graph, v) -> bool:
@@ -73,10 +74,24 @@ def _pool_keeps_max(graph, pool, pad, pads: list[int]) -> bool:
     return _never_negative(graph, pad.inputs[0]) and all(p <= k[i % nd] - 1 for i, p in enumerate(pads))
 
 
-def _fold(graph, node) -> bool:
-    # Step 1: match Pad -> Conv / MaxPool
+def _padded(graph, node):
+    """(the Pad, the Transpose between it and `node` or None) when node's input is a Pad's output, or a
+    Transpose's that only node reads of a Pad's that only the Transpose reads."""
     x = node.inputs[0]
-    pad = producer(x, ("Pad",))
+    t = producer(x, ("Transpose",))
+    if t is None:
+        return producer(x, ("Pad",)), None
+    pad = producer(t.inputs[0], ("Pad",))
+    if pad is None or "perm" not in t.attrs or pad.inputs[0].shape is None:
+        return None, None
+    ok = only_reader(graph, x, node) and only_reader(graph, pad.outputs[0], t)
+    return (pad, t) if ok else (None, None)
+
+
+def _fold(graph, node) -> bool:
+    # Step 1: match Pad -> Conv / MaxPool (or Pad -> Transpose -> them: an input padded before its Transpose)
+    x = node.inputs[0]
+    pad, t = _padded(graph, node)
     auto = node.attrs.get("auto_pad", "NOTSET")
     if pad is None or x.shape is None or auto not in ("NOTSET", "VALID"):
         return False
@@ -84,6 +99,11 @@ def _fold(graph, node) -> bool:
     nd = rank - 2
     amounts = _pad_amounts(graph, pad, rank)
     if amounts is None or nd < 1:
+        return False
+    if t is not None:   # the pads over the Transpose's output axes
+        perm = [int(p) for p in t.attrs["perm"]]
+        amounts = [amounts[p] for p in perm] + [amounts[rank + p] for p in perm]
+    if amounts[0] or amounts[1] or amounts[rank] or amounts[rank + 1]:   # the batch or channel axis
         return False
     own = [0] * (2 * nd) if auto == "VALID" else [int(p) for p in node.attrs.get("pads", [0] * (2 * nd))]
     spatial = amounts[2:rank] + amounts[rank + 2:]
@@ -93,7 +113,11 @@ def _fold(graph, node) -> bool:
     # Step 2: the node reads the unpadded map with its pads grown
     node.attrs.pop("auto_pad", None)
     node.attrs["pads"] = pads
-    graph.set_input(node, 0, pad.inputs[0])
+    if t is None:
+        graph.set_input(node, 0, pad.inputs[0])
+    else:   # the Transpose moves above the Pad: it transposes the unpadded map
+        graph.set_input(t, 0, pad.inputs[0])
+        t.outputs[0].shape = tuple(pad.inputs[0].shape[p] for p in perm)
     # Step 3: the Pad goes with its last reader
     if not pad.outputs[0].users and pad.outputs[0] not in graph.outputs:
         graph.erase_node(pad)

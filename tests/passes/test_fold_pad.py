@@ -74,3 +74,15 @@ def test_a_maxpool_keeps_its_pad_where_zeros_could_win():
               _relu_pad_pool([0, 0, 1, 1, 0, 0, 1, 1], {"ceil_mode": 1})):
         g, changed = run_pass(m, fold_pad)
         assert not changed and "Pad" in ops(g)
+
+
+def test_an_nhwc_input_padded_before_its_transpose():
+    """ge's TensorFlow frontend pads a Keras model's NHWC input, then transposes it for the stem conv."""
+    m = model([node("Pad", ["x", "pads"], ["p"]), node("Transpose", ["p"], ["t"], perm=[0, 3, 1, 2]),
+               node("Conv", ["t", "w"], ["y"], strides=[2, 2])], {"x": [1, 7, 7, 4]}, ["y"],
+              {"pads": np.array([0, 3, 3, 0, 0, 3, 3, 0], np.int64), "w": W3})
+    g, changed = run_pass(m, fold_pad)
+    assert changed and printed(g) == [
+        "%t:f32[1,4,7,7] = Transpose[perm=[0,3,1,2]](%x)  # t",
+        "%y:f32[1,4,6,6] = Conv[pads=[3,3,3,3],strides=[2,2]](%t, %w)  # y"]
+    check_numerics(m, {"x": randn(1, 7, 7, 4)})
