@@ -2,7 +2,7 @@
 import numpy as np
 from pass_check import check_numerics, model, node, ops, printed, randn, run_pass
 
-from ge.passes import fold_pad
+from ge.passes import cancel_transposes, eliminate_dead_code, fold_pad
 
 X = {"x": [1, 4, 7, 7]}
 W3, DW = randn(4, 4, 3, 3), randn(4, 1, 3, 3)
@@ -86,3 +86,14 @@ def test_an_nhwc_input_padded_before_its_transpose():
         "%t:f32[1,4,7,7] = Transpose[perm=[0,3,1,2]](%x)  # t",
         "%y:f32[1,4,6,6] = Conv[pads=[3,3,3,3],strides=[2,2]](%t, %w)  # y"]
     check_numerics(m, {"x": randn(1, 7, 7, 4)})
+
+
+def test_a_pad_between_transposes_folds_and_the_transposes_cancel():
+    """An NHWC Pad left between two Transposes (an export without tf2onnx's transpose optimizer)."""
+    m = model([node("Transpose", ["x"], ["a"], perm=[0, 2, 3, 1]), node("Pad", ["a", "pads"], ["p"]),
+               node("Transpose", ["p"], ["t"], perm=[0, 3, 1, 2]), node("Conv", ["t", "w"], ["y"])], X, ["y"],
+              {"pads": np.array([0, 1, 1, 0, 0, 1, 1, 0], np.int64), "w": W3})
+    g, changed = run_pass(m, fold_pad)
+    assert changed and cancel_transposes(g)
+    eliminate_dead_code(g)
+    assert printed(g) == ["%y:f32[1,4,7,7] = Conv[pads=[1,1,1,1]](%x, %w)  # y"]
