@@ -6,9 +6,10 @@
   with Erf, and residual Adds. Random weights from a seed.
 - the blocks modern networks are made of, at their real shapes, batch 1, random weights (BatchNorm folded
   into the convs, as exporters leave it after constant folding), for the per-core kernel work (issue #17):
-  `mobilenet_v2_block`, `mbconv_block` (EfficientNet: SiLU, squeeze-excitation), `mobilenet_v3_block`
-  (HardSwish, HardSigmoid SE), `vit_block` (ViT-B: 197 tokens x 768), `convnext_block` (7x7 depthwise,
-  LayerNorm over channels, GELU, 1x1 as MatMul), `fire_block` (SqueezeNet). `BLOCKS` names them.
+  `mobilenet_v2_block` (and `mobilenet_v2_keras_block`: Keras's NHWC edges, Pad, ReLU6 as Clip),
+  `mbconv_block` (EfficientNet: SiLU, squeeze-excitation), `mobilenet_v3_block` (HardSwish, HardSigmoid SE),
+  `vit_block` (ViT-B: 197 tokens x 768), `convnext_block` (7x7 depthwise, LayerNorm over channels, GELU,
+  1x1 as MatMul), `fire_block` (SqueezeNet). `BLOCKS` names them.
 - `all_reduce_layers(...)`: an MLP whose every layer's activations are HcomAllReduce'd (like data-parallel
   gradients) and scaled, while the next layers compute on: the model GE's AllReduce-parallel pass
   (`ge.hcomParallel`) is for.
@@ -191,6 +192,26 @@ def mobilenet_v2_block(channels: int = 24, hw: int = 56, expand: int = 6, seed: 
     return _image_block("mobilenet_v2_block", b, y, channels, hw, channels)
 
 
+def mobilenet_v2_keras_block(c_in: int = 16, hw: int = 112, c_out: int = 24, expand: int = 6,
+                             seed: int = 0) -> onnx.ModelProto:
+    """MobileNetV2's stride-2 inverted residual as Keras exports it (tf2onnx): NHWC in and out with
+    Transposes at the edges, ReLU6 as Clip, and ZeroPadding2D's Pad (bottom and right only) before a
+    'valid' 3x3/2 depthwise conv. x [1, hw, hw, c_in] -> y [1, hw/2, hw/2, c_out]."""
+    b, c = _Builder(seed), c_in * expand
+    lo, hi = b.const("zero", np.array(0, np.float32)), b.const("six", np.array(6, np.float32))
+    h = b.op("Transpose", ["x"], "to_nchw", perm=[0, 3, 1, 2])
+    h = b.op("Clip", [b.conv(h, c_in, c, 1, "expand"), lo, hi], "expand_relu6")
+    h = b.op("Pad", [h, b.const("pads", np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64))], "zero_pad")
+    w = b.weight("dw_w", (c, 1, 3, 3), math.sqrt(2.0 / 9))
+    h = b.op("Conv", [h, w, b.weight("dw_b", (c,), 0.1)], "dw", kernel_shape=[3, 3], strides=[2, 2], group=c)
+    h = b.op("Clip", [h, lo, hi], "dw_relu6")
+    y = b.op("Transpose", [b.conv(h, c, c_out, 1, "project")], "to_nhwc", perm=[0, 2, 3, 1])
+    b.nodes.append(helper.make_node("Identity", [y], ["y"], name="output"))
+    f32, half = TensorProto.FLOAT, hw // 2
+    return b.model("mobilenet_v2_keras_block", [helper.make_tensor_value_info("x", f32, [1, hw, hw, c_in])],
+                   [helper.make_tensor_value_info("y", f32, [1, half, half, c_out])])
+
+
 def _squeeze_excite(b: _Builder, h: str, c: int, squeeze: int, act, gate: str) -> str:
     """Squeeze-excitation: GlobalAveragePool -> 1x1 conv -> act -> 1x1 conv -> gate -> scale the map."""
     s = act(b.conv(b.op("GlobalAveragePool", [h], "se_pool"), c, squeeze, 1, "se_reduce"), "se_act")
@@ -267,7 +288,8 @@ def convnext_block(channels: int = 96, hw: int = 56, seed: int = 0) -> onnx.Mode
     return _image_block("convnext_block", b, y, channels, hw, channels)
 
 
-BLOCKS = {"mobilenet_v2_block": mobilenet_v2_block, "mbconv_block": mbconv_block,
+BLOCKS = {"mobilenet_v2_block": mobilenet_v2_block, "mobilenet_v2_keras_block": mobilenet_v2_keras_block,
+          "mbconv_block": mbconv_block,
           "mobilenet_v3_block": mobilenet_v3_block, "fire_block": fire_block, "vit_block": vit_block,
           "convnext_block": convnext_block}
 

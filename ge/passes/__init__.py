@@ -10,6 +10,7 @@ from .fold_constants import fold_constants
 from .fold_symbolic import fold_symbolic
 from .fold_channel_scale import fold_channel_scale
 from .fold_if import fold_if
+from .fold_pad import fold_pad
 from .fuse_activation import fuse_activation
 from .fuse_attention import fuse_attention
 from .fuse_collectives import fuse_collectives
@@ -49,6 +50,7 @@ PIPELINE = [
     ("fold_if", fold_if),               # an If on a constant condition: the branch it picks
     ("remove_identity", remove_identity),
     ("cancel_transposes", cancel_transposes),
+    ("fold_pad", fold_pad),             # a zero Pad before a Conv: the Conv's pads (Keras's ZeroPadding2D)
     ("fold_batchnorm", fold_batchnorm),
     ("recognize_activations", recognize_activations),
     ("fuse_attention", fuse_attention),             # transformers: before fuse_activation takes a MatMul + Add

@@ -47,12 +47,13 @@ def test_fixture_matches_tensorflow(name, runtime):
 
 
 def test_keras_models_keep_nhwc_only_at_the_boundary():
-    """Layout tracking leaves one Transpose (NHWC input -> NCHW) in each Keras model; all BNs fold."""
+    """Layout tracking leaves one Transpose (NHWC input -> NCHW) in each Keras model; all BNs fold, and
+    ZeroPadding2D's Pads fold into the convs and pools after them (fold_pad)."""
     for name in ("mobilenet_v2", "resnet50", "inception_v3"):
         g = optimize(import_model(FIXTURES / f"{name}.pb"), ge.Options(verify_passes=True))
         ops = [n.op_type for n in g.nodes]
         assert ops.count("Transpose") == 1, name
-        assert not {"Mul", "BatchNormalization", "Relu", "Clip"} & set(ops), name
+        assert not {"Mul", "BatchNormalization", "Relu", "Clip", "Pad"} & set(ops), name
 
 
 @pytest.mark.parametrize("name", ["ops_conv", "mobilenet_v2", "ops_resize"])
