@@ -28,7 +28,8 @@ from numba import njit
 from . import conv_geom as cg
 from .simd import host_has
 from .gemm_int8 import multiplier
-from .simd_int8 import ivbcast4, ivdpbusd, ivload, ivstore, ivzero
+from .simd_int8 import (ivadd, ivbcast4, ivdpbusd, ivload, ivloadi, ivrequant, ivstore, ivstore_bytes,
+                        ivzero)
 from .tiling import block_range
 
 MR, NR = 6, 32
@@ -177,10 +178,13 @@ def _store(tile, r, corr, mult, y, yo, ystep, mn, lo, hi, zo):
     (MlasRequantizeOutput): float32(sum + correction) * multiplier, clamped to [lo, hi], rounded to even,
     plus the (shifted) zero point zo. corr and mult start at the tile's panel."""
     tr = tile[r * NR:r * NR + NR]
-    if ystep == 1:
-        yr = y[yo:yo + mn]
-        for j in range(mn):
-            yr[j] = np.int32(np.rint(min(max(np.float32(tr[j] + corr[j]) * mult[j], lo), hi))) + zo
+    if ystep == 1:  # 16 channels a vector, the last ones of a ragged panel one by one
+        j = 0
+        while j + 16 <= mn:
+            ivstore_bytes(y, yo + j, ivrequant(ivadd(ivloadi(tile, r * NR + j), ivloadi(corr, j)), mult, j, lo, hi, zo))
+            j += 16
+        for i in range(j, mn):
+            y[yo + i] = np.int32(np.rint(min(max(np.float32(tr[i] + corr[i]) * mult[i], lo), hi))) + zo
     else:
         for j in range(mn):
             y[yo + j * ystep] = np.int32(np.rint(min(max(np.float32(tr[j] + corr[j]) * mult[j], lo), hi))) + zo

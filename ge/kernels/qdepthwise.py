@@ -9,9 +9,11 @@ Per output row of an image (a block takes a range of rows, N * OH in all):
   Step 1: (once a block) the weights widened to int32 tap-major rows wt[KH * KW, C4] (zero past C), the
           bias and the requantization multipliers per channel (gemm_int8.multiplier, zero past C).
   Step 2: acc[ow, c] = sum over the taps inside the image of (x - x_zero_point) * w: exact int32; a tap
-          in the padding adds (zero point - zero point) * w = 0 and is skipped.
-  Step 3: y = gemm_int8.requantize's float32 steps (onnxruntime's), shifted; the channels past C get the
-          zero point (multiplier 0).
+          in the padding adds (zero point - zero point) * w = 0 and is skipped. Positions whose window lies
+          inside the image (most) sum their taps in registers, 16 channels a vector (simd_int8's ivmul);
+          the border ones tap by tap over their row.
+  Step 3: y = gemm_int8.requantize's float32 steps (onnxruntime's), 16 channels a vector, shifted; the
+          channels past C get the zero point (multiplier 0).
 The int16 im2col path (qlinear.qconv) stays for NCHW maps; both give the same bits.
 """
 from __future__ import annotations
@@ -23,6 +25,7 @@ from . import conv_geom as cg
 from .blocks import own, per_block, tiled
 from .gemm_int8 import multiplier
 from .qnhwc import c4
+from .simd_int8 import ivadd, ivloadi, ivmul, ivrequant, ivsplat, ivstore, ivstore_bytes, ivsub, ivzero, ivzext
 from .tiling import block_dim_for, block_range
 
 _NS_MAC = 0.15  # ns per multiply-add, one thread (16 lanes a vector, ~6 instructions)
@@ -55,7 +58,10 @@ def qdepthwise(x, xs, xzp, w, wsc, ys, yzp, b, y, wt, acc, qm, geom, n_ws, has_b
     hi, zo = np.float32(qmax - z), z + y_off
     for r in range(r0, r1):
         n, oh = r // OH, r % OH
-        # Step 2: the taps
+        # Step 2: the taps; the windows wholly inside the image 16 channels a vector (ivmul: vpmulld)
+        inner = oh * sh - ph >= 0 and oh * sh - ph + KH <= H
+        a0, a1 = (-(-pw // sw), min(OW, (W - KW + pw) // sw + 1)) if inner else (0, 0)
+        a1 = max(a0, a1)
         pa[:] = 0
         for kh in range(KH):
             h = oh * sh - ph + kh
@@ -65,15 +71,45 @@ def qdepthwise(x, xs, xzp, w, wsc, ys, yzp, b, y, wt, acc, qm, geom, n_ws, has_b
                 ow0, ow1 = max(0, -((kw - pw) // sw)), min(OW, (W - 1 + pw - kw) // sw + 1)
                 wr = ww[(kh * KW + kw) * C4:(kh * KW + kw + 1) * C4]
                 for ow in range(ow0, ow1):
+                    if a0 <= ow < a1:
+                        continue
                     xi = ((n * H + h) * W + ow * sw - pw + kw) * C4
                     xr, ar = x[xi:xi + C4], pa[ow * C4:(ow + 1) * C4]
                     for c in range(C4):
                         ar[c] += (np.int32(xr[c]) - xz) * wr[c]
+        _inner(x, ww, pa, n, oh, a0, a1, H, W, C4, KH, KW, sh, sw, ph, pw, xz)
         # Step 3: requantize
         for ow in range(OW):
-            yr, ar = y[(r * OW + ow) * C4:(r * OW + ow + 1) * C4], pa[ow * C4:(ow + 1) * C4]
-            for c in range(C4):
-                yr[c] = np.int32(np.rint(min(max(np.float32(ar[c] + bias[c]) * pq[c], lo), hi))) + zo
+            q = (r * OW + ow) * C4
+            c = 0
+            while c + 16 <= C4:
+                ivstore_bytes(y, q + c, ivrequant(ivadd(ivloadi(pa, ow * C4 + c), ivloadi(bias, c)), pq, c, lo, hi, zo))
+                c += 16
+            for c in range(c, C4):
+                y[q + c] = np.int32(np.rint(min(max(np.float32(pa[ow * C4 + c] + bias[c]) * pq[c], lo), hi))) + zo
+
+
+@njit(nogil=True, cache=True)
+def _inner(x, ww, pa, n, oh, a0, a1, H, W, C4, KH, KW, sh, sw, ph, pw, xz):
+    """acc of output positions [a0, a1) of row oh, whose windows lie wholly inside the image: per 16
+    channels, the taps' (x - xz) * w summed in registers; the channels past the last 16 one by one."""
+    C16 = C4 // 16 * 16
+    zv = ivsplat(xz)
+    for ow in range(a0, a1):
+        base = ((n * H + oh * sh - ph) * W + ow * sw - pw) * C4
+        for c0 in range(0, C16, 16):
+            acc = ivzero(x)
+            for kh in range(KH):
+                for kw in range(KW):
+                    xv = ivsub(ivzext(x, base + (kh * W + kw) * C4 + c0), zv)
+                    acc = ivadd(acc, ivmul(xv, ivloadi(ww, (kh * KW + kw) * C4 + c0)))
+            ivstore(pa, ow * C4 + c0, acc)
+        for c in range(C16, C4):
+            s = np.int32(0)
+            for kh in range(KH):
+                for kw in range(KW):
+                    s += (np.int32(x[base + (kh * W + kw) * C4 + c]) - xz) * ww[(kh * KW + kw) * C4 + c]
+            pa[ow * C4 + c] = s
 
 
 def launch(geom, n_ws: int, has_b: bool, x_off: int, y_off: int, qmin: int, qmax: int, relu: bool, cores: int,

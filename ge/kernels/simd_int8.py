@@ -10,6 +10,14 @@ measured 3.9 GMAC/s for gemm_int8.igemm on 64x576x3136).
     ivbcast4(arr, i)         the 4 bytes arr[i:i+4] of a uint8 / int8 array in every lane
     ivdpbusd(acc, u, s)      acc + the lane-wise dot products of u's unsigned and s's signed bytes
     ivstore(arr, i, v)       arr[i:i+16] = v for an int32 array
+  the depthwise conv's and the requantization's (qdepthwise.py, conv_vnni.py):
+    ivzext(arr, i)           the 16 bytes of a uint8 array at i, zero-extended to 16 int32 lanes
+    ivloadi(arr, i)          arr[i:i+16] of an int32 array
+    ivsplat(x)               the integer x in every lane
+    ivadd, ivsub, ivmul      lane-wise int32 a + b, a - b, a * b (low 32 bits)
+    ivrequant(v, m, i, lo, hi, zo)  rint(clamp(float32(v) * m[i:i+16], lo, hi)) + zo: gemm_int8.requantize's
+                             float32 steps (onnxruntime's) on 16 lanes
+    ivstore_bytes(arr, i, v) arr[i:i+16] = the low bytes of v's lanes (a uint8 or int8 array)
 """
 from __future__ import annotations
 
@@ -90,5 +98,101 @@ def ivstore(typingctx, arr, idx, v):
 
     def codegen(context, builder, sig, args):
         builder.store(args[2], element_ptr(context, builder, arr, args[0], args[1], _V), align=4)
+        return context.get_dummy_value()
+    return types.void(arr, idx, v), codegen
+
+
+# -- the depthwise conv's and the requantization's vectors (qdepthwise.py, conv_vnni.py) ----------------
+
+_F = ir.VectorType(ir.FloatType(), 16)
+_B = ir.VectorType(ir.IntType(8), 16)
+
+
+def _ints(arr):
+    if not isinstance(arr, types.Array) or arr.dtype != types.int32:
+        raise TypeError(f"simd_int8: expected an int32 array, got {arr}")
+
+
+@intrinsic
+def ivzext(typingctx, arr, idx):
+    """The 16 bytes arr[idx:idx+16] of a uint8 array, zero-extended to 16 int32 lanes (vpmovzxbd)."""
+    if not isinstance(arr, types.Array) or arr.dtype != types.uint8:
+        raise TypeError(f"simd_int8.ivzext: expected a uint8 array, got {arr}")
+
+    def codegen(context, builder, sig, args):
+        return builder.zext(builder.load(element_ptr(context, builder, arr, args[0], args[1], _B), align=1), _V)
+    return ivec(arr, idx), codegen
+
+
+@intrinsic
+def ivloadi(typingctx, arr, idx):
+    """arr[idx:idx+16] of an int32 array."""
+    _ints(arr)
+
+    def codegen(context, builder, sig, args):
+        return builder.load(element_ptr(context, builder, arr, args[0], args[1], _V), align=4)
+    return ivec(arr, idx), codegen
+
+
+@intrinsic
+def ivsplat(typingctx, x):
+    """The int32 scalar x in every lane."""
+    if not isinstance(x, types.Integer):
+        raise TypeError("simd_int8.ivsplat takes an integer")
+
+    def codegen(context, builder, sig, args):
+        v = context.cast(builder, args[0], x, types.int32)
+        v = builder.insert_element(ir.Constant(_V, ir.Undefined), v, ir.Constant(_I32, 0))
+        return builder.shuffle_vector(v, ir.Constant(_V, ir.Undefined), ir.Constant(_V, [0] * 16))
+    return ivec(x), codegen
+
+
+def _lanewise(name, emit):
+    def typer(typingctx, a, b):
+        if not (a == ivec and b == ivec):
+            raise TypeError(f"simd_int8.{name} takes two IVec")
+        return ivec(a, b), lambda context, builder, sig, args: emit(builder)(args[0], args[1])
+    typer.__name__ = name
+    return intrinsic(typer)
+
+
+ivadd = _lanewise("ivadd", lambda b: b.add)
+ivsub = _lanewise("ivsub", lambda b: b.sub)
+ivmul = _lanewise("ivmul", lambda b: b.mul)   # the low 32 bits of each product (vpmulld)
+
+
+@intrinsic
+def ivrequant(typingctx, v, mult, mi, lo, hi, zo):
+    """16 lanes of rint(clamp(float32(v) * mult[mi:mi+16], lo, hi)) + zo (float32 mult array, lo / hi
+    float32, zo int32): gemm_int8.requantize's float32 steps, onnxruntime's, on 16 sums at once."""
+    if v != ivec or not isinstance(mult, types.Array) or mult.dtype != types.float32:
+        raise TypeError("simd_int8.ivrequant takes an IVec and a float32 array")
+
+    def codegen(context, builder, sig, args):
+        x, m = builder.sitofp(args[0], _F), builder.load(element_ptr(context, builder, mult, args[1], args[2], _F),
+                                                       align=4)
+        f = builder.fmul(x, m)
+
+        def splat(val, ty, vt):
+            s = context.cast(builder, val, ty, types.float32 if vt is _F else types.int32)
+            s = builder.insert_element(ir.Constant(vt, ir.Undefined), s, ir.Constant(_I32, 0))
+            return builder.shuffle_vector(s, ir.Constant(vt, ir.Undefined), ir.Constant(_V, [0] * 16))
+        lo_v, hi_v = splat(args[3], sig.args[3], _F), splat(args[4], sig.args[4], _F)
+        f = builder.select(builder.fcmp_ordered(">", f, lo_v), f, lo_v)   # max(f, lo), as Python's max
+        f = builder.select(builder.fcmp_ordered("<", f, hi_v), f, hi_v)   # min(f, hi)
+        rint = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_F, [_F]), "llvm.rint.v16f32")
+        return builder.add(builder.fptosi(builder.call(rint, [f]), _V), splat(args[5], sig.args[5], _V))
+    return ivec(v, mult, mi, lo, hi, zo), codegen
+
+
+@intrinsic
+def ivstore_bytes(typingctx, arr, idx, v):
+    """arr[idx:idx+16] = the low bytes of v's lanes (vpmovdb) for a uint8 or int8 array."""
+    _bytes(arr)
+    if v != ivec:
+        raise TypeError("simd_int8.ivstore_bytes stores an IVec")
+
+    def codegen(context, builder, sig, args):
+        builder.store(builder.trunc(args[2], _B), element_ptr(context, builder, arr, args[0], args[1], _B), align=1)
         return context.get_dummy_value()
     return types.void(arr, idx, v), codegen

@@ -106,9 +106,9 @@ def _ort_qlinear_conv(inputs, attrs):
                                                   (i8, 1, [0, 1, 1, 0], 2)])
 def test_depthwise_qlinear_conv_on_images(xt, stride, pads, cores):
     """kernels/qdepthwise.py: onnxruntime's bits (its float32 requantization), within 1 of onnx.reference's
-    float64 one; 10 channels, so the image's 2 channels past C hold the zero point. The weight zero point is
+    float64 one; 18 channels: 16 a vector, then 2 and the image's 2 past C (the zero point). The weight zero point is
     absent for ge (as fuse_qdq leaves a zero one), zeros for the oracles (onnxruntime requires it)."""
-    C, lo, hi, yz = 10, np.iinfo(xt).min, np.iinfo(xt).max + 1, np.array(-7 if xt == i8 else 120, xt)
+    C, lo, hi, yz = 18, np.iinfo(xt).min, np.iinfo(xt).max + 1, np.array(-7 if xt == i8 else 120, xt)
     x = R.integers(lo, hi, (2, C, 7, 9)).astype(xt)
     inputs = [x, np.array(0.05, f32), np.array(3, xt), R.integers(-127, 128, (C, 1, 3, 3)).astype(i8),
               (R.random(C) * 0.02 + 0.001).astype(f32), np.zeros(C, i8), np.array(0.3, f32), yz,
@@ -122,7 +122,7 @@ def test_depthwise_qlinear_conv_on_images(xt, stride, pads, cores):
     got = _ge("QLinearConv", [_image(x)] + inputs[1:5] + [None] + inputs[6:],
               {**attrs, "x_layout": "NHWC", "y_layout": "NHWC"}, cores)
     shift = 128 if xt == i8 else 0
-    assert got.shape == (2, want.shape[2], want.shape[3], 12) and (got[..., C:] == int(yz) + shift).all()
+    assert got.shape == (2, want.shape[2], want.shape[3], 20) and (got[..., C:] == int(yz) + shift).all()
     np.testing.assert_array_equal(_back(got, xt, C), want)
 
 
