@@ -2,9 +2,9 @@
 from . import registry
 from . import (activation, attention, axis_scan, binary, bitwise, cast, control, conv, conv_bf16,  # noqa: F401
                conv_scaled, einsum, elementwise, expanded, image_decoder, indexing, kv_cache, linalg, linear_attention,
-               loss, matmul, movement, nms, norm, pad, patches, pool, qgemm, qlinear, qnhwc, quant, reduce, refused, resize,
-               reverse_sequence, rms_norm, rnn, sample, select, sequence, softmax, spectral, tensor, tfidf,
-               ml, ml_svm, strings, tree_ensemble, window)
+               loss, matmul, matmul_int8, movement, nms, norm, pad, patches, pool, qlinear, qnhwc, quant, reduce,
+               refused, resize, reverse_sequence, rms_norm, rnn, sample, select, sequence, softmax, spectral, tensor,
+               tfidf, ml, ml_svm, strings, tree_ensemble, window)
 from .registry import (AICORE, AICPU, DVPP, HCCL, KernelContext, Launch, OpKernel, TensorSpec,
                        is_registered, lookup, refuse, register, registered_ops, run_kernel)
 

@@ -24,7 +24,7 @@ from numba import njit
 from .blocks import own, per_block
 from .conv import _conv_shape
 from . import conv_geom as cg
-from . import qdepthwise
+from . import conv_depthwise_int8
 from .conv_lowering import _im2col
 from .conv_vnni import HAS_VNNI, MR, NR, packed_size, vnni_conv
 from .gemm_int8 import igemm, multiplier, requantize, shift
@@ -159,7 +159,7 @@ def _logical(ctx: KernelContext) -> KernelContext:
     if not (x_nhwc or y_nhwc):
         return ctx
     shape, group = ctx.attr("weight_shape"), int(ctx.attr("group", 1))
-    if group > 1 and shape is None and x_nhwc and y_nhwc:  # qdepthwise.py's case, checked by _depthwise
+    if group > 1 and shape is None and x_nhwc and y_nhwc:  # conv_depthwise_int8's case (_depthwise)
         shape = ctx.inputs[3].shape
     if shape is None or not ctx.has(2) or not ctx.has(7):
         raise ctx.error("an NHWC QLinearConv needs packed weights (weight_shape), or to be depthwise with x and"
@@ -239,7 +239,7 @@ def _prepare_qlinear_conv(ctx: KernelContext) -> Launch:
 
 
 def depthwise_nhwc(ctx: KernelContext, geom) -> bool:
-    """qdepthwise.py's case: 2-D, group = C = M, undilated, int8 weights without a zero point."""
+    """conv_depthwise_int8.py's case: 2-D, group = C = M, undilated, int8 weights without a zero point."""
     zero_w = not ctx.has(5) or (ctx.values[5] is not None and not np.any(ctx.values[5]))
     C, M, G = int(geom[cg.C]), int(geom[cg.M]), int(geom[cg.GROUP])
     return (len(ctx.inputs[0].shape) == 4 and G == C == M and zero_w and ctx.inputs[3].dtype == np.int8
@@ -252,9 +252,9 @@ def _depthwise(ctx: KernelContext, geom, opt) -> Launch:
                         " undilated, with int8 weights and no weight zero point")
     M = int(geom[cg.M])
     qmin, qmax = _Q8[ctx.inputs[7].dtype]
-    return qdepthwise.launch(geom, _per(ctx, 4, "w_scale", M), ctx.has(8), 128 if ctx.inputs[2].dtype == np.int8 else 0,
-                             128 if ctx.inputs[7].dtype == np.int8 else 0, qmin, qmax,
-                             ctx.attr("activation", "") == "Relu", ctx.cores, (0, 1, 2, 3, 4, 6, 7, opt[8] or 0))
+    x_off, y_off = (128 if ctx.inputs[i].dtype == np.int8 else 0 for i in (2, 7))
+    return conv_depthwise_int8.launch(geom, _per(ctx, 4, "w_scale", M), ctx.has(8), x_off, y_off, qmin, qmax,
+                                      ctx.attr("activation", "") == "Relu", ctx.cores, (0, 1, 2, 3, 4, 6, 7, opt[8] or 0))
 
 
 def wants_vnni(ctx: KernelContext, geom) -> bool:

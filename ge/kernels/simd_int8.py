@@ -10,7 +10,7 @@ measured 3.9 GMAC/s for gemm_int8.igemm on 64x576x3136).
     ivbcast4(arr, i)         the 4 bytes arr[i:i+4] of a uint8 / int8 array in every lane
     ivdpbusd(acc, u, s)      acc + the lane-wise dot products of u's unsigned and s's signed bytes
     ivstore(arr, i, v)       arr[i:i+16] = v for an int32 array
-  the depthwise conv's and the requantization's (qdepthwise.py, conv_vnni.py):
+  the depthwise conv's and the requantization's (conv_depthwise_int8.py, conv_vnni.py, qnhwc.py):
     ivzext(arr, i)           the 16 bytes of a uint8 array at i, zero-extended to 16 int32 lanes
     ivloadi(arr, i)          arr[i:i+16] of an int32 array
     ivsplat(x)               the integer x in every lane
@@ -18,6 +18,7 @@ measured 3.9 GMAC/s for gemm_int8.igemm on 64x576x3136).
     ivrequant(v, m, i, lo, hi, zo)  rint(clamp(float32(v) * m[i:i+16], lo, hi)) + zo: gemm_int8.requantize's
                              float32 steps (onnxruntime's) on 16 lanes
     ivstore_bytes(arr, i, v) arr[i:i+16] = the low bytes of v's lanes (a uint8 or int8 array)
+    ivqadd(a, b, k, ...)     16 lanes of qnhwc.qadd's float32 steps on two byte images
 """
 from __future__ import annotations
 
@@ -49,6 +50,12 @@ def element_ptr(context, builder, aryty, ary, idx, to):
     return builder.bitcast(builder.gep(data, [idx]), to.as_pointer())
 
 
+def _splat(builder, x, vt):
+    """The LLVM scalar x in every lane of a vector of type vt (16 lanes)."""
+    v = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(_I32, 0))
+    return builder.shuffle_vector(v, ir.Constant(vt, ir.Undefined), ir.Constant(_V, [0] * 16))
+
+
 def _bytes(arr):
     if not isinstance(arr, types.Array) or arr.dtype not in (types.uint8, types.int8):
         raise TypeError(f"simd_int8: expected a uint8 or int8 array, got {arr}")
@@ -73,9 +80,7 @@ def ivbcast4(typingctx, arr, idx):
     _bytes(arr)
 
     def codegen(context, builder, sig, args):
-        x = builder.load(element_ptr(context, builder, arr, args[0], args[1], _I32), align=1)
-        v = builder.insert_element(ir.Constant(_V, ir.Undefined), x, ir.Constant(_I32, 0))
-        return builder.shuffle_vector(v, ir.Constant(_V, ir.Undefined), ir.Constant(_V, [0] * 16))
+        return _splat(builder, builder.load(element_ptr(context, builder, arr, args[0], args[1], _I32), align=1), _V)
     return ivec(arr, idx), codegen
 
 
@@ -102,7 +107,7 @@ def ivstore(typingctx, arr, idx, v):
     return types.void(arr, idx, v), codegen
 
 
-# -- the depthwise conv's and the requantization's vectors (qdepthwise.py, conv_vnni.py) ----------------
+# -- int32 lanes and the requantization (conv_depthwise_int8.py, conv_vnni.py, qnhwc.py, matmul_int8.py) --
 
 _F = ir.VectorType(ir.FloatType(), 16)
 _B = ir.VectorType(ir.IntType(8), 16)
@@ -141,9 +146,7 @@ def ivsplat(typingctx, x):
         raise TypeError("simd_int8.ivsplat takes an integer")
 
     def codegen(context, builder, sig, args):
-        v = context.cast(builder, args[0], x, types.int32)
-        v = builder.insert_element(ir.Constant(_V, ir.Undefined), v, ir.Constant(_I32, 0))
-        return builder.shuffle_vector(v, ir.Constant(_V, ir.Undefined), ir.Constant(_V, [0] * 16))
+        return _splat(builder, context.cast(builder, args[0], x, types.int32), _V)
     return ivec(x), codegen
 
 
@@ -172,17 +175,50 @@ def ivrequant(typingctx, v, mult, mi, lo, hi, zo):
         x, m = builder.sitofp(args[0], _F), builder.load(element_ptr(context, builder, mult, args[1], args[2], _F),
                                                        align=4)
         f = builder.fmul(x, m)
-
-        def splat(val, ty, vt):
-            s = context.cast(builder, val, ty, types.float32 if vt is _F else types.int32)
-            s = builder.insert_element(ir.Constant(vt, ir.Undefined), s, ir.Constant(_I32, 0))
-            return builder.shuffle_vector(s, ir.Constant(vt, ir.Undefined), ir.Constant(_V, [0] * 16))
-        lo_v, hi_v = splat(args[3], sig.args[3], _F), splat(args[4], sig.args[4], _F)
+        lo_v, hi_v = _fsplat(context, builder, args[3], sig.args[3]), _fsplat(context, builder, args[4], sig.args[4])
         f = builder.select(builder.fcmp_ordered(">", f, lo_v), f, lo_v)   # max(f, lo), as Python's max
         f = builder.select(builder.fcmp_ordered("<", f, hi_v), f, hi_v)   # min(f, hi)
-        rint = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_F, [_F]), "llvm.rint.v16f32")
-        return builder.add(builder.fptosi(builder.call(rint, [f]), _V), splat(args[5], sig.args[5], _V))
+        zo = _splat(builder, context.cast(builder, args[5], sig.args[5], types.int32), _V)
+        return builder.add(builder.fptosi(_rint(builder, f), _V), zo)
     return ivec(v, mult, mi, lo, hi, zo), codegen
+
+
+def _fsplat(context, builder, val, ty):
+    return _splat(builder, context.cast(builder, val, ty, types.float32), _F)
+
+
+def _rint(builder, f):
+    """Rounded to the nearest integer, ties to even (the default rounding mode; vrndscaleps)."""
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_F, [_F]), "llvm.rint.v16f32")
+    return builder.call(fn, [f])
+
+
+@intrinsic
+def ivqadd(typingctx, a, b, k, a_off, za, sa, b_off, zb, sb, sy, zy, qlo, qhi, relu):
+    """16 lanes of qnhwc.qadd: Q([Relu](DQ(a) + DQ(b))) from the shifted bytes a[k:k+16], b[k:k+16] in its
+    float32 steps ((a - a_off - za) * sa + (b - b_off - zb) * sb, max with 0 when relu, rint(s / sy) + zy
+    clamped to [qlo, qhi]), as int32 lanes."""
+    if not all(isinstance(t, types.Array) and t.dtype == types.uint8 for t in (a, b)):
+        raise TypeError("simd_int8.ivqadd takes two uint8 arrays")
+
+    def codegen(context, builder, sig, args):
+        ty = sig.args
+        f = [_fsplat(context, builder, args[i], ty[i]) for i in (4, 5, 7, 8, 9, 10, 11, 12)]
+        za_, sa_, zb_, sb_, sy_, zy_, lo_, hi_ = f
+
+        def dq(i, aty, o, zp, sc):
+            x = builder.zext(builder.load(element_ptr(context, builder, aty, args[i], args[2], _B), align=1), _V)
+            x = builder.sub(x, _splat(builder, context.cast(builder, args[o], ty[o], types.int32), _V))
+            return builder.fmul(builder.fsub(builder.sitofp(x, _F), zp), sc)
+        s = builder.fadd(dq(0, a, 3, za_, sa_), dq(1, b, 6, zb_, sb_))
+        zero = ir.Constant(_F, None)
+        relu_on = builder.icmp_signed("!=", args[13], ir.Constant(args[13].type, 0))
+        s = builder.select(relu_on, builder.select(builder.fcmp_ordered(">", zero, s), zero, s), s)
+        v = builder.fadd(_rint(builder, builder.fdiv(s, sy_)), zy_)
+        v = builder.select(builder.fcmp_ordered(">", lo_, v), lo_, v)   # max(v, qlo)
+        v = builder.select(builder.fcmp_ordered("<", hi_, v), hi_, v)   # min(v, qhi)
+        return builder.fptosi(v, _V)
+    return ivec(a, b, k, a_off, za, sa, b_off, zb, sb, sy, zy, qlo, qhi, relu), codegen
 
 
 @intrinsic

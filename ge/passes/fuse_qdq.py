@@ -123,8 +123,8 @@ def _fuse(graph, qn) -> bool:
 
 
 def _fuse_gemm(graph, gemm) -> bool:
-    """DQ(aq) -> Gemm(., DQ(wq) [N, K] transposed, [bias]) with a float result -> ge::QGemm (kernels/qgemm.py),
-    its weights packed into conv_vnni's panels here (a constant the folds never touch)."""
+    """DQ(aq) -> Gemm(., DQ(wq) [N, K] transposed, [bias]) with a float result -> ge::QGemm
+    (kernels/matmul_int8.py), its weights packed into conv_vnni's panels here (a constant the folds never touch)."""
     a = gemm.attrs
     if (a.get("transA", 0) or a.get("transB", 0) != 1 or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0
             or not HAS_VNNI or len(gemm.inputs) < 2):

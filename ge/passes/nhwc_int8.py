@@ -3,7 +3,7 @@ TransData at the edges of a region of one format), so no conv repacks its input 
 
     y = ge::QLinearConv[weight_shape](x, ...)              (packed: pack_qconv_weights)
  -> y_nhwc = ge::QLinearConv[x_layout=NHWC?, y_layout=NHWC](x_nhwc | x, ...)
-    y = ge::QLinearConv[group=C](x, ...)                    (depthwise, int8 weights: kernels/qdepthwise.py)
+    y = ge::QLinearConv[group=C](x, ...)                    (depthwise: kernels/conv_depthwise_int8.py)
  -> y_nhwc = ge::QLinearConv[group=C, x_layout=NHWC, y_layout=NHWC](x_nhwc, ...)
     y = ge::TransData[src_format=NHWC, dst_format=NCHW](y_nhwc)      for the readers outside the region
 
@@ -49,8 +49,8 @@ def _conv(node) -> bool:
 
 
 def _depthwise(node) -> bool:
-    """A depthwise ge::QLinearConv qdepthwise.py runs on images: 2-D, group = C = M, constant int8 weights
-    without zero point, undilated, both activation zero points."""
+    """A depthwise ge::QLinearConv conv_depthwise_int8.py runs on images: 2-D, group = C = M, constant
+    int8 weights without zero point, undilated, both activation zero points."""
     if (node.op_type, node.domain) != ("QLinearConv", "ge") or "weight_shape" in node.attrs or "x_layout" in node.attrs:
         return False
     if len(node.inputs) < 8 or node.inputs[2] is None or node.inputs[7] is None or node.inputs[5] is not None:

@@ -105,7 +105,7 @@ def _ort_qlinear_conv(inputs, attrs):
 @pytest.mark.parametrize("xt,stride,pads,cores", [(u8, 1, [1, 1, 1, 1], 1), (i8, 2, [1, 1, 1, 1], 2),
                                                   (i8, 1, [0, 1, 1, 0], 2)])
 def test_depthwise_qlinear_conv_on_images(xt, stride, pads, cores):
-    """kernels/qdepthwise.py: onnxruntime's bits (its float32 requantization), within 1 of onnx.reference's
+    """kernels/conv_depthwise_int8.py: onnxruntime's bits (its float32 requantization), within 1 of onnx.reference's
     float64 one; 18 channels: 16 a vector, then 2 and the image's 2 past C (the zero point). The weight zero point is
     absent for ge (as fuse_qdq leaves a zero one), zeros for the oracles (onnxruntime requires it)."""
     C, lo, hi, yz = 18, np.iinfo(xt).min, np.iinfo(xt).max + 1, np.array(-7 if xt == i8 else 120, xt)

@@ -1,5 +1,7 @@
 """fuse_qdq and pack_qconv_weights: Before/Expected on small QDQ graphs, and numerics against onnx.reference
-(the integer kernels give onnx.reference's QLinearConv bits; the float form may differ by one step)."""
+(the integer kernels requantize in onnxruntime's float32 steps, onnx.reference in float64: they differ by 1
+only where a value lands within one float32 rounding of a half, in none of these cases; the float form may
+differ by one step)."""
 # the pass runs on the float form's graph: the expected integer node is onnx.reference's QLinearConv
 import numpy as np
 import pytest
@@ -120,3 +122,13 @@ def test_classifier_gemm_becomes_qgemm():
     m.graph.output[0].type.tensor_type.elem_type = 1   # float: onnxruntime wants the output's type
     theirs = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]
     np.testing.assert_allclose(got[0], theirs, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_qgemm_bad_weights_name_the_node():
+    from op_check import make_model, run_ge
+    from ge.errors import GEError
+    bad = [np.zeros((1, 8), np.int8), XS, np.int8(0), np.zeros(10, np.int8), XS, np.zeros(4, np.int32)]
+    with pytest.raises(GEError, match=r"QGemm node 'n'.*weight_shape \[4, 9\] must be \[N, K\] with K = 8"):
+        run_ge(*make_model("QGemm", bad, {"weight_shape": [4, 9]}, domain="ge"))
+    with pytest.raises(GEError, match=r"QGemm node 'n'.*packed weights must be int8 \[128\]"):
+        run_ge(*make_model("QGemm", bad, {"weight_shape": [4, 8]}, domain="ge"))

@@ -136,7 +136,7 @@ def test_same_bits_as_the_nchw_int8_path(small_cnn):
 
 
 def test_depthwise_convs_join_the_region(mobile_block):
-    """Both depthwise convs read and write images (kernels/qdepthwise.py); every 8-bit value has the bits
+    """Both depthwise convs read and write images (kernels/conv_depthwise_int8.py); every 8-bit value has the bits
     of the NCHW int8 path (the int16 im2col GEMM for them), on both runtimes and 1 or 2 AI cores, and of
     onnxruntime's int8 run except after the residual Add (its QLinearAdd's own float32 formula: 1 step)."""
     x = {"x": R.standard_normal((1, 10, 9, 11)).astype(f32)}
@@ -155,4 +155,5 @@ def test_depthwise_convs_join_the_region(mobile_block):
     so.intra_op_num_threads = 1
     theirs = ort.InferenceSession(mobile_block.SerializeToString(), so).run(None, x)
     for o, a, b in zip(mobile_block.graph.output, want, theirs):
-        assert np.abs(a.astype(np.float64) - b).max() <= (1 if a.dtype != f32 else 1e-5 + np.abs(b).max() * 1e-2), o.name
+        tol = 1 if a.dtype != f32 else 1e-5 + np.abs(b).max() * 1e-2
+        assert np.abs(a.astype(np.float64) - b).max() <= tol, o.name
