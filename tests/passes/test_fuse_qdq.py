@@ -130,5 +130,5 @@ def test_qgemm_bad_weights_name_the_node():
     bad = [np.zeros((1, 8), np.int8), XS, np.int8(0), np.zeros(10, np.int8), XS, np.zeros(4, np.int32)]
     with pytest.raises(GEError, match=r"QGemm node 'n'.*weight_shape \[4, 9\] must be \[N, K\] with K = 8"):
         run_ge(*make_model("QGemm", bad, {"weight_shape": [4, 9]}, domain="ge"))
-    with pytest.raises(GEError, match=r"QGemm node 'n'.*packed weights must be int8 \[128\]"):
+    with pytest.raises(GEError, match=r"QGemm node 'n'.*packed weights must be int8 \[256\]"):
         run_ge(*make_model("QGemm", bad, {"weight_shape": [4, 8]}, domain="ge"))
