@@ -25,7 +25,7 @@ from . import conv_geom as cg
 from .blocks import own, per_block, tiled
 from .gemm_int8 import multiplier
 from .qnhwc import c4
-from .simd_int8 import ivadd, ivloadi, ivmul, ivrequant, ivsplat, ivstore, ivstore_bytes, ivsub, ivzero, ivzext
+from .simd_int8 import ivadd, ivload, ivmul, ivrequant, ivsplat, ivstore, ivstore_bytes, ivsub, ivzero, ivzext
 from .tiling import block_dim_for, block_range
 
 _NS_MAC = 0.15  # ns per multiply-add, one thread (16 lanes a vector, ~6 instructions)
@@ -83,7 +83,7 @@ def qdepthwise(x, xs, xzp, w, wsc, ys, yzp, b, y, wt, acc, qm, geom, n_ws, has_b
             q = (r * OW + ow) * C4
             c = 0
             while c + 16 <= C4:
-                ivstore_bytes(y, q + c, ivrequant(ivadd(ivloadi(pa, ow * C4 + c), ivloadi(bias, c)), pq, c, lo, hi, zo))
+                ivstore_bytes(y, q + c, ivrequant(ivadd(ivload(pa, ow * C4 + c), ivload(bias, c)), pq, c, lo, hi, zo))
                 c += 16
             for c in range(c, C4):
                 y[q + c] = np.int32(np.rint(min(max(np.float32(pa[ow * C4 + c] + bias[c]) * pq[c], lo), hi))) + zo
@@ -102,7 +102,7 @@ def _inner(x, ww, pa, n, oh, a0, a1, H, W, C4, KH, KW, sh, sw, ph, pw, xz):
             for kh in range(KH):
                 for kw in range(KW):
                     xv = ivsub(ivzext(x, base + (kh * W + kw) * C4 + c0), zv)
-                    acc = ivadd(acc, ivmul(xv, ivloadi(ww, (kh * KW + kw) * C4 + c0)))
+                    acc = ivadd(acc, ivmul(xv, ivload(ww, (kh * KW + kw) * C4 + c0)))
             ivstore(pa, ow * C4 + c0, acc)
         for c in range(C16, C4):
             s = np.int32(0)

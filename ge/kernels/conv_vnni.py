@@ -28,7 +28,7 @@ from numba import njit
 from . import conv_geom as cg
 from .simd import host_has
 from .gemm_int8 import multiplier
-from .simd_int8 import (ivadd, ivbcast4, ivdpbusd, ivload, ivloadi, ivrequant, ivstore, ivstore_bytes,
+from .simd_int8 import (ivadd, ivbcast4, ivdpbusd, ivload, ivrequant, ivstore, ivstore_bytes,
                         ivzero)
 from .tiling import block_range
 
@@ -181,7 +181,7 @@ def _store(tile, r, corr, mult, y, yo, ystep, mn, lo, hi, zo):
     if ystep == 1:  # 16 channels a vector, the last ones of a ragged panel one by one
         j = 0
         while j + 16 <= mn:
-            ivstore_bytes(y, yo + j, ivrequant(ivadd(ivloadi(tile, r * NR + j), ivloadi(corr, j)), mult, j, lo, hi, zo))
+            ivstore_bytes(y, yo + j, ivrequant(ivadd(ivload(tile, r * NR + j), ivload(corr, j)), mult, j, lo, hi, zo))
             j += 16
         for i in range(j, mn):
             y[yo + i] = np.int32(np.rint(min(max(np.float32(tr[i] + corr[i]) * mult[i], lo), hi))) + zo

@@ -6,13 +6,13 @@ lane's int32: 64 multiply-adds an instruction (LLVM's loop vectorizer never emit
 measured 3.9 GMAC/s for gemm_int8.igemm on 64x576x3136).
 
     ivzero(arr)              zeros (arr only types the call)
-    ivload(arr, i)           the 64 bytes of a uint8 / int8 array at element i, as 16 int32 lanes
+    ivload(arr, i)           the 64 bytes of a uint8 / int8 array at element i, as 16 int32 lanes (of an
+                             int32 array: arr[i:i+16])
     ivbcast4(arr, i)         the 4 bytes arr[i:i+4] of a uint8 / int8 array in every lane
     ivdpbusd(acc, u, s)      acc + the lane-wise dot products of u's unsigned and s's signed bytes
     ivstore(arr, i, v)       arr[i:i+16] = v for an int32 array
   the depthwise conv's and the requantization's (conv_depthwise_int8.py, conv_vnni.py, qnhwc.py):
     ivzext(arr, i)           the 16 bytes of a uint8 array at i, zero-extended to 16 int32 lanes
-    ivloadi(arr, i)          arr[i:i+16] of an int32 array
     ivsplat(x)               the integer x in every lane
     ivadd, ivsub, ivmul      lane-wise int32 a + b, a - b, a * b (low 32 bits)
     ivrequant(v, m, i, lo, hi, zo)  rint(clamp(float32(v) * m[i:i+16], lo, hi)) + zo: gemm_int8.requantize's
@@ -68,7 +68,8 @@ def ivzero(typingctx, arr):
 
 @intrinsic
 def ivload(typingctx, arr, idx):
-    _bytes(arr)
+    if not isinstance(arr, types.Array) or arr.dtype not in (types.uint8, types.int8, types.int32):
+        raise TypeError(f"simd_int8.ivload: expected a uint8, int8 or int32 array, got {arr}")
 
     def codegen(context, builder, sig, args):
         return builder.load(element_ptr(context, builder, arr, args[0], args[1], _V), align=1)
@@ -113,11 +114,6 @@ _F = ir.VectorType(ir.FloatType(), 16)
 _B = ir.VectorType(ir.IntType(8), 16)
 
 
-def _ints(arr):
-    if not isinstance(arr, types.Array) or arr.dtype != types.int32:
-        raise TypeError(f"simd_int8: expected an int32 array, got {arr}")
-
-
 @intrinsic
 def ivzext(typingctx, arr, idx):
     """The 16 bytes arr[idx:idx+16] of a uint8 array, zero-extended to 16 int32 lanes (vpmovzxbd)."""
@@ -126,16 +122,6 @@ def ivzext(typingctx, arr, idx):
 
     def codegen(context, builder, sig, args):
         return builder.zext(builder.load(element_ptr(context, builder, arr, args[0], args[1], _B), align=1), _V)
-    return ivec(arr, idx), codegen
-
-
-@intrinsic
-def ivloadi(typingctx, arr, idx):
-    """arr[idx:idx+16] of an int32 array."""
-    _ints(arr)
-
-    def codegen(context, builder, sig, args):
-        return builder.load(element_ptr(context, builder, arr, args[0], args[1], _V), align=4)
     return ivec(arr, idx), codegen
 
 
