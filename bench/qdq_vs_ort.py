@@ -1,13 +1,19 @@
 """int8 QDQ models on one core: ge int8 (fuse_qdq's integer kernels, VNNI convs) vs ge float32 vs onnxruntime
 int8 and float32, side by side in one process.
 
-    taskset -c 0 python bench/qdq_vs_ort.py [--models resnet50,squeezenet] [--reps 10] [--quick]
+    taskset -c 0 python bench/qdq_vs_ort.py [--models resnet50,squeezenet,mobilenetv2] [--rounds 10] [--quick]
+                                            [--no-convs]
 
-Each light model gets random weights, BatchNormalization folded, and onnxruntime.quantization's QDQ form
-(quantize_static, per-channel int8 weights, 2 random calibration inputs: ge.zoo.quantized_light_model).
-ge runs runtime_v1 on one AI core; onnxruntime one intra-op thread; "ge int8 NCHW" is ge int8 without
-nhwc_int8 (every int8 map NCHW, each VNNI conv repacking its input). The five runs alternate within each
-repetition so a busy machine slows them alike; the best of `reps` is printed, with ratios. --quick: 3 reps.
+Each model gets random weights, BatchNormalization folded, and onnxruntime.quantization's QDQ form
+(quantize_static, per-channel int8 weights, 2 random calibration inputs: ge.zoo.quantized_model); the
+light models (ResNet-50, SqueezeNet) as ge.zoo.quantized_light_model makes them, MobileNetV2 as
+tests/torch_compile/torch_nets.py builds it (torchvision's layer plan, ReLU6), exported by torch.onnx.
+ge runs runtime_v1 on one AI core; onnxruntime one intra-op thread, not spinning, with an untimed pause
+before each of its samples (its pool parked); "ge int8 NCHW" is ge int8 without nhwc_int8 (every int8 map
+NCHW, each VNNI conv repacking its input). Times are CPU time (time.process_time) of rounds alternating in
+a shuffled order (ge.bench.alternate), medians, so a loaded machine slows them alike. The last columns:
+how many output values ge int8 has that onnxruntime int8 has not (and the largest difference in output
+quantization steps). --quick: 3 rounds.
 First the int8 conv alone on ResNet-like shapes (a DQ -> Conv -> Q model, fused and packed as in a QDQ
 model): conv_vnni's vpdpbusd kernel, the portable int16 GEMM (qlinear.USE_VNNI = False) and ge's float32
 conv.
@@ -15,38 +21,62 @@ conv.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import sys
 import tempfile
+import time
 
 import numpy as np
-import onnxruntime as ort
+import onnx
 
 import ge
-from ge.zoo import quantized_light_model
+from ge.bench import onnxruntime_session
+from ge.zoo import quantized_light_model, quantized_model
 
-sys.path.insert(0, os.path.dirname(__file__))
-from aicores_report import machine  # noqa: E402
-from timing import alternating_best  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from timing import alternate, alternating_best, header  # noqa: E402
 
 
-def model_row(name, reps, d):
-    f32, qdq = quantized_light_model(name, d)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    sessions = [ge.Session(ge.compile(qdq, ge.Options(aicore_num=1)), runtime="v1"),
-                ge.Session(ge.compile(f32, ge.Options(aicore_num=1)), runtime="v1"),
-                ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"]),
-                ort.InferenceSession(f32, so, providers=["CPUExecutionProvider"]),
-                ge.Session(ge.compile(qdq, ge.Options(aicore_num=1, disabled_passes=("nhwc_int8",))), runtime="v1")]
-    inp = sessions[2].get_inputs()[0]
+def _mobilenetv2(d) -> onnx.ModelProto:
+    import torch
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "torch_compile"))
+    import torch_nets
+    torch.manual_seed(0)
+    path = os.path.join(d, "mobilenetv2_export.onnx")
+    torch.onnx.export(torch_nets.MobileNetV2().eval(), (torch.randn(1, 3, 224, 224),), path, opset_version=13,
+                      dynamo=False, input_names=["input"], output_names=["output"])
+    return onnx.load(path)
+
+
+def quantized(name, d):
+    if name == "mobilenetv2":
+        return quantized_model(_mobilenetv2(d), name, d)
+    return quantized_light_model(name, d)
+
+
+def model_row(name, rounds, d):
+    f32, qdq = quantized(name, d)
+    one = ge.Options(aicore_num=1)
+    ge_i8 = ge.Session(ge.compile(qdq, one), runtime="v1")
+    sides = {"ge int8": ge_i8, "ge f32": ge.Session(ge.compile(f32, one), runtime="v1"),
+             "ort int8": onnxruntime_session(qdq, 1), "ort f32": onnxruntime_session(f32, 1),
+             "ge int8 NCHW": ge.Session(ge.compile(qdq, ge.Options(aicore_num=1, disabled_passes=("nhwc_int8",))),
+                                        runtime="v1")}
+    inp = sides["ort int8"].get_inputs()[0]
     x = {inp.name: np.random.default_rng(3).standard_normal([d if isinstance(d, int) else 1 for d in inp.shape])
          .astype(np.float32)}
-    ms = [b * 1e3 for b in alternating_best([lambda s=s: s.run(None, x) for s in sessions], reps)]
-    print(f"{name:12s} ge int8 {ms[0]:7.1f}  ge f32 {ms[1]:7.1f}  ort int8 {ms[2]:7.1f}  ort f32 {ms[3]:7.1f}"
-          f"  ge int8 NCHW {ms[4]:7.1f} ms   ge int8 vs ge f32 {ms[1] / ms[0]:.2f}x, vs ort int8 {ms[2] / ms[0]:.2f}x,"
-          f" vs its NCHW maps {ms[4] / ms[0]:.2f}x")
+    got, want = ge_i8.run(None, x)[0], sides["ort int8"].run(None, x)[0]
+    q = [n for n in onnx.load(qdq).graph.node if n.op_type == "QuantizeLinear"][-1]
+    step = float(onnx.numpy_helper.to_array(next(t for t in onnx.load(qdq).graph.initializer if t.name == q.input[1])))
+    t = alternate({k: (lambda s=s: s.run(None, x)) for k, s in sides.items()}, rounds,
+                  pause=frozenset({"ort int8", "ort f32"}), clock=time.process_time)
+    ms = {k: v[0] * 1e3 for k, v in t.items()}
+    print(f"{name:12s} ge int8 {ms['ge int8']:6.2f}  ge f32 {ms['ge f32']:6.2f}  ort int8 {ms['ort int8']:6.2f}"
+          f"  ort f32 {ms['ort f32']:6.2f}  ge int8 NCHW {ms['ge int8 NCHW']:6.2f} ms   ge int8 vs ge f32"
+          f" {ms['ge f32'] / ms['ge int8']:.2f}x faster, vs ort int8 {ms['ge int8'] / ms['ort int8']:.2f}x the time,"
+          f" NCHW maps {ms['ge int8 NCHW'] / ms['ge int8']:.2f}x;  vs ort int8: {int((got != want).sum())} of"
+          f" {got.size} outputs differ, by <= {np.abs(got - want).max() / step:.2f} steps", flush=True)
 
 
 def conv_rows(reps):
@@ -91,16 +121,18 @@ def conv_rows(reps):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="resnet50,squeezenet")
-    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--models", default="resnet50,squeezenet,mobilenetv2")
+    ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-convs", action="store_true")
     a = ap.parse_args()
-    reps = 3 if a.quick else a.reps
-    print(f"one thread each, best of {reps}, {datetime.datetime.now():%Y-%m-%d %H:%M}, {machine()}")
-    conv_rows(reps)
+    rounds = 3 if a.quick else a.rounds
+    header(f"int8 QDQ models, one thread each, CPU time, median of {rounds} alternating rounds")
+    if not a.no_convs:
+        conv_rows(rounds)
     with tempfile.TemporaryDirectory() as d:
         for name in a.models.split(","):
-            model_row(name, reps, d)
+            model_row(name, rounds, d)
 
 
 if __name__ == "__main__":

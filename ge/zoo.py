@@ -90,15 +90,20 @@ def with_random_weights(name: str, seed: int = 0) -> onnx.ModelProto:
 
 def quantized_light_model(name: str, directory: str, samples: int = 2, seed: int = 0,
                           reduce_range: bool = False) -> tuple[str, str]:
-    """(float path, QDQ path): a random-weight light model at opset 13 with its BatchNormalizations folded
-    (onnxruntime's basic level, what quantization's pre-processing does), and its int8 QDQ form from
+    """(float path, QDQ path): a random-weight light model quantized by `quantized_model`."""
+    return quantized_model(with_random_weights(name, seed), name, directory, samples, seed, reduce_range)
+
+
+def quantized_model(m: onnx.ModelProto, name: str, directory: str, samples: int = 2, seed: int = 0,
+                    reduce_range: bool = False) -> tuple[str, str]:
+    """(float path, QDQ path): model m at opset 13 with its BatchNormalizations folded (onnxruntime's basic
+    level, what quantization's pre-processing does), and its int8 QDQ form from
     onnxruntime.quantization.quantize_static (per-channel weights, `samples` random calibration inputs).
     `reduce_range` quantizes weights to 7 bits, what onnxruntime advises without AVX512-VNNI: its u8s8
     kernels there (vpmaddubsw) saturate pairs of products at int16. Needs onnxruntime."""
     import onnxruntime as ort
     from onnxruntime import quantization
 
-    m = with_random_weights(name, seed)
     m.ir_version = 7   # initializers need not be graph inputs (the converter and quantizer want them apart)
     m = onnx.version_converter.convert_version(m, 13)
     inits = {t.name for t in m.graph.initializer}

@@ -10,7 +10,8 @@ an all-zero one; onnxruntime's quantizer makes weights symmetric int8 by default
   Step 3: implicit GEMM, no im2col: a tile of MR = 6 output positions of one output row x 32 channels is
           12 zmm accumulators; each k step broadcasts the 4 channel bytes a position reads (contiguous in
           NHWC) and issues 12 vpdpbusd against 2 weight vectors. Sums are exact int32; the tile is then
-          corrected (- xzp * row sum), biased and requantized (gemm_int8.requantize's rounding) into NCHW y.
+          corrected (- xzp * row sum), biased and requantized (gemm_int8.requantize's rounding, onnxruntime's
+          float32 steps) into NCHW y. At stride 1 a tile's positions run on across output rows (_rows).
 NHWC (passes/nhwc_int8.py): x and y may instead be byte images [N, H, W, C4] already shifted to uint8; an
 unpadded x is then Step 1's image as it is (no copy) and a padded one costs one row copy a row; y's
 positions get their 32 channels in one vector loop. bench/vnni_layouts.py, one core (NCHW in and out ->
@@ -26,7 +27,9 @@ from numba import njit
 
 from . import conv_geom as cg
 from .simd import host_has
-from .simd_int8 import ivbcast4, ivdpbusd, ivload, ivstore, ivzero
+from .gemm_int8 import multiplier
+from .simd_int8 import (ivadd, ivbcast4, ivdpbusd, ivload, ivrequant, ivstore, ivstore_bytes,
+                        ivzero)
 from .tiling import block_range
 
 MR, NR = 6, 32
@@ -144,7 +147,7 @@ def _images(x, xs, wsc, ys, yzp, b, y, pxp, pwp, wsum, tile, corr, mult, geom, o
     C4 = (C + 3) // 4 * 4
     Hp, Wp = max(H + ph, (OH - 1) * sh + KH), max(W + pw, (OW - 1) * sw + KW)
     for m in range(M):  # the requantization's multiplier (gemm_int8.multiplier) and zero-point correction
-        mult[m] = np.float64(np.float32(np.float32(xs[0] * wsc[m if n_ws > 1 else 0]) / ys[0]))
+        mult[m] = multiplier(xs[0], wsc[m if n_ws > 1 else 0], ys[0])
         corr[m] = (np.int32(b[m]) if has_b else 0) - xz * wsum[m]
     z = np.float64(yzp[0]) if has_yzp else 0.0
     lo = max(qmin, z) if relu else qmin  # Relu after the conv: Q(max(y, 0)) = max(Q(y), yzp)
@@ -169,33 +172,64 @@ def pad_nhwc(x, xo, H, row, fill, xp, prow, ph, pw):
         xp[(h + ph) * prow + pw:(h + ph) * prow + pw + row] = x[xo + h * row:xo + (h + 1) * row]
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _store(tile, r, corr, mult, y, yo, ystep, mn, lo, hi, zo):
+    """y[yo + j * ystep] = tile row r's sums of channels j < mn requantized in onnxruntime's float32 steps
+    (MlasRequantizeOutput): float32(sum + correction) * multiplier, clamped to [lo, hi], rounded to even,
+    plus the (shifted) zero point zo. corr and mult start at the tile's panel."""
+    tr = tile[r * NR:r * NR + NR]
+    if ystep == 1:  # 16 channels a vector, the last ones of a ragged panel one by one
+        j = 0
+        while j + 16 <= mn:
+            ivstore_bytes(y, yo + j, ivrequant(ivadd(ivload(tile, r * NR + j), ivload(corr, j)), mult, j, lo, hi, zo))
+            j += 16
+        for i in range(j, mn):
+            y[yo + i] = np.int32(np.rint(min(max(np.float32(tr[i] + corr[i]) * mult[i], lo), hi))) + zo
+    else:
+        for j in range(mn):
+            y[yo + j * ystep] = np.int32(np.rint(min(max(np.float32(tr[j] + corr[j]) * mult[j], lo), hi))) + zo
+
+
 @njit(nogil=True, cache=True)
 def _rows(img, pwp, tile, mult, corr, y, geom, n, Wp, z, lo, qmax, y_nhwc, y_off, t0, t1):
-    """Step 3 for output rows [t0, t1) of image n, whose padded byte image is img."""
+    """Step 3 for output rows [t0, t1) of image n, whose padded byte image is img. At stride 1 a tile's 6
+    positions run on across output rows: position a of the padded image's rows (Wp wide) is the window
+    at a * C4, and the Wp - OW positions past a row's end are computed and dropped (ResNet-50's 7x7
+    maps: 7 of 12 lanes busy a row, 49 of 54 flat; 1x1 maps have none to drop)."""
     C, M, OH, OW = geom[cg.C], geom[cg.M], geom[cg.OH], geom[cg.OW]
     KH, KW, sh, sw = geom[cg.KH], geom[cg.KW], geom[cg.SH], geom[cg.SW]
     C4, M4 = (C + 3) // 4 * 4, (M + 3) // 4 * 4
     G4, panels, S = KH * KW * (C4 // 4), (M + NR - 1) // NR, OH * OW
+    lo32, hi32 = np.float32(lo - z), np.float32(qmax - z)
+    zo = np.int32(z) + (y_off if y_nhwc else 0)
+    flat = sh == 1 and sw == 1
     for p in range(panels):
         mn = min(NR, M - p * NR)
+        cp, mp = corr[p * NR:], mult[p * NR:]
+        if flat:
+            q1 = (t1 - 1) * Wp + OW
+            for a in range(t0 * Wp, q1, MR):
+                rows = min(MR, q1 - a)
+                _tile(img, pwp, tile, a * C4, C4, rows, p, G4, KH, KW, C4, Wp)
+                for r in range(rows):
+                    oh, ow = (a + r) // Wp, (a + r) % Wp
+                    if ow < OW:
+                        q = (n * OH + oh) * OW + ow
+                        if y_nhwc:
+                            _store(tile, r, cp, mp, y, q * M4 + p * NR, 1, mn, lo32, hi32, zo)
+                        else:
+                            _store(tile, r, cp, mp, y, (n * M + p * NR) * S + oh * OW + ow, S, mn, lo32, hi32, zo)
+            continue
         for oh in range(t0, t1):
             for ow0 in range(0, OW, MR):
                 rows = min(MR, OW - ow0)
                 _tile(img, pwp, tile, (oh * sh * Wp + ow0 * sw) * C4, sw * C4, rows, p, G4, KH, KW, C4, Wp)
-                if y_nhwc:  # a position's channels are contiguous: one vector loop a position
-                    for r in range(rows):
-                        yr = y[((n * OH + oh) * OW + ow0 + r) * M4 + p * NR:]
-                        tr, cr, mr = tile[r * NR:], corr[p * NR:], mult[p * NR:]
-                        for j in range(mn):
-                            v = np.rint(np.float64(tr[j] + cr[j]) * mr[j]) + z
-                            yr[j] = np.uint8(np.int32(min(max(v, lo), qmax)) + y_off)
-                else:
-                    for j in range(mn):
-                        m = p * NR + j
-                        yo = (n * M + m) * S + oh * OW + ow0
-                        for r in range(rows):
-                            v = np.rint(np.float64(tile[r * NR + j] + corr[m]) * mult[m]) + z
-                            y[yo + r] = min(max(v, lo), qmax)
+                for r in range(rows):
+                    q = (n * OH + oh) * OW + ow0 + r
+                    if y_nhwc:
+                        _store(tile, r, cp, mp, y, q * M4 + p * NR, 1, mn, lo32, hi32, zo)
+                    else:
+                        _store(tile, r, cp, mp, y, (n * M + p * NR) * S + oh * OW + ow0 + r, S, mn, lo32, hi32, zo)
     if y_nhwc and M4 > M:  # the channels past M hold the zero point (read by no kernel: defined bytes)
         for q in range((n * OH + t0) * OW, (n * OH + t1) * OW):
             for j in range(M, M4):

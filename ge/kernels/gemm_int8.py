@@ -8,9 +8,11 @@ Choices: subtracting the zero points while copying to int16 (rather than correct
 column sums afterwards) keeps one simple kernel for per-tensor, per-row and per-column zero points; the
 loop runs over column chunks of CHUNK sums (a 1 KiB int32 row, L1-resident across k) with the k loop
 outside the vectorized column loop, which LLVM turns into 16-lane vpmovsxwd/vpmulld/vpaddd.
-`requantize` is the output stage shared by QLinearConv and QLinearMatMul: y = saturate(rint(float64(acc +
-bias) * multiplier) + y_zp), the multiplier x_scale * w_scale / y_scale computed in float32 as
-onnx.reference does (then the product in float64: the same bits as the oracle).
+`requantize` is the output stage shared by QLinearConv and QLinearMatMul, onnxruntime's float32 steps
+(MlasRequantizeOutput): y = rint(clamp(float32(acc + bias) * multiplier, qmin - y_zp, qmax - y_zp)) + y_zp,
+the multiplier x_scale * w_scale / y_scale in float32, rounding to even. onnx.reference multiplies in
+float64: where float32(acc) * multiplier lands within one float32 rounding of a half (or |acc| >= 2^24 is
+rounded to float32), the two differ by 1; ge gives onnxruntime's bits.
 """
 from __future__ import annotations
 
@@ -46,12 +48,14 @@ def shift(src, so, n, zp, dst, do):
 
 @njit(nogil=True, cache=True, inline="always")
 def multiplier(xs, ws, ys):
-    return np.float64(np.float32(np.float32(xs * ws) / ys))
+    """x_scale * w_scale / y_scale in float32, as onnxruntime's QLinearConv computes its output scales."""
+    return np.float32(np.float32(xs * ws) / ys)
 
 
 @njit(nogil=True, cache=True)
 def requantize(acc, ao, n, bias, mult, yzp, qmin, qmax, y, yo):
-    """y[yo:yo+n] = saturate(rint((acc[ao:ao+n] + bias) * mult) + yzp)."""
+    """y[yo:yo+n] = rint(clamp(float32(acc[ao:ao+n] + bias) * mult, qmin - yzp, qmax - yzp)) + yzp, in
+    float32 (mult float32): onnxruntime's MlasRequantizeOutput, step for step."""
+    lo, hi, z = np.float32(qmin - yzp), np.float32(qmax - yzp), np.int32(yzp)
     for i in range(n):
-        v = np.rint(np.float64(acc[ao + i] + bias) * mult) + yzp
-        y[yo + i] = min(max(v, qmin), qmax)
+        y[yo + i] = np.int32(np.rint(min(max(np.float32(acc[ao + i] + bias) * mult, lo), hi))) + z

@@ -24,6 +24,7 @@ from numba import njit
 from .blocks import own, per_block
 from .conv import _conv_shape
 from . import conv_geom as cg
+from . import conv_depthwise_int8
 from .conv_lowering import _im2col
 from .conv_vnni import HAS_VNNI, MR, NR, packed_size, vnni_conv
 from .gemm_int8 import igemm, multiplier, requantize, shift
@@ -157,12 +158,15 @@ def _logical(ctx: KernelContext) -> KernelContext:
     x_nhwc, y_nhwc = _layouts(ctx)
     if not (x_nhwc or y_nhwc):
         return ctx
-    shape = ctx.attr("weight_shape")
+    shape, group = ctx.attr("weight_shape"), int(ctx.attr("group", 1))
+    if group > 1 and shape is None and x_nhwc and y_nhwc:  # conv_depthwise_int8's case (_depthwise)
+        shape = ctx.inputs[3].shape
     if shape is None or not ctx.has(2) or not ctx.has(7):
-        raise ctx.error("an NHWC QLinearConv needs packed weights (weight_shape) and both zero points")
+        raise ctx.error("an NHWC QLinearConv needs packed weights (weight_shape), or to be depthwise with x and"
+                        " y NHWC, and both zero points")
     if not x_nhwc:
         return ctx
-    x, C = ctx.inputs[0], int(shape[1])
+    x, C = ctx.inputs[0], int(shape[1]) * group
     if x.dtype != np.uint8 or len(x.shape) != 4 or x.shape[3] != c4(C):
         raise ctx.error(f"an NHWC x must be uint8 [N, H, W, {c4(C)}], got {x.dtype}{list(x.shape)}")
     N, H, W, _ = x.shape
@@ -227,9 +231,30 @@ def _prepare_qlinear_conv(ctx: KernelContext) -> Launch:
     layouts, ctx = _layouts(ctx), _logical(ctx)
     geom, _ = _conv_parts(ctx, 0, 3)
     opt = [i if ctx.has(i) else None for i in range(9)]
+    if layouts[0] and int(geom[cg.GROUP]) > 1:
+        return _depthwise(ctx, geom, opt)
     if ctx.attr("weight_shape") is not None or (USE_VNNI and wants_vnni(ctx, geom)):
         return _vnni_launch(ctx, geom, opt, *layouts)
     return _conv_launch(ctx, geom, (0, 1, opt[2], 3, 4, opt[5], 6, opt[7], opt[8]), True)
+
+
+def depthwise_nhwc(ctx: KernelContext, geom) -> bool:
+    """conv_depthwise_int8.py's case: 2-D, group = C = M, undilated, int8 weights without a zero point."""
+    zero_w = not ctx.has(5) or (ctx.values[5] is not None and not np.any(ctx.values[5]))
+    C, M, G = int(geom[cg.C]), int(geom[cg.M]), int(geom[cg.GROUP])
+    return (len(ctx.inputs[0].shape) == 4 and G == C == M and zero_w and ctx.inputs[3].dtype == np.int8
+            and int(geom[cg.DD]) == int(geom[cg.DH]) == int(geom[cg.DW]) == 1)
+
+
+def _depthwise(ctx: KernelContext, geom, opt) -> Launch:
+    if not depthwise_nhwc(ctx, geom):
+        raise ctx.error("an NHWC grouped QLinearConv must be depthwise (group = channels = outputs), 2-D,"
+                        " undilated, with int8 weights and no weight zero point")
+    M = int(geom[cg.M])
+    qmin, qmax = _Q8[ctx.inputs[7].dtype]
+    x_off, y_off = (128 if ctx.inputs[i].dtype == np.int8 else 0 for i in (2, 7))
+    return conv_depthwise_int8.launch(geom, _per(ctx, 4, "w_scale", M), ctx.has(8), x_off, y_off, qmin, qmax,
+                                      ctx.attr("activation", "") == "Relu", ctx.cores, (0, 1, 2, 3, 4, 6, 7, opt[8] or 0))
 
 
 def wants_vnni(ctx: KernelContext, geom) -> bool:
@@ -259,7 +284,7 @@ def _vnni_launch(ctx: KernelContext, geom, opt, x_nhwc=False, y_nhwc=False) -> L
     direct = x_nhwc and Hp == H and Wp == W
     ws = (per_block(1 if direct else Hp * Wp * C4 + 64, np.uint8, bd),
           per_block(1 if packed else -(-M // NR) * KH * KW * C4 * NR, np.int8, bd),
-          per_block(2 * M + MR * NR, np.int32, bd), per_block(M, np.float64, bd))
+          per_block(2 * M + MR * NR, np.int32, bd), per_block(M, np.float32, bd))
     # stand-ins for absent inputs: x (never read); packed weights bring their row sums as input 9
     idx = (0, 1, opt[2] or 0, 3, 4, 6, opt[7] or 0, opt[8] or 0, 9 if packed else 0)
     return Launch(vnni_conv, args, ws, inputs=idx, tiled=True, block_dim=bd)

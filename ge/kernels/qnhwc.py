@@ -11,7 +11,8 @@ Each gives the bits of the float ops it stands for. DequantizeLinear is monotone
 dequantized values is the dequantized max, and Q(DQ(v)) of one 8-bit value is a 256-entry table (`lut`,
 computed by the pass with quant.py's float32 formulas; none when it is the identity, as in SqueezeNet's
 and ResNet-50's pools, quantized with their input's parameters). QAdd computes DQ, the float32 sum, the
-Relu and Q element by element with quant.py's float32 expressions. Shifted bytes keep their order, so
+Relu and Q with quant.py's float32 expressions, 16 elements a vector (simd_int8.ivqadd: one by one,
+MobileNetV2's 10 Adds took 0.55 ms of 7.7, 2.4 ns an element). Shifted bytes keep their order, so
 pools and tables read them as they are. Blocks take ranges of rows (positions for QConcat, flat ranges
 for QAdd): no reduction crosses a block, the bits are the same for any block count.
 Cost (`ge profile` of the int8 SqueezeNet, one core): QConcat 0.61 of 4.6 ms, mostly the scalar table
@@ -24,6 +25,7 @@ from numba import njit
 
 from .blocks import G, blocks, tiled
 from .registry import KernelContext, Launch, TensorSpec, register
+from .simd_int8 import ivadd, ivqadd, ivsplat, ivstore_bytes
 from .tiling import block_range
 
 _Q8 = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127)}
@@ -219,7 +221,12 @@ def qadd(a, as_, azp, b, bs, bzp, ys, yzp, y, a_off, b_off, y_off, relu, qmin, q
     sa, za, sb, zb = as_[0], np.float32(azp[0]), bs[0], np.float32(bzp[0])
     sy, zy, qlo, qhi = ys[0], np.float32(yzp[0]), np.float32(qmin), np.float32(qmax)
     zero = np.float32(0.0)
-    for k in range(lo, hi):
+    k = lo
+    while k + 16 <= hi:   # 16 a vector (simd_int8.ivqadd, the same float32 steps); the tail one by one
+        ivstore_bytes(y, k, ivadd(ivqadd(a, b, k, a_off, za, sa, b_off, zb, sb, sy, zy, qlo, qhi, relu),
+                                  ivsplat(y_off)))
+        k += 16
+    for k in range(k, hi):
         s = (np.float32(np.int32(a[k]) - a_off) - za) * sa + (np.float32(np.int32(b[k]) - b_off) - zb) * sb
         if relu:
             s = max(s, zero)

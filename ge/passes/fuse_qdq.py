@@ -22,8 +22,10 @@ Algorithm, one sweep over the QuantizeLinear nodes:
           An all-zero weight zero point is dropped (absent means 0): the VNNI kernel takes such convs.
           The DQs fall unused when nothing else reads them (eliminate_dead_code removes them).
 Runs before fold_constants, which would otherwise fold the weights' DQs into float constants.
-Limits: Gemm (the classifier of ResNet / SqueezeNet-like models, often without a Q after it) and Add stay
-in float between their DQs and Qs; scales and zero points that are not constants are fine (the kernels
+    DQ(aq, as, azp) -> Gemm[transB=1](., DQ(wq, ws), [bias]) (a float result: the classifier)
+        -> ge::QGemm[weight_shape](aq, as, azp, panels(wq), ws, rowsum(wq), [bias])   (AVX512-VNNI only)
+Limits: a Gemm with a Q after it, transposed A or untransposed B, and Add stay in float between their DQs
+and Qs (nhwc_int8 runs an Add island on images); scales and zero points that are not constants are fine (the kernels
 read them as inputs), but a Conv bias must be a constant.
 Invariant: outputs are those of onnxruntime's integer kernels (within one quantization step of the float
 form).
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.conv_vnni import HAS_VNNI, pack_weights, packed_size
 from ..kernels.registry import is_registered
 from .pattern import only_reader, producer, replace_pattern
 
@@ -119,9 +122,43 @@ def _fuse(graph, qn) -> bool:
     return True
 
 
+def _fuse_gemm(graph, gemm) -> bool:
+    """DQ(aq) -> Gemm(., DQ(wq) [N, K] transposed, [bias]) with a float result -> ge::QGemm
+    (kernels/matmul_int8.py), its weights packed into conv_vnni's panels here (a constant the folds never touch)."""
+    a = gemm.attrs
+    if (a.get("transA", 0) or a.get("transB", 0) != 1 or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0
+            or not HAS_VNNI or len(gemm.inputs) < 2):
+        return False
+    x, w = _dq(graph, gemm.inputs[0], gemm), _dq(graph, gemm.inputs[1], gemm, const=True)
+    if not _per_tensor(x) or w is None or x[1].shape is None or len(x[1].shape) != 2:
+        return False
+    wq, ws = w[1], w[2]
+    if wq.dtype != np.int8 or len(wq.shape) != 2 or _size(ws) not in (1, wq.shape[0]) or not ws.is_const:
+        return False
+    if _size(ws) > 1 and w[0].attrs.get("axis", 1) != 0:
+        return False
+    if w[3] is not None and (not w[3].is_const or w[3].const.any()):
+        return False
+    bias = gemm.inputs[2] if len(gemm.inputs) > 2 else None
+    if bias is not None and (bias.dtype != np.float32 or bias.shape is None or _size(bias) != wq.shape[0]
+                             or tuple(bias.shape) not in ((wq.shape[0],), (1, wq.shape[0]))):
+        return False
+    N, K = wq.shape
+    panels, rowsum = np.empty(packed_size(N, K, 1, 1), np.int8), np.empty(N, np.int32)
+    pack_weights(np.ascontiguousarray(wq.const).reshape(-1), N, K, 1, 1, -(-K // 4) * 4, panels, rowsum)
+    wp = graph.add_const(graph.fresh_name(f"{wq.name}_vnni"), panels)
+    sums = graph.add_const(graph.fresh_name(f"{wq.name}_rowsum"), rowsum)
+    graph.opsets.setdefault("ge", 1)
+    replace_pattern(graph, [gemm], "QGemm", [x[1], x[2], x[3], wp, ws, sums] + ([bias] if bias is not None else []),
+                    {"weight_shape": [int(N), int(K)]}, "ge", name=gemm.name)
+    return True
+
+
 def fuse_qdq(graph, options=None) -> bool:
     changed = False
     for qn in [n for n in graph.nodes if n.op_type == "QuantizeLinear" and n.domain == ""]:
         if qn in graph.nodes:
             changed |= _fuse(graph, qn)
+    for gemm in [n for n in graph.nodes if n.op_type == "Gemm" and n.domain == ""]:
+        changed |= _fuse_gemm(graph, gemm)
     return changed

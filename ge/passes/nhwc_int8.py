@@ -3,6 +3,8 @@ TransData at the edges of a region of one format), so no conv repacks its input 
 
     y = ge::QLinearConv[weight_shape](x, ...)              (packed: pack_qconv_weights)
  -> y_nhwc = ge::QLinearConv[x_layout=NHWC?, y_layout=NHWC](x_nhwc | x, ...)
+    y = ge::QLinearConv[group=C](x, ...)                    (depthwise: kernels/conv_depthwise_int8.py)
+ -> y_nhwc = ge::QLinearConv[group=C, x_layout=NHWC, y_layout=NHWC](x_nhwc, ...)
     y = ge::TransData[src_format=NHWC, dst_format=NCHW](y_nhwc)      for the readers outside the region
 
 An NHWC value is a byte image [N, H, W, C4] (kernels/qnhwc.py: channels rounded up to 4, int8 shifted to
@@ -13,7 +15,8 @@ int8 ops on images, with the same bits (qnhwc.py says why):
     DQ(a), DQ(b) -> Add | Sum [-> Relu] -> Q   -> ge::QAdd[relu](a, .., b, .., ys, yzp)
 
 Algorithm:
-  Step 1: match the candidate convs (packed, 4-D, both zero points present) and the islands (per-tensor
+  Step 1: match the candidate convs (packed, 4-D, both zero points present; or depthwise, which always
+          join: their NCHW path is an int16 im2col GEMM) and the islands (per-tensor
           constant parameters, positive scales, intermediates read only inside the island, no graph
           output among them). An island joins the region when one of its inputs comes from a candidate or
           an island, or one of the candidates or islands reads its result.
@@ -43,6 +46,21 @@ def _conv(node) -> bool:
     x = node.inputs[0]
     return (len(node.inputs) > 7 and node.inputs[2] is not None and node.inputs[7] is not None
             and "x_layout" not in node.attrs and x.dtype in _SHIFT and x.is_static and len(x.shape) == 4)
+
+
+def _depthwise(node) -> bool:
+    """A depthwise ge::QLinearConv conv_depthwise_int8.py runs on images: 2-D, group = C = M, constant
+    int8 weights without zero point, undilated, both activation zero points."""
+    if (node.op_type, node.domain) != ("QLinearConv", "ge") or "weight_shape" in node.attrs or "x_layout" in node.attrs:
+        return False
+    if len(node.inputs) < 8 or node.inputs[2] is None or node.inputs[7] is None or node.inputs[5] is not None:
+        return False
+    x, w = node.inputs[0], node.inputs[3]
+    if x.dtype not in _SHIFT or not x.is_static or len(x.shape) != 4 or w.const is None or w.dtype != np.int8:
+        return False
+    C = x.shape[1]
+    return (node.attrs.get("group", 1) == C > 1 and w.const.shape[:2] == (C, 1) and len(w.const.shape) == 4
+            and all(d == 1 for d in node.attrs.get("dilations", [1, 1])))
 
 
 def _dq(v):
@@ -136,21 +154,22 @@ def _rebuild(graph, old, pattern, op, inputs, attrs, image_shape, images):
 def nhwc_int8(graph) -> bool:
     # Step 1: candidates and islands
     convs = {n for n in graph.nodes if _conv(n)}
+    dws = {n for n in graph.nodes if _depthwise(n)}
     islands = {}
     for q in [n for n in graph.nodes if n.op_type == "QuantizeLinear" and n.domain == ""]:
         m = _island(graph, q)
         if m is not None:
             islands[q] = m
-    made_by = {n.outputs[0]: n for n in list(convs) + list(islands)}
+    made_by = {n.outputs[0]: n for n in list(convs) + list(islands) + list(dws)}
     read_by = {}
-    for c in convs:
+    for c in convs | dws:
         read_by.setdefault(c.inputs[0], []).append(c)
     for q, (_, _, dqs, _) in islands.items():
         for d in dqs:
             read_by.setdefault(d[1], []).append(q)
     joined = {q for q, (_, _, dqs, _) in islands.items()
               if any(d[1] in made_by for d in dqs) or read_by.get(q.outputs[0])}
-    region = convs | joined
+    region = convs | joined | dws
     if not region:
         return False
     graph.opsets.setdefault("ge", 1)
@@ -171,6 +190,12 @@ def nhwc_int8(graph) -> bool:
             else:  # reads an image, writes NCHW for its readers outside the region
                 attrs["y_layout"] = "NCHW"
                 _replace_inputs(graph, n, inputs, attrs)
+            changed = True
+        elif n in dws:  # always on images: the int16 path it would take otherwise is ~10x slower
+            N, M, OH, OW = n.outputs[0].shape
+            inputs = [_image_of(graph, n.inputs[0], images, n)] + list(n.inputs[1:])
+            attrs = {**n.attrs, "x_layout": "NHWC", "y_layout": "NHWC"}
+            _rebuild(graph, n, [n], "QLinearConv", inputs, attrs, (N, OH, OW, c4(M)), images)
             changed = True
         elif n in joined:
             op, attrs, dqs, pattern = islands[n]

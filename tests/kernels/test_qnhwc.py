@@ -92,6 +92,40 @@ def test_qadd_is_dq_add_q(relu, yt):
         np.testing.assert_array_equal(_back(got, yt, 8), want)
 
 
+def _ort_qlinear_conv(inputs, attrs):
+    """onnxruntime's QLinearConv on NCHW: the oracle of the requantization's float32 steps."""
+    ort = pytest.importorskip("onnxruntime")
+    m, feeds = make_model("QLinearConv", inputs, attrs, opset=13, const_inputs=range(1, len(inputs)))
+    m.graph.output[0].type.tensor_type.elem_type = helper.np_dtype_to_tensor_dtype(inputs[7].dtype)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+
+@pytest.mark.parametrize("xt,stride,pads,cores", [(u8, 1, [1, 1, 1, 1], 1), (i8, 2, [1, 1, 1, 1], 2),
+                                                  (i8, 1, [0, 1, 1, 0], 2)])
+def test_depthwise_qlinear_conv_on_images(xt, stride, pads, cores):
+    """kernels/conv_depthwise_int8.py: onnxruntime's bits (its float32 requantization), within 1 of onnx.reference's
+    float64 one; 18 channels: 16 a vector, then 2 and the image's 2 past C (the zero point). The weight zero point is
+    absent for ge (as fuse_qdq leaves a zero one), zeros for the oracles (onnxruntime requires it)."""
+    C, lo, hi, yz = 18, np.iinfo(xt).min, np.iinfo(xt).max + 1, np.array(-7 if xt == i8 else 120, xt)
+    x = R.integers(lo, hi, (2, C, 7, 9)).astype(xt)
+    inputs = [x, np.array(0.05, f32), np.array(3, xt), R.integers(-127, 128, (C, 1, 3, 3)).astype(i8),
+              (R.random(C) * 0.02 + 0.001).astype(f32), np.zeros(C, i8), np.array(0.3, f32), yz,
+              R.integers(-3000, 3000, C).astype(np.int32)]
+    attrs = {"group": C, "strides": [stride, stride], "pads": pads}
+    want = _ort_qlinear_conv(inputs, attrs)
+    names = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"]
+    ref = _reference([helper.make_node("QLinearConv", names, ["y"], **attrs)], {"x": x},
+                     dict(zip(names[1:], inputs[1:])))
+    assert np.abs(want.astype(int) - ref).max() <= 1
+    got = _ge("QLinearConv", [_image(x)] + inputs[1:5] + [None] + inputs[6:],
+              {**attrs, "x_layout": "NHWC", "y_layout": "NHWC"}, cores)
+    shift = 128 if xt == i8 else 0
+    assert got.shape == (2, want.shape[2], want.shape[3], 20) and (got[..., C:] == int(yz) + shift).all()
+    np.testing.assert_array_equal(_back(got, xt, C), want)
+
+
 @pytest.mark.parametrize("op,inputs,attrs,msg", [
     ("TransData", [np.zeros((1, 2, 3, 4), i8)], {"src_format": "NCHW", "dst_format": "NC1HWC0"}, "not supported"),
     ("TransData", [np.zeros((1, 2, 3, 4), i8)], {"src_format": "NCHW", "dst_format": "NHWC", "shift": 5}, "shift"),

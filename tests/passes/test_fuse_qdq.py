@@ -1,5 +1,7 @@
 """fuse_qdq and pack_qconv_weights: Before/Expected on small QDQ graphs, and numerics against onnx.reference
-(the integer kernels give onnx.reference's QLinearConv bits; the float form may differ by one step)."""
+(the integer kernels requantize in onnxruntime's float32 steps, onnx.reference in float64: they differ by 1
+only where a value lands within one float32 rounding of a half, in none of these cases; the float form may
+differ by one step)."""
 # the pass runs on the float form's graph: the expected integer node is onnx.reference's QLinearConv
 import numpy as np
 import pytest
@@ -94,3 +96,39 @@ def test_pack_qconv_weights():
     assert conv.attrs["weight_shape"] == [8, 4, 3, 3]
     assert conv.inputs[3].const.shape == (32 * 9 * 4,) and conv.inputs[9].const.shape == (8,)
     assert (conv.inputs[9].const == INITS["w"].reshape(8, -1).sum(1)).all()
+
+
+@pytest.mark.skipif(not HAS_VNNI, reason="this CPU has no AVX512-VNNI: the classifier stays a float Gemm")
+def test_classifier_gemm_becomes_qgemm():
+    """DQ -> Gemm(transB=1, per-output int8 weights, int32 bias) with a float result -> ge::QGemm (packed
+    panels, 40 outputs: a ragged second panel; K = 37: padded to 40): within float rounding of
+    onnx.reference's float form and of onnxruntime's QGemm, the same bits on 1 and 2 AI cores."""
+    gw, gs = R.integers(-127, 128, (40, 37)).astype(np.int8), (R.random(40) * 0.01 + 0.001).astype(np.float32)
+    inits = {"xs": XS, "xz": np.int8(-3), "gw": gw, "gs": gs, "gz": np.zeros(40, np.int8),
+             "gb": R.integers(-3000, 3000, 40).astype(np.int32), "gbs": XS * gs, "gbz": np.zeros(40, np.int32)}
+    nodes = [node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]), node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             node("DequantizeLinear", ["gw", "gs", "gz"], ["wd"], axis=0),
+             node("DequantizeLinear", ["gb", "gbs", "gbz"], ["bd"], axis=0),
+             node("Gemm", ["xd", "wd", "bd"], ["y"], name="fc", transB=1)]
+    m = model(nodes, {"x": [2, 37]}, ["y"], inits, opset=19)
+    g, changed = run_pass(m, fuse_qdq)
+    assert changed and "ge::QGemm" in ops(g) and "Gemm" not in ops(g)
+    x = {"x": R.standard_normal((2, 37)).astype(np.float32)}
+    want = ReferenceEvaluator(m).run(None, x)[0]
+    got = [ge.Session(ge.compile(m, ge.Options(aicore_num=c)), runtime="v1").run(None, x)[0] for c in (1, 2)]
+    np.testing.assert_array_equal(got[0], got[1])
+    np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    ort = pytest.importorskip("onnxruntime")
+    m.graph.output[0].type.tensor_type.elem_type = 1   # float: onnxruntime wants the output's type
+    theirs = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]
+    np.testing.assert_allclose(got[0], theirs, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_qgemm_bad_weights_name_the_node():
+    from op_check import make_model, run_ge
+    from ge.errors import GEError
+    bad = [np.zeros((1, 8), np.int8), XS, np.int8(0), np.zeros(10, np.int8), XS, np.zeros(4, np.int32)]
+    with pytest.raises(GEError, match=r"QGemm node 'n'.*weight_shape \[4, 9\] must be \[N, K\] with K = 8"):
+        run_ge(*make_model("QGemm", bad, {"weight_shape": [4, 9]}, domain="ge"))
+    with pytest.raises(GEError, match=r"QGemm node 'n'.*packed weights must be int8 \[256\]"):
+        run_ge(*make_model("QGemm", bad, {"weight_shape": [4, 8]}, domain="ge"))

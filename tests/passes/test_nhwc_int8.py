@@ -65,28 +65,17 @@ def test_an_output_inside_the_region_gets_a_trans_data():
     assert g.outputs[1].dtype == np.int8 and g.outputs[1].shape == (1, 8, 5, 5)
 
 
-@pytest.fixture(scope="module")
-def small_cnn(tmp_path_factory):
-    """A float CNN quantized by onnxruntime (QDQ, per-channel int8 weights): conv, pool, fire-like concat,
-    residual add + relu, with every QuantizeLinear result a graph output."""
+def _quantized(d, nodes, w, shape):
+    """The float graph quantized by onnxruntime (QDQ, per-channel int8 weights, 2 calibration inputs), with
+    every QuantizeLinear result a graph output."""
+    import onnx
     quantization = pytest.importorskip("onnxruntime.quantization")
-    d = tmp_path_factory.mktemp("nhwc_int8")
-    w = {k: (R.standard_normal(s) * 0.3).astype(f32) for k, s in
-         (("w1", (8, 3, 3, 3)), ("w2", (8, 8, 3, 3)), ("w3", (4, 8, 1, 1)), ("w4", (12, 12, 1, 1)),
-          ("w5", (5, 12, 1, 1)))}
-    nodes = [node("Conv", ["x", "w1"], ["a0"], pads=[1, 1, 1, 1]), node("Relu", ["a0"], ["a"]),
-             node("MaxPool", ["a"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
-             node("Conv", ["p", "w2"], ["b0"], pads=[1, 1, 1, 1]), node("Relu", ["b0"], ["b"]),
-             node("Conv", ["p", "w3"], ["c0"]), node("Relu", ["c0"], ["c"]),
-             node("Concat", ["b", "c"], ["cat"], axis=1), node("Conv", ["cat", "w4"], ["e"]),
-             node("Add", ["e", "cat"], ["s0"]), node("Relu", ["s0"], ["s"]), node("Conv", ["s", "w5"], ["y"])]
-    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", 1, [1, 3, 11, 13])],
+    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", 1, shape)],
                           [helper.make_tensor_value_info("y", 1, None)],
                           [numpy_helper.from_array(v, k) for k, v in w.items()])
     f, q = str(d / "f32.onnx"), str(d / "qdq.onnx")
-    import onnx
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=7), f)
-    feeds = iter([{"x": R.standard_normal((1, 3, 11, 13)).astype(f32)} for _ in range(2)])
+    feeds = iter([{"x": R.standard_normal(shape).astype(f32)} for _ in range(2)])
 
     class Calibration(quantization.CalibrationDataReader):
         def get_next(self):
@@ -97,6 +86,38 @@ def small_cnn(tmp_path_factory):
         if n.op_type == "QuantizeLinear" and n.output[0] not in {o.name for o in m.graph.output}:
             m.graph.output.append(helper.make_empty_tensor_value_info(n.output[0]))
     return m
+
+
+@pytest.fixture(scope="module")
+def small_cnn(tmp_path_factory):
+    """A float CNN quantized by onnxruntime: conv, pool, fire-like concat, residual add + relu."""
+    w = {k: (R.standard_normal(s) * 0.3).astype(f32) for k, s in
+         (("w1", (8, 3, 3, 3)), ("w2", (8, 8, 3, 3)), ("w3", (4, 8, 1, 1)), ("w4", (12, 12, 1, 1)),
+          ("w5", (5, 12, 1, 1)))}
+    nodes = [node("Conv", ["x", "w1"], ["a0"], pads=[1, 1, 1, 1]), node("Relu", ["a0"], ["a"]),
+             node("MaxPool", ["a"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             node("Conv", ["p", "w2"], ["b0"], pads=[1, 1, 1, 1]), node("Relu", ["b0"], ["b"]),
+             node("Conv", ["p", "w3"], ["c0"]), node("Relu", ["c0"], ["c"]),
+             node("Concat", ["b", "c"], ["cat"], axis=1), node("Conv", ["cat", "w4"], ["e"]),
+             node("Add", ["e", "cat"], ["s0"]), node("Relu", ["s0"], ["s"]), node("Conv", ["s", "w5"], ["y"])]
+    return _quantized(tmp_path_factory.mktemp("nhwc_int8"), nodes, w, [1, 3, 11, 13])
+
+
+@pytest.fixture(scope="module")
+def mobile_block(tmp_path_factory):
+    """MobileNetV2's blocks quantized by onnxruntime: 1x1 expand, ReLU6 (Clip, which the quantizer drops),
+    depthwise 3x3 at stride 1 with the residual Add, then one at stride 2 and a 1x1 projection; 20
+    channels (the image's C4 = C) and 10 (C4 = 12)."""
+    w = {k: (R.standard_normal(s) * 0.3).astype(f32) for k, s in
+         (("w1", (20, 10, 1, 1)), ("w2", (20, 1, 3, 3)), ("w3", (10, 20, 1, 1)), ("w4", (10, 1, 3, 3)),
+          ("w5", (6, 10, 1, 1)))}
+    w.update({"lo": f32(0), "hi": f32(6)})
+    nodes = [node("Conv", ["x", "w1"], ["e0"]), node("Clip", ["e0", "lo", "hi"], ["e"]),
+             node("Conv", ["e", "w2"], ["d0"], group=20, pads=[1, 1, 1, 1]), node("Clip", ["d0", "lo", "hi"], ["d"]),
+             node("Conv", ["d", "w3"], ["p"]), node("Add", ["p", "x"], ["r"]),
+             node("Conv", ["r", "w4"], ["s0"], group=10, strides=[2, 2], pads=[1, 1, 1, 1]),
+             node("Clip", ["s0", "lo", "hi"], ["s"]), node("Conv", ["s", "w5"], ["y"])]
+    return _quantized(tmp_path_factory.mktemp("mobile_int8"), nodes, w, [1, 10, 9, 11])
 
 
 @needs_vnni
@@ -112,3 +133,27 @@ def test_same_bits_as_the_nchw_int8_path(small_cnn):
     for sess in (ge.Session(on, runtime="v1"), ge.Session(on, runtime="v2"), ge.Session(one, runtime="v1")):
         for o, a, b in zip(small_cnn.graph.output, sess.run(None, x), want):
             np.testing.assert_array_equal(a, b, err_msg=o.name)
+
+
+def test_depthwise_convs_join_the_region(mobile_block):
+    """Both depthwise convs read and write images (kernels/conv_depthwise_int8.py); every 8-bit value has the bits
+    of the NCHW int8 path (the int16 im2col GEMM for them), on both runtimes and 1 or 2 AI cores, and of
+    onnxruntime's int8 run except after the residual Add (its QLinearAdd's own float32 formula: 1 step)."""
+    x = {"x": R.standard_normal((1, 10, 9, 11)).astype(f32)}
+    on = ge.compile(mobile_block, ge.Options(aicore_num=2))
+    dws = [n for n in on.nodes if n.op_type == "QLinearConv" and n.attrs.get("group", 1) > 1]
+    assert len(dws) == 2 and all(n.attrs["x_layout"] == n.attrs["y_layout"] == "NHWC" for n in dws)
+    assert "QAdd" in {n.op_type for n in on.nodes}
+    off = ge.compile(mobile_block, ge.Options(aicore_num=2, disabled_passes=("nhwc_int8",)))
+    want = ge.Session(off, runtime="v1").run(None, x)
+    one = ge.compile(mobile_block, ge.Options(aicore_num=1))
+    for sess in (ge.Session(on, runtime="v1"), ge.Session(on, runtime="v2"), ge.Session(one, runtime="v1")):
+        for o, a, b in zip(mobile_block.graph.output, sess.run(None, x), want):
+            np.testing.assert_array_equal(a, b, err_msg=o.name)
+    ort = pytest.importorskip("onnxruntime")
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    theirs = ort.InferenceSession(mobile_block.SerializeToString(), so).run(None, x)
+    for o, a, b in zip(mobile_block.graph.output, want, theirs):
+        tol = 1 if a.dtype != f32 else 1e-5 + np.abs(b).max() * 1e-2
+        assert np.abs(a.astype(np.float64) - b).max() <= tol, o.name
