@@ -14,13 +14,16 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(line)
 
 
-# The longest files first (with a cold Numba cache: the node cases, then the conv kernels' compiles), then the rest
+# The longest files first (with a cold Numba cache: the node cases, the random DAGs of test_rel_fuzz (~11 min
+# cold, 2026-12-08: it ran last, alone on one worker, for 8 of the suite's 29 minutes), the conv kernels'
+# compiles), then the rest
 # by their number of tests: under xdist's loadfile each file runs on one worker, and a long file started last kept
 # one worker busy alone for minutes at the end of the run (largest-first keeps both busy to the end). xdist
 # would sort the files by their number of tests alone, putting the long files with few tests (whole models,
 # subprocesses) last: pyproject's addopts turn that off (--no-loadscope-reorder) so this order holds.
-_FIRST = ("tests/test_onnx_node_cases.py", "tests/kernels/test_conv.py", "tests/test_light_models_vs_ort.py",
-          "tests/test_light_models.py", "tests/kernels/test_elementwise.py")
+_FIRST = ("tests/test_onnx_node_cases.py", "tests/reliability/test_rel_fuzz.py", "tests/kernels/test_conv.py",
+          "tests/test_light_models_vs_ort.py", "tests/test_light_models.py", "tests/reliability/test_rel_soak.py",
+          "tests/kernels/test_elementwise.py")
 
 
 def pytest_collection_modifyitems(config, items):
