@@ -21,12 +21,19 @@ import numpy as np
 from .model import copy_weights
 
 
+# Weights from which the plan's constants are lent. Below it the plan keeps its own arrays beside the segment's
+# copy: a few MiB twice cost little, and the segment then goes back at close whatever else holds a constant
+# (in the full suite a small model's lent view, held elsewhere, kept its segment reserved after close).
+LEND_BYTES = 4 << 20
+
+
 def lend_constants(plan, buf: np.ndarray, release: Callable[[], None]) -> Callable[[], None]:
     """The plan's constants copied into `buf` (the weights segment, model.copy_weights' layout) and lent: each
     becomes a view of its copy as it is made, so its own array can go at once (the plan held it alone, as when
     a Session compiled it: the peak is one copy plus one constant, not two copies). Returns the release to call
     instead of `release`."""
-    if any(a.dtype.hasobject for a in plan.constants.values()):   # string constants (host tasks read the plan)
+    if (any(a.dtype.hasobject for a in plan.constants.values())   # string constants (host tasks read the plan)
+            or sum(a.nbytes for a in plan.constants.values()) < LEND_BYTES):
         copy_weights(plan, buf)
         return release
     lent, views = dict(plan.constants), {}

@@ -1,8 +1,16 @@
 """The plan's constants lent to runtime_v1's weights segment: one copy of the weights (issue 44's footprint)."""
 import numpy as np
+import pytest
 
 import ge
+import runtime_v1.weights
 from v1_models import mlp, reference_mlp
+
+
+@pytest.fixture(autouse=True)
+def lend_every_plan(monkeypatch):
+    """These tests lend a small MLP's weights: lending applies from runtime_v1.weights.LEND_BYTES."""
+    monkeypatch.setattr(runtime_v1.weights, "LEND_BYTES", 0)
 
 
 def _segment(sess):
@@ -50,3 +58,12 @@ def test_a_view_held_elsewhere_keeps_its_segment_readable():
     sess.close()   # not released (its pages would read as zeros): kept while `held` reads it
     for t, a in held.items():
         np.testing.assert_array_equal(a, want[t])
+
+
+def test_small_weights_are_copied_not_lent(monkeypatch):
+    monkeypatch.setattr(runtime_v1.weights, "LEND_BYTES", 4 << 20)
+    model, _ = mlp()
+    plan = ge.compile(model)
+    sess = ge.Session(plan, runtime="v1")
+    assert not any(np.shares_memory(a, _segment(sess)) for a in plan.constants.values())
+    sess.close()
